@@ -1,0 +1,153 @@
+"""The driver every builder shares: stream rows in chunks, validate and transform each, split train/test,
+report bad rows, and write parquet all-or-nothing.
+
+A builder turns one raw row into one or more output rows (more when it augments) and raises ``BadRow``
+naming the field and the reason when the row cannot be used. All outputs of one input row go to the
+same split, so augmented copies never leak between train and test.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from writing_rl.io import atomic_path
+
+from .readers import count_rows, iter_chunks
+
+
+class BadRow(ValueError):
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        self.reason = reason
+        super().__init__(f"field '{field}': {reason}")
+
+
+class Builder(Protocol):
+    schema: pa.Schema
+
+    def build(self, row: dict, source_id: int, split: str) -> list[dict]:
+        """Output rows for one input row; ``source_id`` counts accepted input rows from 0."""
+        ...
+
+
+@dataclass
+class BuildReport:
+    read: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    written: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        factor = sum(self.written.values()) / self.accepted if self.accepted else 0.0
+        split_counts = ", ".join(f"{name} {count}" for name, count in self.written.items())
+        return [
+            f"read {self.read} rows: accepted {self.accepted}, rejected {self.rejected}",
+            f"wrote {sum(self.written.values())} rows ({split_counts}); {factor:.2f} output rows per accepted row",
+            *(f"  {name}: {path}" for name, path in self.outputs.items()),
+        ]
+
+
+def parse_test_size(value: str | float) -> float:
+    """A fraction in [0, 1) or a whole number of input rows."""
+    number = float(value)
+    if number < 0 or (number >= 1 and not number.is_integer()):
+        raise ValueError(f"--test-size must be a fraction in [0, 1) or a whole number of rows, got {value}")
+    return number
+
+
+def test_mask(total: int, test_size: float, seed: int) -> np.ndarray:
+    """Which input rows (by position) go to the test split: a seeded choice of exactly the asked count."""
+    count = int(test_size) if test_size >= 1 else int(round(total * test_size))
+    if count > total:
+        raise ValueError(f"--test-size {int(test_size)} exceeds the {total} input rows")
+    mask = np.zeros(total, dtype=bool)
+    if count:
+        mask[np.random.default_rng(seed).choice(total, size=count, replace=False)] = True
+    return mask
+
+
+def run(
+    builder: Builder,
+    input_path: str,
+    output_dir: str,
+    *,
+    seed: int = 0,
+    test_size: float = 0.0,
+    rejects_path: str | None = None,
+    skip_bad: bool = False,
+    chunk_size: int = 10_000,
+    hf_split: str = "train",
+    progress: bool = True,
+) -> BuildReport:
+    total = count_rows(input_path, hf_split)
+    in_test = test_mask(total, test_size, seed)
+    splits = ["train", "test"] if in_test.any() else ["train"]
+    out_paths = {name: Path(output_dir) / f"{name}.parquet" for name in splits}
+    report = BuildReport()
+    rejects: list[dict] = []
+
+    with ExitStack() as stack:
+        tmp_paths = {name: stack.enter_context(atomic_path(path)) for name, path in out_paths.items()}
+        writers = {name: pq.ParquetWriter(tmp_paths[name], builder.schema) for name in splits}
+        bar = _progress_bar(total, progress)
+        try:
+            for chunk in iter_chunks(input_path, chunk_size, hf_split):
+                batches: dict[str, list[dict]] = {name: [] for name in splits}
+                for row in chunk:
+                    position = report.read
+                    report.read += 1
+                    split = "test" if in_test[position] else "train"
+                    try:
+                        built = builder.build(row, report.accepted, split)
+                    except BadRow as bad:
+                        report.rejected += 1
+                        rejects.append({"row": position, "field": bad.field, "reason": bad.reason, "data": row})
+                        if not skip_bad:
+                            _write_rejects(rejects_path, rejects)
+                            raise ValueError(
+                                f"{input_path}: row {position} (0-based) rejected: {bad} "
+                                "(pass --skip-bad to skip bad rows and report them in --rejects)"
+                            ) from None
+                        continue
+                    report.accepted += 1
+                    batches[split].extend(built)
+                for name, rows in batches.items():
+                    if rows:
+                        writers[name].write_table(pa.Table.from_pylist(rows, schema=builder.schema))
+                        report.written[name] = report.written.get(name, 0) + len(rows)
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+            for writer in writers.values():
+                writer.close()
+    _write_rejects(rejects_path, rejects)
+    report.written = {name: report.written.get(name, 0) for name in splits}
+    report.outputs = {name: str(path) for name, path in out_paths.items()}
+    if rejects_path:
+        report.outputs["rejects"] = rejects_path
+    return report
+
+
+def _write_rejects(path: str | None, rejects: Iterable[dict[str, Any]]) -> None:
+    if not path:
+        return
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for record in rejects:
+                f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="rows", disable=not enabled, file=sys.stderr, mininterval=1.0)

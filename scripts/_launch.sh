@@ -1,0 +1,56 @@
+# Shared by scripts/train_*.sh: check env vars, then run verl's main_ppo here or submit it to Ray.
+#   CONFIG_NAME      overlay in hydra_configs/ (set by the calling script)
+#   OVERRIDES        bash array of Hydra overrides (set by the calling script), "$@" is appended
+#   RAY_ADDRESS      when set: `ray job submit` to that cluster with this repo as the working dir
+#   DRY_RUN=1        print the composed config, run verl's validate_config and our checks, exit
+#   FORWARD_JUDGE_API_KEY=1  copy the judge API key into the Ray job's env (visible in the dashboard)
+#   PYTHON           interpreter (default: python)
+set -euo pipefail
+
+REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python}"
+
+# require_env VAR "what it is" ...: stop with every missing variable named.
+require_env() {
+  local missing=()
+  while [ $# -gt 0 ]; do
+    if [ -z "${!1:-}" ]; then missing+=("  $1: $2"); fi
+    shift 2
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "error: missing environment variable(s):" >&2
+    printf '%s\n' "${missing[@]}" >&2
+    exit 2
+  fi
+}
+
+launch() {
+  local args=(--config-name "$CONFIG_NAME" "${OVERRIDES[@]}" "$@")
+  if [ "${DRY_RUN:-0}" = "1" ]; then
+    "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job
+    "$PYTHON" -m writing_rl.cli check-config --config-dir "$REPO_DIR/hydra_configs" "${args[@]}"
+    return
+  fi
+  if [ -z "${RAY_ADDRESS:-}" ]; then
+    exec "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}"
+  fi
+  # On the cluster the job runs inside a copy of this repo, so the config path is taken from its $PWD.
+  local env_json='{}'
+  if [ "${FORWARD_JUDGE_API_KEY:-0}" = "1" ] && [ -n "${JUDGE_API_KEY_ENV:-}" ]; then
+    env_json="$("$PYTHON" -c 'import json, os, sys; n = sys.argv[1]; print(json.dumps({n: os.environ[n]}))' "$JUDGE_API_KEY_ENV")"
+  fi
+  local runtime_env
+  runtime_env="$("$PYTHON" - "$REPO_DIR" "$env_json" <<'PY'
+import json, sys
+repo, env = sys.argv[1], json.loads(sys.argv[2])
+spec = {"working_dir": repo, "excludes": [".venv/", ".git/", "data/", "runs/", "outputs/", ".cache/", "*.parquet"]}
+if env:
+    spec["env_vars"] = env
+print(json.dumps(spec))
+PY
+)"
+  local quoted
+  quoted="$(printf ' %q' "${args[@]}")"
+  exec ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$runtime_env" -- \
+    bash -c "python -m verl.trainer.main_ppo --config-path \"\$PWD/hydra_configs\"$quoted"
+}

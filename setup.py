@@ -1,0 +1,35 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="writing-rl",
+    version="0.1.0",
+    description="Judge-based (GenRM / LLM-judge) rewards for long-form writing and translation on stock verl 0.9",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["writing_rl*", "reward_fns*", "data_prep*", "hydra_configs*"]),
+    package_data={"hydra_configs": ["*.yaml"]},
+    install_requires=[
+        # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (README).
+        "verl>=0.9.1,<0.10",
+        "ray[default]>=2.40",
+        "aiohttp>=3.9",
+        "hydra-core>=1.3",
+        "omegaconf>=2.3",
+        "numpy",
+        "pandas",
+        "pyarrow",
+        "transformers",
+        "tokenizers",
+        "tqdm",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "openai>=1.0"],
+        # GPU-only: never needed on CPU machines, imported lazily.
+        "vllm": ["vllm>=0.10"],
+        "gpu": ["vllm>=0.10", "flash-attn"],
+    },
+    entry_points={"console_scripts": ["writing-rl=writing_rl.cli:main"]},
+)

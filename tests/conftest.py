@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_DIR = TESTS_DIR.parent
+sys.path.insert(0, str(TESTS_DIR))
+
+from judge_server import ScriptedJudgeServer  # noqa: E402
+
+TOKENIZER_TEXTS = [
+    "Write a story about a lighthouse. The storm was good and the ending was bad.",
+    "Response A Response B [[A]] [[B]] [[C]] <think> </think> verdict judge",
+    "The quick brown fox jumps over the lazy dog. 0123456789 !?.,;:'\"()[]{}",
+]
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory) -> Path:
+    from writing_rl.tiny import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(tmp_path_factory.mktemp("tokenizer"), TOKENIZER_TEXTS * 20)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tokenizer_dir))
+
+
+@pytest.fixture
+def judge_server():
+    """Factory: ``judge_server(script=..., latency_s=..., capacity=...)`` starts a scripted judge on
+    127.0.0.1; every server started is stopped after the test."""
+    servers = []
+
+    def start(**kwargs) -> ScriptedJudgeServer:
+        server = ScriptedJudgeServer(**kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray for the session (2 CPUs, no dashboard), shut down at the end."""
+    import ray
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+    yield ray
+    ray.shutdown()
+
+
+@contextlib.contextmanager
+def reward_loop(config):
+    """verl's own RewardLoopManager on the session's Ray; its named workers are killed afterwards so
+    the next test can build another manager (verl names them reward_loop_worker_<i>)."""
+    import ray
+    from verl.experimental.reward_loop import RewardLoopManager
+
+    manager = RewardLoopManager(config)
+    try:
+        yield manager
+    finally:
+        for worker in manager.reward_loop_workers:
+            ray.kill(worker, no_restart=True)
+
+
+def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str):
+    from writing_rl.verl_config import compose
+
+    return compose(
+        "writing_rl",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.reward_kwargs.judge.base_url={base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            "reward.reward_kwargs.judge.backoff_base_s=0.01",
+            *overrides,
+        ],
+    )
+
+
+def writing_row(index: int, prompt: str = "Write a story.", target=("a plain story",), criteria=None) -> dict:
+    return {
+        "data_source": "writing",
+        "prompt": [{"role": "user", "content": prompt}],
+        "reward_model": {
+            "style": "model",
+            "ground_truth": {"prompt": prompt, "target": list(target), "criteria": criteria, "id": index},
+        },
+        "extra_info": {"index": index},
+    }

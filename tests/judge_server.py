@@ -1,0 +1,140 @@
+"""A scripted OpenAI-compatible judge on 127.0.0.1, for tests and benchmarks (never shipped as a judge).
+
+It runs an aiohttp server in a background thread. By default it answers like a judge that prefers the
+response containing more "good" than "bad"; a ``script`` callable can instead return any status,
+headers, body or delay per request, to play 429s, 500s, slow replies and malformed bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from aiohttp import web
+
+_PAIR_RE = re.compile(r"\[Response A\]\n(.*?)\n\n\[Response B\]\n(.*?)\n\n(?:Weigh|\[Evaluation criteria\])", re.S)
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    content: str | None = None  # chat completion text; None = use `body` as is
+    body: bytes | None = None
+    headers: dict = field(default_factory=dict)
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+
+
+def quality(text: str) -> int:
+    return text.lower().count("good") - text.lower().count("bad")
+
+
+def preference_verdict(user_message: str) -> str:
+    """[[A]], [[B]] or [[C]] by the 'good minus bad' count of each response; [[C]] if unreadable."""
+    match = _PAIR_RE.search(user_message)
+    if not match:
+        return "I cannot find two responses. [[C]]"
+    a, b = (quality(x) for x in match.groups())
+    verdict = "A" if a > b else "B" if b > a else "C"
+    return f"Response A scores {a}, response B scores {b}. Final verdict:\n[[{verdict}]]"
+
+
+def default_script(request: dict, index: int) -> Reply:
+    return Reply(content=preference_verdict(request["messages"][-1]["content"]))
+
+
+def completion_body(content: str, model: str, finish_reason: str = "stop") -> bytes:
+    return json.dumps(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
+
+
+class ScriptedJudgeServer:
+    def __init__(
+        self,
+        script: Callable[[dict, int], Reply] = default_script,
+        latency_s: float = 0.0,
+        capacity: int | None = None,
+    ):
+        self.script = script
+        self.latency_s = latency_s
+        self.capacity = capacity
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        body = json.loads(raw)
+        index = len(self.requests)
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        self._in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            if self._slots is not None:
+                async with self._slots:
+                    return await self._respond(body, index)
+            return await self._respond(body, index)
+        finally:
+            self._in_flight -= 1
+
+    async def _respond(self, body: dict, index: int) -> web.Response:
+        reply = self.script(body, index)
+        delay = self.latency_s + reply.delay_s
+        if delay:
+            await asyncio.sleep(delay)
+        payload = reply.body
+        if reply.content is not None:
+            payload = completion_body(reply.content, body.get("model", ""), reply.finish_reason)
+        return web.Response(
+            status=reply.status, body=payload or b"", headers=reply.headers, content_type="application/json"
+        )
+
+    async def _start(self) -> None:
+        self._slots = asyncio.Semaphore(self.capacity) if self.capacity else None
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+
+    def start(self) -> ScriptedJudgeServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> ScriptedJudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

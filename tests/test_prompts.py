@@ -1,0 +1,76 @@
+import pytest
+
+from writing_rl.prompts import (
+    PAIRWISE_SYSTEM,
+    format_criteria,
+    load_template,
+    pairwise_messages,
+    render,
+)
+
+
+def test_render_fills_every_placeholder_once():
+    out = render("{prompt}|{response_a}|{response_b}|{criteria}", prompt="P", response_a="A", response_b="B", criteria="C")
+    assert out == "P|A|B|C"
+
+
+def test_render_leaves_placeholders_inside_values_alone():
+    # A response that itself contains "{response_b}" must not receive B's text.
+    out = render("A: {response_a}\nB: {response_b}", response_a="see {response_b} and {prompt}", response_b="bee")
+    assert out == "A: see {response_b} and {prompt}\nB: bee"
+
+
+def test_render_keeps_braces_in_text():
+    assert render("{prompt}", prompt='json {"k": 1} and {0}') == 'json {"k": 1} and {0}'
+
+
+@pytest.mark.parametrize(
+    "criteria, text",
+    [
+        (None, None),
+        ("", None),
+        ("  Be concise. ", "Be concise."),
+        (["Vivid", "Short"], "- Vivid\n- Short"),
+        (["", "  "], None),
+        (("one",), "- one"),
+    ],
+)
+def test_format_criteria(criteria, text):
+    assert format_criteria(criteria) == text
+
+
+def test_default_messages_place_responses_and_ask_for_a_verdict():
+    messages = pairwise_messages("Write a poem.", "first text", "second text")
+    assert messages[0] == {"role": "system", "content": PAIRWISE_SYSTEM}
+    user = messages[1]["content"]
+    assert user.index("[Request]\nWrite a poem.") < user.index("[Response A]\nfirst text") < user.index(
+        "[Response B]\nsecond text"
+    )
+    assert "[[A]]" in user and "[[B]]" in user and "[[C]]" in user
+    assert "[Evaluation criteria]" not in user
+
+
+def test_criteria_template_is_used_when_the_row_has_criteria():
+    user = pairwise_messages("Write.", "a", "b", criteria="- Be vivid")[1]["content"]
+    assert "[Evaluation criteria]\n- Be vivid" in user
+    assert user.rstrip().endswith("equally good.")
+
+
+def test_no_system_message_when_disabled():
+    messages = pairwise_messages("Write.", "a", "b", system=None)
+    assert [m["role"] for m in messages] == ["user"]
+
+
+def test_custom_template_file(tmp_path):
+    path = tmp_path / "judge.txt"
+    path.write_text("Q: {prompt}\n1) {response_a}\n2) {response_b}\nRubric: {criteria}\nSay [[A]] or [[B]].")
+    user = pairwise_messages("Q?", "x", "y", criteria="be kind", template=str(path))[1]["content"]
+    assert user == "Q: Q?\n1) x\n2) y\nRubric: be kind\nSay [[A]] or [[B]]."
+
+
+def test_custom_template_without_response_slots_is_rejected(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("Only {prompt}")
+    load_template.cache_clear()
+    with pytest.raises(ValueError, match="response_a"):
+        pairwise_messages("Q?", "x", "y", template=str(path))

@@ -1,0 +1,47 @@
+"""``writing-rl check-config``: catch config mistakes on a laptop before a cluster job does.
+
+Runs verl's own ``validate_config`` on the composed overlay, then loads the reward manager and reward
+fn the way verl's reward workers will and validates ``reward.reward_kwargs``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+
+def check_config(config) -> list[str]:
+    """Raise on the first problem; return what was checked."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    from .config import ManagerConfig, worker_concurrency
+
+    validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    checked = ["verl validate_config"]
+    manager_cls = resolve_reward_manager_cls(config)
+    checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
+    if get_custom_reward_fn(config) is not None:
+        fn = config.reward.custom_reward_function
+        checked.append(f"reward fn {fn.path}:{fn.name}")
+    if manager_cls.__module__.startswith("writing_rl."):
+        hosted = bool(config.reward.reward_model.enable)
+        # When verl hosts the GenRM its router address is only known at run time; any address will do here.
+        settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
+        share = worker_concurrency(settings.judge.max_concurrency, int(config.reward.num_workers))
+        judge = "verl's reward router (GenRM hosted by verl)" if hosted else settings.judge.base_url
+        checked.append(
+            f"judge {judge} model {settings.judge.model}: {share} requests in flight per reward worker "
+            f"x {config.reward.num_workers} workers"
+        )
+        if settings.judge.api_key_env:
+            state = "set" if os.environ.get(settings.judge.api_key_env) else "NOT set in this shell"
+            checked.append(f"API key env var ${settings.judge.api_key_env}: {state} (reward workers need it)")
+    return checked
+
+
+def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
+    from .verl_config import compose
+
+    return check_config(compose(config_name, overrides, config_dir))

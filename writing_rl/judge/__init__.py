@@ -1,0 +1,28 @@
+"""The judge layer: one async interface (``Judge.complete``), an OpenAI-compatible HTTP client,
+typed failures and the per-sample recorder used by the reward manager."""
+
+from .base import (
+    Judge,
+    JudgeConnectionError,
+    JudgeError,
+    JudgeHTTPError,
+    JudgeReply,
+    JudgeResponseError,
+    JudgeTimeout,
+    Messages,
+    SampleJudge,
+)
+from .http import OpenAIJudge
+
+__all__ = [
+    "Judge",
+    "JudgeConnectionError",
+    "JudgeError",
+    "JudgeHTTPError",
+    "JudgeReply",
+    "JudgeResponseError",
+    "JudgeTimeout",
+    "Messages",
+    "OpenAIJudge",
+    "SampleJudge",
+]

@@ -1,0 +1,140 @@
+"""A pooled async client for any OpenAI-compatible chat-completions endpoint.
+
+vLLM (`vllm serve`), verl's reward router, DashScope's compatible mode, OpenRouter and OpenAI all speak
+this protocol. One client per reward worker: it keeps one aiohttp session (connection pool) per event
+loop, bounds requests in flight with a semaphore, and retries what is worth retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+
+from ..config import JudgeConfig
+from .base import (
+    JudgeConnectionError,
+    JudgeError,
+    JudgeHTTPError,
+    JudgeReply,
+    JudgeResponseError,
+    JudgeTimeout,
+    Messages,
+)
+from .retry import is_retryable_status, parse_retry_after, retry_delay
+
+
+@dataclass
+class JudgeStats:
+    requests: int = 0
+    retries: int = 0
+    failures: Counter = field(default_factory=Counter)
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password and query string, safe to print."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class OpenAIJudge:
+    """``complete(messages) -> JudgeReply``; failures raise typed ``JudgeError``s after retries."""
+
+    def __init__(self, config: JudgeConfig, concurrency: int | None = None):
+        self.config = config.validate()
+        self.concurrency = concurrency or config.max_concurrency
+        self.endpoint = redact_url(config.base_url)
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self.stats = JudgeStats()
+        self._headers = {"Content-Type": "application/json"}
+        api_key = config.api_key()
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._sampling = {"temperature": config.temperature, "top_p": config.top_p}
+        if config.max_tokens is not None:
+            self._sampling["max_tokens"] = config.max_tokens
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _request_body(self, messages: Messages) -> bytes:
+        payload = {"model": self.config.model, "messages": messages, **self._sampling, **self.config.extra_body}
+        return json.dumps(payload, ensure_ascii=False).encode()
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        # aiohttp sessions and asyncio semaphores belong to one event loop: make them in the running one.
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
+            timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self._headers)
+            self._slots = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        return self._session
+
+    async def complete(self, messages: Messages) -> JudgeReply:
+        session = self._ensure_session()
+        body = self._request_body(messages)
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
+            self.stats.requests += 1
+            retry_after = None
+            try:
+                async with self._slots:
+                    start = time.perf_counter()  # latency = time on the wire, not time queued for a slot
+                    async with session.post(self.url, data=body) as resp:
+                        status, raw = resp.status, await resp.read()
+                        retry_after_header = resp.headers.get("Retry-After")
+                if status == 200:
+                    return self._read_reply(raw, start, attempt + 1)
+                error: JudgeError = JudgeHTTPError(self.endpoint, status, raw.decode(errors="replace"), attempt + 1)
+                if not is_retryable_status(status):
+                    self.stats.failures[error.kind] += 1
+                    raise error
+                if status in (429, 503):
+                    retry_after = parse_retry_after(retry_after_header)
+            except asyncio.TimeoutError:
+                error = JudgeTimeout(self.endpoint, f"no reply within timeout_s={self.config.timeout_s}", attempt + 1)
+            except aiohttp.ClientError as exc:
+                error = JudgeConnectionError(self.endpoint, f"{type(exc).__name__}: {exc}", attempt + 1)
+            except JudgeResponseError as exc:
+                error = exc
+            if attempt + 1 == attempts:
+                self.stats.failures[error.kind] += 1
+                raise error
+            self.stats.retries += 1
+            await asyncio.sleep(
+                retry_delay(attempt, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
+            )
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _read_reply(self, raw: bytes, start: float, attempts: int) -> JudgeReply:
+        try:
+            data = json.loads(raw)
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            excerpt = raw[:200].decode(errors="replace")
+            raise JudgeResponseError(
+                self.endpoint, f"not a chat completion ({type(exc).__name__}): {excerpt!r}", attempts
+            ) from None
+        text = message.get("content") if isinstance(message, dict) else None
+        return JudgeReply(
+            text=text or "",
+            finish_reason=choice.get("finish_reason"),
+            latency_s=time.perf_counter() - start,
+            attempts=attempts,
+        )
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None

@@ -1,0 +1,47 @@
+"""One log line per batch of scored samples: outcomes, error counts, judge latency percentiles."""
+
+from __future__ import annotations
+
+import numpy as np
+
+OUTCOME_KEYS = ("win", "tie", "loss")
+ERROR_KEYS = ("judge_error", "parse_error", "format_error")
+
+
+class BatchSummary:
+    def __init__(self, judge):
+        self.judge = judge  # read for its retry counter
+        self._retries_seen = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.count = 0
+        self.score_sum = 0.0
+        self.sums: dict[str, float] = {}
+        self.latencies: list[float] = []
+
+    def add(self, score: float, info: dict, latencies: list[float]) -> None:
+        self.count += 1
+        self.score_sum += score
+        for key in OUTCOME_KEYS + ERROR_KEYS:
+            if key in info:
+                self.sums[key] = self.sums.get(key, 0.0) + info[key]
+        self.latencies.extend(latencies)
+
+    def flush(self) -> str:
+        """The summary line of everything added since the last flush; starts a new batch."""
+        n = self.count
+        parts = [f"{n} samples", f"reward {self.score_sum / n:.3f}"]
+        outcomes = [f"{k} {self.sums[k] / n:.2f}" for k in OUTCOME_KEYS if k in self.sums]
+        if outcomes:
+            parts.append(" ".join(outcomes))
+        parts.append(" ".join(f"{k} {int(self.sums.get(k, 0))}" for k in ERROR_KEYS))
+        retries = self.judge.stats.retries - self._retries_seen
+        self._retries_seen = self.judge.stats.retries
+        if self.latencies:
+            p50, p95 = np.percentile(self.latencies, [50, 95])
+            parts.append(f"judge {len(self.latencies)} calls p50 {p50:.2f}s p95 {p95:.2f}s retries {retries}")
+        else:
+            parts.append(f"judge 0 calls retries {retries}")
+        self._reset()
+        return " | ".join(parts)
