@@ -8,6 +8,7 @@ with a seed, and writes ``<output>/train.parquet`` (and ``test.parquet``) all-or
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -15,7 +16,12 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from data_prep import pipeline  # noqa: E402
+from writing_rl.io import atomic_write_text  # noqa: E402
+from data_prep.gqm import DUPLICATES, GQMRLBuilder, GQMSFTBuilder, GroupReader  # noqa: E402
+from data_prep.plain_prompts import MT_TEMPLATE, PromptsBuilder  # noqa: E402
+from data_prep.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder  # noqa: E402
 from data_prep.writing_rl import WritingRLBuilder  # noqa: E402
+from writing_rl import gqm  # noqa: E402
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -62,18 +68,300 @@ def _writing_rl(subparsers) -> None:
     )
 
 
+def _group_columns(parser: argparse.ArgumentParser, analysis: bool) -> None:
+    g = parser.add_argument_group("input columns")
+    g.add_argument("--source-key", default="src_text", help="source text to translate (translation groups)")
+    g.add_argument("--prompt-key", default="prompt", help="writing request (writing groups, used when no source text)")
+    g.add_argument("--src-lang-key", default="src_lang", help="source language, code or name")
+    g.add_argument("--trg-lang-key", default="trg_lang", help="target language, code or name")
+    g.add_argument("--lang-pair-key", default="lang_pair", help='language pair like "en-zh" (when src/trg are absent)')
+    g.add_argument("--mt-key", default="mt_texts", help="list of candidate texts")
+    g.add_argument("--score-key", default="scores", help="list of integer scores 0-10, one per candidate")
+    if analysis:
+        g.add_argument("--analysis-key", default="analysis", help="the annotator's analysis of the group")
+
+
+def _gqm_options(parser: argparse.ArgumentParser, duplicates: str, policies=DUPLICATES) -> None:
+    parser.add_argument(
+        "--prompt-type", choices=gqm.PROMPT_TYPES, default="ranking_score",
+        help="what the GenRM ends with: scores, a ranking, or both (default)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--duplicates", choices=policies, default=duplicates,
+        help=f"identical candidates in a group: {' / '.join(policies)} (default {duplicates}); drop keeps the "
+        "first of them; identical candidates with different scores are always rejected",
+    )  # fmt: skip
+    parser.add_argument("--system-prompt", help="system message put before each GQM request")
+    parser.add_argument("--template", help="file with a GQM prompt template (placeholders: see writing_rl/gqm.py)")
+
+
+def _reader(a, analysis: bool) -> GroupReader:
+    return GroupReader(
+        source_key=a.source_key,
+        prompt_key=a.prompt_key,
+        src_lang_key=a.src_lang_key,
+        trg_lang_key=a.trg_lang_key,
+        lang_pair_key=a.lang_pair_key,
+        mt_key=a.mt_key,
+        score_key=a.score_key,
+        analysis_key=a.analysis_key if analysis else None,
+        duplicates=a.duplicates,
+    )
+
+
+def _gqm_sft(subparsers) -> None:
+    p = subparsers.add_parser(
+        "gqm-sft",
+        help="ranked groups + analysis -> GRRM SFT conversations (messages parquet)",
+        description=(
+            "Each input row: a source text and languages (or a writing prompt), candidates, one integer "
+            "score 0-10 per candidate and an analysis. Output: a 'messages' parquet, [system,] user = the GQM "
+            "request, assistant = the analysis then the final block of --prompt-type, for verl's SFT trainer "
+            "(scripts/train_genrm_sft.sh) or LLaMA-Factory (dataset_info.json is written beside it). "
+            "No augmentation: the analysis names candidates by their labels."
+        ),
+        epilog="example: build_parquet.py gqm-sft --input ranking.parquet --output data/grrm_sft --test-size 500",
+    )
+    _common(p)
+    _group_columns(p, analysis=True)
+    # no "drop": the analysis names candidates by label, and dropping one would relabel the rest
+    _gqm_options(p, duplicates="keep", policies=("keep", "reject"))
+    p.add_argument("--no-cot", action="store_true", help="answers without analysis: just the final lines")
+    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+    p.set_defaults(
+        make_builder=lambda a: GQMSFTBuilder(
+            reader=_reader(a, analysis=True),
+            prompt_type=a.prompt_type,
+            cot=not a.no_cot,
+            system_prompt=a.system_prompt,
+            template=_read_template(a.template),
+        )
+    )
+
+
+def _gqm_rl(subparsers) -> None:
+    p = subparsers.add_parser(
+        "gqm-rl",
+        help="ranked groups -> GRRM RLVR rows with subgroup/shuffle augmentation",
+        description=(
+            "Each input row: a source text and languages (or a writing prompt), candidates and one integer "
+            "score 0-10 per candidate. Output: verl RL rows whose reward_model.ground_truth is the score "
+            'dict as JSON ({"A": 9, ...}) or, for --prompt-type ranking, the ranking line; reward: '
+            "reward_fns.ranking_accuracy (hydra_configs/grrm_rlvr.yaml). Augmentation is seeded by --seed "
+            "and each group's content, so reruns give the same rows."
+        ),
+        epilog=(
+            "example: build_parquet.py gqm-rl --input ranking.parquet --output data/grrm_rl "
+            "--subgroup-augment 4 --shuffle-augment 4 --test-size 1000"
+        ),
+    )
+    _common(p)
+    _group_columns(p, analysis=False)
+    _gqm_options(p, duplicates="drop")
+    p.add_argument(
+        "--subgroup-augment", type=int, default=0, metavar="K",
+        help="add K distinct random subgroups (2..N-1 candidates) of each group (default 0)",
+    )  # fmt: skip
+    p.add_argument(
+        "--shuffle-augment", type=int, default=0, metavar="K",
+        help="add K distinct reorderings of each group and subgroup, at most N!-1 (default 0)",
+    )  # fmt: skip
+    p.add_argument("--data-source", default="gqm", help="data_source of every row (default gqm)")
+    p.set_defaults(
+        make_builder=lambda a: GQMRLBuilder(
+            reader=_reader(a, analysis=False),
+            prompt_type=a.prompt_type,
+            subgroup_augment=a.subgroup_augment,
+            shuffle_augment=a.shuffle_augment,
+            seed=a.seed,
+            data_source=a.data_source,
+            system_prompt=a.system_prompt,
+            template=_read_template(a.template),
+        )
+    )
+
+
+def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
+    g = parser.add_argument_group("input columns (default: the first present of the usual names)")
+    g.add_argument("--prompt-key", help="the request (default: prompt, question, instruction or input)")
+    g.add_argument("--chosen-key", help="preferred response (default: chosen, chosen_response, response_chosen, chosen_story)")
+    g.add_argument("--rejected-key", help="other response (default: rejected, rejected_response, response_rejected, rejected_story)")
+    g.add_argument("--tie-key", help="boolean column marking pairs judged equally good (label C)")
+    g.add_argument("--chosen-score-key", help="integer 0-10 score of the chosen response (scores output format)")
+    g.add_argument("--rejected-score-key", help="integer 0-10 score of the rejected response")
+    if sft:
+        g.add_argument("--critique-key", default="critique", help="reasoning that precedes the label (optional column)")
+        g.add_argument(
+            "--critique-swapped-key", default="critique_swapped",
+            help="critique written for the swapped order (optional column)",
+        )  # fmt: skip
+    parser.add_argument(
+        "--output-format", choices=OUTPUT_FORMATS, default="verdict",
+        help="what the GenRM answers: a verdict [[A]]/[[B]]/[[C]] (default) or a score line 'A: 7, B: 4'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-swap", action="store_true",
+        help="one row per pair instead of both orders; the chosen response's slot is drawn with the seed",
+    )  # fmt: skip
+    parser.add_argument("--system-prompt", help="system message (default: the pairwise judge's for the verdict format)")
+    parser.add_argument("--template", help="pairwise judge template file for the verdict format (writing_rl/prompts.py)")
+
+
+def _pair_reader(a, sft: bool) -> PairReader:
+    return PairReader(
+        prompt_key=a.prompt_key,
+        chosen_key=a.chosen_key,
+        rejected_key=a.rejected_key,
+        tie_key=a.tie_key,
+        critique_key=a.critique_key if sft else None,
+        critique_swapped_key=a.critique_swapped_key if sft else None,
+        chosen_score_key=a.chosen_score_key,
+        rejected_score_key=a.rejected_score_key,
+    )
+
+
+def _pref_sft(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pref-sft",
+        help="preference pairs (+ critique) -> pairwise GenRM SFT conversations (messages parquet)",
+        description=(
+            "Each input row: a prompt, a chosen and a rejected response (texts or chats), optionally a "
+            "critique. Output: a 'messages' parquet, user = the pairwise judge request, assistant = the "
+            "critique then the label ([[A]]/[[B]]/[[C]], or a score line). Each pair is written in both "
+            "orders (the label follows the chosen response) unless --no-swap; a critique fits only the order "
+            "it was written for (--critique-chosen-slot), so the other order needs --critique-swapped-key."
+        ),
+        epilog="example: build_parquet.py pref-sft --input litbench.parquet --output data/genrm_sft --test-size 0.02",
+    )
+    _common(p)
+    _pair_columns(p, sft=True)
+    p.add_argument(
+        "--critique-chosen-slot", choices=("A", "B"), default="A",
+        help="where the chosen response sat when the critique was written (default A)",
+    )  # fmt: skip
+    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+    p.set_defaults(
+        make_builder=lambda a: PrefSFTBuilder(
+            reader=_pair_reader(a, sft=True),
+            output_format=a.output_format,
+            swap=not a.no_swap,
+            seed=a.seed,
+            system_prompt=a.system_prompt,
+            template=a.template,
+            critique_slot=a.critique_chosen_slot,
+        )
+    )
+
+
+def _pref_rl(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pref-rl",
+        help="preference pairs -> pairwise GenRM RL rows (ground truth: the label A/B/C)",
+        description=(
+            "Each input row: a prompt, a chosen and a rejected response (texts or chats). Output: verl RL "
+            "rows asking the GenRM to compare A and B, reward_model.ground_truth = the chosen response's slot "
+            "(A or B; C for ties); reward: reward_fns.preference (hydra_configs/genrm_pairwise_rl.yaml). Each "
+            "pair is written in both orders unless --no-swap."
+        ),
+        epilog="example: build_parquet.py pref-rl --input litbench.parquet --output data/genrm_rl --test-size 0.02",
+    )
+    _common(p)
+    _pair_columns(p, sft=False)
+    p.add_argument("--data-source", default="preference", help="data_source of every row (default preference)")
+    p.set_defaults(
+        make_builder=lambda a: PrefRLBuilder(
+            reader=_pair_reader(a, sft=False),
+            output_format=a.output_format,
+            swap=not a.no_swap,
+            seed=a.seed,
+            system_prompt=a.system_prompt,
+            template=a.template,
+            data_source=a.data_source,
+        )
+    )
+
+
+def _prompts(subparsers) -> None:
+    p = subparsers.add_parser(
+        "prompts",
+        help="plain prompts -> RL rows for BRPO / GenRM group-ranking training",
+        description=(
+            "Each input row: a prompt (text or chat) or, for translation, a source text with its languages. "
+            "Output: verl RL rows without ground truth; extra_info carries the request text (prompt) and "
+            "the translation fields (src_text, src_lang, trg_lang, lang_pair) that the group rewards read."
+        ),
+        epilog="example: build_parquet.py prompts --input wmt_sources.jsonl --output data/mt_prompts --test-size 200",
+    )
+    _common(p)
+    g = p.add_argument_group("input columns")
+    g.add_argument("--prompt-key", default="prompt", help="the request, a text or a chat")
+    g.add_argument("--source-key", default="src_text", help="source text to translate (when there is no prompt)")
+    g.add_argument("--src-lang-key", default="src_lang")
+    g.add_argument("--trg-lang-key", default="trg_lang")
+    g.add_argument("--lang-pair-key", default="lang_pair")
+    p.add_argument("--mt-template", default=MT_TEMPLATE, help="request built from a source text; fields {src_text} {src_lang} {trg_lang}")
+    p.add_argument("--data-source", help="data_source when the row has none (default: writing, or translation)")
+    p.add_argument("--system-prompt", help="system message put before each prompt")
+    p.set_defaults(
+        make_builder=lambda a: PromptsBuilder(
+            prompt_key=a.prompt_key,
+            source_key=a.source_key,
+            src_lang_key=a.src_lang_key,
+            trg_lang_key=a.trg_lang_key,
+            lang_pair_key=a.lang_pair_key,
+            data_source=a.data_source,
+            system_prompt=a.system_prompt,
+            mt_template=a.mt_template,
+        )
+    )
+
+
+def write_dataset_info(output_dir: str, splits: list[str], name: str | None = None) -> Path:
+    """LLaMA-Factory's dataset_info.json for a messages parquet (sharegpt format, OpenAI-style tags)."""
+    name = name or Path(output_dir).resolve().name
+    entry = {
+        "formatting": "sharegpt",
+        "columns": {"messages": "messages"},
+        "tags": {
+            "role_tag": "role",
+            "content_tag": "content",
+            "user_tag": "user",
+            "assistant_tag": "assistant",
+            "system_tag": "system",
+        },
+    }
+    info = {f"{name}_{split}": {"file_name": f"{split}.parquet", **entry} for split in splits}
+    path = Path(output_dir) / "dataset_info.json"
+    atomic_write_text(path, json.dumps(info, indent=2) + "\n")
+    return path
+
+
+def _read_template(path: str | None) -> str | None:
+    if not path:
+        return None
+    text = Path(path).read_text(encoding="utf-8")
+    gqm.build_prompt(["a", "b"], writing_prompt="check", template=text)  # fails early on a bad template
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="build_parquet.py", description=__doc__.split("\n\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     _writing_rl(subparsers)
+    _gqm_sft(subparsers)
+    _gqm_rl(subparsers)
+    _pref_sft(subparsers)
+    _pref_rl(subparsers)
+    _prompts(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        builder = args.make_builder(args)
         report = pipeline.run(
-            args.make_builder(args),
+            builder,
             args.input,
             args.output,
             seed=args.seed,
@@ -87,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"build_parquet {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    if builder.schema.names == ["messages"]:
+        splits = [name for name in report.written]
+        report.outputs["llama-factory"] = str(write_dataset_info(args.output, splits, args.dataset_name))
     print("\n".join(report.lines()))
     return 0
 

@@ -4,6 +4,11 @@ report bad rows, and write parquet all-or-nothing.
 A builder turns one raw row into one or more output rows (more when it augments) and raises ``BadRow``
 naming the field and the reason when the row cannot be used. All outputs of one input row go to the
 same split, so augmented copies never leak between train and test.
+
+Output rows are dicts matching ``builder.schema``, unless the builder has a ``to_table(rows)`` method:
+then they can be anything that method turns into a table (the fast builders use tuples and build the
+columns directly). A builder's optional ``summary()`` adds lines to the report. Memory stays bounded:
+rows are written every ``chunk_size`` output rows, whatever the augmentation factor.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ class BadRow(ValueError):
 class Builder(Protocol):
     schema: pa.Schema
 
-    def build(self, row: dict, source_id: int, split: str) -> list[dict]:
+    def build(self, row: dict, source_id: int, split: str) -> list:
         """Output rows for one input row; ``source_id`` counts accepted input rows from 0."""
         ...
 
@@ -46,13 +51,21 @@ class BuildReport:
     rejected: int = 0
     written: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
+    details: list[str] = field(default_factory=list)  # builder-specific lines (augmentation counts, ...)
+
+    @property
+    def factor(self) -> float:
+        """Augmentation factor: output rows per accepted input row."""
+        return sum(self.written.values()) / self.accepted if self.accepted else 0.0
 
     def lines(self) -> list[str]:
-        factor = sum(self.written.values()) / self.accepted if self.accepted else 0.0
+        total = sum(self.written.values())
         split_counts = ", ".join(f"{name} {count}" for name, count in self.written.items())
         return [
             f"read {self.read} rows: accepted {self.accepted}, rejected {self.rejected}",
-            f"wrote {sum(self.written.values())} rows ({split_counts}); {factor:.2f} output rows per accepted row",
+            f"wrote {total} rows ({split_counts}); {self.factor:.2f} output rows per accepted row",
+            f"check: read {self.read} = written {total} / factor {self.factor:.2f} + rejected {self.rejected}",
+            *self.details,
             *(f"  {name}: {path}" for name, path in self.outputs.items()),
         ]
 
@@ -96,13 +109,22 @@ def run(
     report = BuildReport()
     rejects: list[dict] = []
 
+    to_table = getattr(builder, "to_table", None) or (lambda rows: pa.Table.from_pylist(rows, schema=builder.schema))
     with ExitStack() as stack:
         tmp_paths = {name: stack.enter_context(atomic_path(path)) for name, path in out_paths.items()}
         writers = {name: pq.ParquetWriter(tmp_paths[name], builder.schema) for name in splits}
+        pending: dict[str, list] = {name: [] for name in splits}
+
+        def flush(name: str) -> None:
+            rows = pending[name]
+            if rows:
+                writers[name].write_table(to_table(rows))
+                report.written[name] = report.written.get(name, 0) + len(rows)
+                pending[name] = []
+
         bar = _progress_bar(total, progress)
         try:
             for chunk in iter_chunks(input_path, chunk_size, hf_split):
-                batches: dict[str, list[dict]] = {name: [] for name in splits}
                 for row in chunk:
                     position = report.read
                     report.read += 1
@@ -120,18 +142,23 @@ def run(
                             ) from None
                         continue
                     report.accepted += 1
-                    batches[split].extend(built)
-                for name, rows in batches.items():
-                    if rows:
-                        writers[name].write_table(pa.Table.from_pylist(rows, schema=builder.schema))
-                        report.written[name] = report.written.get(name, 0) + len(rows)
+                    pending[split].extend(built)
+                    if len(pending[split]) >= chunk_size:
+                        flush(split)
                 bar.update(len(chunk))
+            if not report.accepted:
+                _write_rejects(rejects_path, rejects)
+                raise ValueError(f"{input_path}: no row accepted out of {report.read} (see --rejects for the reasons)")
+            for name in splits:
+                flush(name)
         finally:
             bar.close()
             for writer in writers.values():
                 writer.close()
     _write_rejects(rejects_path, rejects)
     report.written = {name: report.written.get(name, 0) for name in splits}
+    summary = getattr(builder, "summary", None)
+    report.details = list(summary()) if summary else []
     report.outputs = {name: str(path) for name, path in out_paths.items()}
     if rejects_path:
         report.outputs["rejects"] = rejects_path

@@ -76,7 +76,8 @@ class WritingRLBuilder:
     def build(self, row: dict, source_id: int, split: str) -> list[dict]:
         prompt = text_field(row, self.prompt_key)
         references = text_list_field(row, self.references_key)
-        criteria = text_list_field(row, self.criteria_key)
+        criteria = row.get(self.criteria_key)
+        criteria = text_field(row, self.criteria_key) if isinstance(criteria, str) else text_list_field(row, self.criteria_key)
         chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         chat.append({"role": "user", "content": prompt})
         return [

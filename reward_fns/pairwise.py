@@ -1,8 +1,12 @@
 """Writing-RL's reward: the policy's response judged against a reference answer.
 
-verl entry point: ``reward.custom_reward_function.path=pkg://reward_fns.pairwise`` (name ``compute_score``),
-run by ``writing_rl.manager.ParallelRewardManager``, which passes the ``judge``. Options go under
-``reward.custom_reward_function.reward_kwargs``.
+Two verl entry points (``reward.custom_reward_function.path=pkg://reward_fns.pairwise``), options under
+``reward.custom_reward_function.reward_kwargs``:
+
+- ``compute_group_score`` under ``writing_rl.group_manager.GroupRewardManager`` (hydra_configs/
+  writing_rl.yaml): Writing-RL with its dynamic reference curriculum (writing_rl/curriculum.py).
+- ``compute_score`` under ``writing_rl.manager.ParallelRewardManager``: one sample at a time against
+  the row's first reference, no curriculum.
 
 Ground truth is Writing-RL's row format, as published: ``{prompt, target, criteria, id}`` where
 ``target`` is one reference or a list of references ordered easiest first.
@@ -11,12 +15,15 @@ Ground truth is Writing-RL's row format, as published: ``{prompt, target, criter
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
+from writing_rl.curriculum import Curriculum
+from writing_rl.groups import Member, is_validation
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.parsing import parse_verdict, strip_think
 from writing_rl.prompts import format_criteria, pairwise_messages
@@ -84,55 +91,55 @@ def outcome(verdict: str, response_slot: str) -> str:
     return "win" if verdict == response_slot else "loss"
 
 
-async def compute_score(
-    data_source: str,
-    solution_str: str,
-    ground_truth: Any,
-    extra_info: Mapping | None = None,
-    *,
-    judge: SampleJudge,
-    strategy: str = "position-disadvantage",
-    win_score: float = 1.0,
-    tie_score: float = 0.5,
-    loss_score: float = 0.0,
-    neutral_reward: float | None = None,
-    template: str | None = None,
-) -> dict[str, float]:
-    """Score one response against the sample's current reference.
+@dataclass(frozen=True)
+class Scoring:
+    """How one answer is judged against one reference: orders, scores, the neutral reward, the template."""
+
+    strategy: str = "position-disadvantage"
+    win_score: float = 1.0
+    tie_score: float = 0.5
+    loss_score: float = 0.0
+    neutral_reward: float | None = None
+    template: str | None = None
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+
+    @property
+    def neutral(self) -> float:
+        return self.tie_score if self.neutral_reward is None else self.neutral_reward
+
+
+async def judge_against(response: str, task: WritingRLTask, reference: str, judge: SampleJudge, how: Scoring) -> dict:
+    """The reward of one response against ``reference``.
 
     - The response's closed ``<think>`` block is dropped; no answer (unclosed block, empty) = loss,
       ``format_error=1``, no judge call.
     - Each judged order gives win/tie/loss; the score is the mean over orders that produced a verdict.
-    - No verdict in any order (or a truncated judge reply) = ``neutral_reward`` (default: the tie
+    - No verdict in any order (or a truncated judge reply) = the neutral reward (default: the tie
       score) with ``parse_error=1``. A judge failure gives the same neutral reward; the manager marks
       it ``judge_error=1`` or fails the step, as ``reward.reward_kwargs.on_judge_error`` says.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
-    task = read_ground_truth(ground_truth, extra_info)
-    scores = {"win": win_score, "tie": tie_score, "loss": loss_score}
-    neutral = tie_score if neutral_reward is None else neutral_reward
-
-    answer = strip_think(solution_str)
+    answer = strip_think(response)
     if answer is None:
-        return _result(loss_score, outcomes=["loss"], format_error=1)
+        return _result(how.loss_score, outcomes=["loss"], format_error=1)
 
-    reference = task.references[0]
-    slots = STRATEGIES[strategy]
+    slots = STRATEGIES[how.strategy]
     requests = [
         pairwise_messages(
             task.prompt,
             response_a=answer if slot == "A" else reference,
             response_b=reference if slot == "A" else answer,
             criteria=task.criteria,
-            template=template,
+            template=how.template,
         )
         for slot in slots
     ]
     try:
         replies = await asyncio.gather(*(judge.complete(messages) for messages in requests))
     except JudgeError:
-        return _result(neutral, outcomes=[])
+        return _result(how.neutral, outcomes=[])
 
     outcomes = []
     for slot, reply in zip(slots, replies):
@@ -140,13 +147,69 @@ async def compute_score(
         if verdict is not None:
             outcomes.append(outcome(verdict, slot))
     if not outcomes:
-        return _result(neutral, outcomes=[], parse_error=1)
+        return _result(how.neutral, outcomes=[], parse_error=1)
 
     consistent = -1
     if len(slots) == 2 and len(outcomes) == 2:
         consistent = int(outcomes[0] == outcomes[1])
+    scores = {"win": how.win_score, "tie": how.tie_score, "loss": how.loss_score}
     score = sum(scores[o] for o in outcomes) / len(outcomes)
     return _result(score, outcomes, parse_error=int(len(outcomes) < len(slots)), position_consistent=consistent)
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping | None = None,
+    *,
+    judge: SampleJudge,
+    **scoring: Any,
+) -> dict[str, float]:
+    """Per-sample entry (``ParallelRewardManager``): one response against the row's first reference.
+    ``scoring``: the fields of ``Scoring`` (strategy, win/tie/loss scores, neutral_reward, template)."""
+    task = read_ground_truth(ground_truth, extra_info)
+    return await judge_against(solution_str, task, task.references[0], judge, Scoring(**scoring))
+
+
+async def compute_group_score(
+    members: list[Member],
+    *,
+    judge: SampleJudge,
+    curriculum: Curriculum | None = None,
+    advance_threshold: float = 0.0,
+    **scoring: Any,
+) -> list[dict[str, float]]:
+    """Group entry (``GroupRewardManager``): Writing-RL with its reference curriculum.
+
+    The group's level is pinned once, every rollout is judged against that reference, then the level
+    moves up one when at least one rollout won and the group's win rate (mean ``win`` share over its
+    rollouts) is at least ``advance_threshold`` (0: any win, as in Writing-RL). Validation rows
+    (``extra_info.split`` test/val/validation) never move it. ``reference_level`` reports the pinned level.
+    """
+    first = members[0]
+    task = read_ground_truth(first.ground_truth, first.extra_info)
+    how = Scoring(**scoring)
+    key = curriculum_key(task)
+    level = 0
+    if curriculum is not None and len(task.references) > 1:
+        level = await curriculum.pin(key, len(task.references))
+    reference = task.references[level]
+    results = await asyncio.gather(
+        *(judge_against(m.text, task, reference, judge.member(i), how) for i, m in enumerate(members))
+    )
+    win_rate = sum(r["win"] for r in results) / len(results)
+    if curriculum is not None and level + 1 < len(task.references) and not is_validation(first.extra_info):
+        if win_rate > 0 and win_rate >= advance_threshold:
+            await curriculum.advance(key, level)
+    return [{**r, "reference_level": level} for r in results]
+
+
+def curriculum_key(task: WritingRLTask) -> str:
+    """The id the curriculum tracks: ground_truth.id, or a hash of the prompt for rows without one."""
+    if task.id is not None:
+        return str(task.id)
+    return "prompt:" + hashlib.sha1(task.prompt.encode("utf-8")).hexdigest()[:16]
 
 
 def _result(

@@ -54,3 +54,44 @@ PY
   exec ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$runtime_env" -- \
     bash -c "python -m verl.trainer.main_ppo --config-path \"\$PWD/hydra_configs\"$quoted"
 }
+
+# train_with_judge CONFIG "what TRAIN_FILES holds" "what the judge is" [overrides...]: the policy
+# trainings scored by a judge (writing_rl, brpo, grrm_mt_grpo) all take the same variables:
+#   MODEL_PATH TRAIN_FILES VAL_FILES, then the judge: JUDGE_BASE_URL + JUDGE_MODEL (an endpoint), or
+#   GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM: hydra_configs/genrm/*.yaml);
+#   optional JUDGE_API_KEY_ENV N_GPUS NNODES
+train_with_judge() {
+  CONFIG_NAME="$1"
+  local train_hint="$2" judge_hint="$3"
+  shift 3
+  local needed=(MODEL_PATH "policy model (HF dir or hub id)" TRAIN_FILES "$train_hint" VAL_FILES "validation parquet")
+  if [ -n "${GENRM:-}" ]; then
+    case "$GENRM" in colocated|standalone) ;; *) echo "error: GENRM must be colocated or standalone, got '$GENRM'" >&2; exit 2 ;; esac
+    needed+=(GENRM_PATH "the GenRM verl hosts (HF dir or hub id)")
+  else
+    needed+=(
+      JUDGE_BASE_URL "$judge_hint (or GENRM=colocated|standalone + GENRM_PATH to let verl host the GenRM)"
+      JUDGE_MODEL "model name the judge endpoint serves"
+    )
+  fi
+  require_env "${needed[@]}"
+  OVERRIDES=(
+    "actor_rollout_ref.model.path=$MODEL_PATH"
+    "data.train_files=$TRAIN_FILES"
+    "data.val_files=$VAL_FILES"
+    "trainer.n_gpus_per_node=${N_GPUS:-8}"
+    "trainer.nnodes=${NNODES:-1}"
+  )
+  if [ -n "${GENRM:-}" ]; then
+    OVERRIDES+=("+genrm=$GENRM" "reward.reward_model.model_path=$GENRM_PATH")
+  else
+    OVERRIDES+=(
+      "reward.reward_kwargs.judge.base_url=$JUDGE_BASE_URL"
+      "reward.reward_kwargs.judge.model=$JUDGE_MODEL"
+    )
+  fi
+  if [ -n "${JUDGE_API_KEY_ENV:-}" ]; then
+    OVERRIDES+=("reward.reward_kwargs.judge.api_key_env=$JUDGE_API_KEY_ENV")
+  fi
+  launch "$@"
+}

@@ -1,58 +1,157 @@
 #!/usr/bin/env bash
-# The whole Writing-RL reward path on one machine, no GPU:
+# The whole Writing-RL reward path on one machine, no GPU, a few minutes:
 #   1. create/use .venv with writing-rl,
 #   2. build Writing-RL training parquet from the bundled examples (examples/writing_prompts.jsonl),
-#   3. score the bundled sample rollouts (examples/rollouts.jsonl) with the pairwise reward through
-#      verl's reward loop worker, our manager and the judge at JUDGE_BASE_URL.
+#   3. start a judge: `writing-rl serve-judge --engine hf` (GenRM replicas on a local Ray, behind an
+#      OpenAI-compatible server) on JUDGE_MODEL, or on a tiny UNTRAINED model built here,
+#   4. score the bundled sample rollouts (examples/rollouts.jsonl) through verl's reward loop worker,
+#      our managers and that judge: the Writing-RL pairwise reward (each rollout against its row's
+#      reference), then BRPO (the rollouts of a row judged against one of them, bootstrapped as the
+#      reference); print rewards, verdicts, parse-failure rate and timings. The local judge is stopped on exit.
 #
-#   JUDGE_BASE_URL   OpenAI-compatible endpoint (vllm serve, OpenAI, DashScope, OpenRouter, ...)
-#   JUDGE_MODEL      model name it serves
-#   JUDGE_API_KEY_ENV  name of the env var holding its API key, if it needs one
-#   POLICY_TOKENIZER   tokenizer used for the round trip text -> tokens -> text (default: a small
-#                      byte-level BPE built here from the examples; any policy tokenizer works)
+#   JUDGE_MODEL        local directory of a chat model to serve as the judge (transformers, CPU);
+#                      unset: a tiny randomly initialised Qwen2 built here. Its verdicts are noise;
+#                      it shows the plumbing, not judging.
+#   JUDGE_BASE_URL     use this OpenAI-compatible endpoint instead of starting one (vllm serve, our
+#                      serve-judge elsewhere, OpenAI, DashScope, OpenRouter, ...); JUDGE_MODEL is then
+#                      the model name it serves, JUDGE_API_KEY_ENV the env var holding its key.
+#   JUDGE_MAX_TOKENS   judge completion budget (default: 32 for the tiny model, 512 for JUDGE_MODEL,
+#                      the config's default for JUDGE_BASE_URL)
+#   JUDGE_REPLICAS     replicas of the local judge (default 1); JUDGE_PORT its port (default: a free one)
+#   POLICY_TOKENIZER   tokenizer for the round trip text -> tokens -> text (default: a small byte-level
+#                      BPE built here from the examples; any policy tokenizer works)
+#   DATA_DIR OUT_DIR CACHE_DIR  where data, results and built artifacts go (data/quickstart,
+#                      runs/quickstart, .cache/quickstart)
+#   SKIP_VENV=1        use the python and writing-rl already on PATH instead of .venv
 # Extra arguments are Hydra overrides for the scoring, e.g. reward.custom_reward_function.reward_kwargs.strategy=both
 set -euo pipefail
-source "$(dirname "$0")/_venv.sh"
-ensure_venv
+if [ "${SKIP_VENV:-0}" = "1" ]; then
+  REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+else
+  source "$(dirname "$0")/_venv.sh"
+  ensure_venv
+fi
 cd "$REPO_DIR"
 
 DATA_DIR="${DATA_DIR:-data/quickstart}"
 OUT_DIR="${OUT_DIR:-runs/quickstart}"
+CACHE_DIR="${CACHE_DIR:-.cache/quickstart}"
+mkdir -p "$OUT_DIR" "$CACHE_DIR"
+SCORE_OVERRIDES=("$@")
+JUDGE_PID=""
+if [ -z "${JUDGE_BASE_URL:-}" ] && [ -n "${JUDGE_MODEL:-}" ] && [ ! -d "$JUDGE_MODEL" ]; then
+  echo "error: JUDGE_MODEL=$JUDGE_MODEL is not a directory (without JUDGE_BASE_URL it must be a local model dir)" >&2
+  exit 2
+fi
 
-echo "== 1/2 building Writing-RL rows from examples/writing_prompts.jsonl"
+stop_judge() {
+  if [ -n "$JUDGE_PID" ] && kill -0 "$JUDGE_PID" 2>/dev/null; then
+    echo "== stopping the local judge (pid $JUDGE_PID)"
+    kill -TERM "$JUDGE_PID" 2>/dev/null || true
+    for _ in $(seq 60); do kill -0 "$JUDGE_PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$JUDGE_PID" 2>/dev/null; then kill -KILL "$JUDGE_PID" 2>/dev/null || true; fi
+    wait "$JUDGE_PID" 2>/dev/null || true
+  fi
+}
+trap stop_judge EXIT
+
+# wait_for_health URL SECONDS: until the judge answers 200 on /health; stop early if it died.
+wait_for_health() {
+  python - "$1" "$2" "$JUDGE_PID" <<'PY'
+import json, os, sys, time, urllib.error, urllib.request
+url, limit, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+deadline = time.monotonic() + limit
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(f"the judge server (pid {pid}) exited before it became ready")
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            state = json.load(resp)
+            print(f"   judge ready: {state['ready']}/{state['replicas']} replica(s) on {state['device']}")
+            sys.exit(0)
+    except (urllib.error.URLError, OSError, ValueError):
+        time.sleep(1)
+sys.exit(f"the judge server did not become ready within {limit:.0f}s")
+PY
+}
+
+# start_local_judge MODEL_DIR NAME: serve-judge (hf engine) in the background on 127.0.0.1.
+start_local_judge() {
+  local model_dir="$1" name="$2"
+  local port="${JUDGE_PORT:-$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+  local log="$OUT_DIR/serve-judge.log"
+  echo "   writing-rl serve-judge --engine hf --model $model_dir --port $port (log: $log)"
+  writing-rl serve-judge --engine hf --model "$model_dir" --served-model-name "$name" \
+    --replicas "${JUDGE_REPLICAS:-1}" --host 127.0.0.1 --port "$port" > "$log" 2>&1 &
+  JUDGE_PID=$!
+  if ! wait_for_health "http://127.0.0.1:$port/health" "${JUDGE_START_TIMEOUT:-300}"; then
+    echo "---- last lines of $log" >&2; tail -n 30 "$log" >&2
+    exit 1
+  fi
+  JUDGE_BASE_URL="http://127.0.0.1:$port/v1"
+  JUDGE_MODEL="$name"
+}
+
+# score_step NAME [HYDRA_OVERRIDES...]: score examples/rollouts.jsonl with one reward; results in $OUT_DIR/NAME.
+score_step() {
+  local name="$1"; shift
+  local extra=()
+  if [ -n "${JUDGE_API_KEY_ENV:-}" ]; then extra+=("reward.reward_kwargs.judge.api_key_env=$JUDGE_API_KEY_ENV"); fi
+  if [ -n "${JUDGE_MAX_TOKENS:-}" ]; then extra+=("reward.reward_kwargs.judge.max_tokens=$JUDGE_MAX_TOKENS"); fi
+  writing-rl score --data "$DATA_DIR/train.parquet" --responses examples/rollouts.jsonl --out "$OUT_DIR/$name" \
+    --tokenizer "$TOKENIZER" --judge-url "$JUDGE_BASE_URL" --judge-model "$JUDGE_MODEL" \
+    "${extra[@]}" "$@" "${SCORE_OVERRIDES[@]}"
+}
+
+echo "== 1/4 building Writing-RL rows from examples/writing_prompts.jsonl"
 python data_prep/build_parquet.py writing-rl --quiet \
   --input examples/writing_prompts.jsonl --output "$DATA_DIR" --rejects "$DATA_DIR/rejects.jsonl"
 
-if [ -z "${JUDGE_BASE_URL:-}" ]; then
-  cat <<MSG
-
-== 2/2 scoring needs a judge: set JUDGE_BASE_URL (and JUDGE_MODEL) and rerun, e.g.
-     # any OpenAI-compatible server, e.g. a local vLLM:  vllm serve Qwen/Qwen3-8B --port 8000
-     JUDGE_BASE_URL=http://127.0.0.1:8000/v1 JUDGE_MODEL=Qwen/Qwen3-8B bash scripts/quickstart.sh
-     # a hosted API (the key stays in the env var you name):
-     export DASHSCOPE_API_KEY=...
-     JUDGE_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1 JUDGE_MODEL=qwen-plus \\
-       JUDGE_API_KEY_ENV=DASHSCOPE_API_KEY bash scripts/quickstart.sh
-   Training data is ready in $DATA_DIR/train.parquet.
-MSG
-  exit 0
-fi
-: "${JUDGE_MODEL:?set JUDGE_MODEL to the model name $JUDGE_BASE_URL serves}"
-
 TOKENIZER="${POLICY_TOKENIZER:-}"
-if [ -z "$TOKENIZER" ]; then
-  TOKENIZER=.cache/quickstart/tokenizer
-  python - "$TOKENIZER" <<'PY'
+UNTRAINED=0
+if [ -z "$TOKENIZER" ] || [ -z "${JUDGE_BASE_URL:-}${JUDGE_MODEL:-}" ]; then
+  # A tokenizer from the bundled texts, and (without a judge) a tiny random Qwen2 judge using it.
+  python - "$CACHE_DIR" "$([ -z "${JUDGE_BASE_URL:-}${JUDGE_MODEL:-}" ] && echo model)" <<'PY'
 import json, sys
-from writing_rl.tiny import build_tiny_tokenizer
-texts = [json.dumps(json.loads(line)) for f in ("examples/writing_prompts.jsonl", "examples/rollouts.jsonl") for line in open(f)]
-build_tiny_tokenizer(sys.argv[1], texts)
+from pathlib import Path
+from writing_rl.tiny import build_tiny_qwen2, build_tiny_tokenizer
+cache = Path(sys.argv[1])
+files = ("examples/writing_prompts.jsonl", "examples/rollouts.jsonl")
+texts = [json.dumps(json.loads(line)) for f in files for line in open(f, encoding="utf-8")]
+build_tiny_tokenizer(cache / "tokenizer", texts)
+if sys.argv[2] == "model":
+    build_tiny_qwen2(cache / "tiny-untrained-judge", cache / "tokenizer", max_position_embeddings=8192)
 PY
+  TOKENIZER="${TOKENIZER:-$CACHE_DIR/tokenizer}"
 fi
 
-echo "== 2/2 scoring examples/rollouts.jsonl against the references with $JUDGE_MODEL at $JUDGE_BASE_URL"
-KEY_OVERRIDE=()
-if [ -n "${JUDGE_API_KEY_ENV:-}" ]; then KEY_OVERRIDE=("reward.reward_kwargs.judge.api_key_env=$JUDGE_API_KEY_ENV"); fi
-writing-rl score --data "$DATA_DIR/train.parquet" --responses examples/rollouts.jsonl --out "$OUT_DIR" \
-  --tokenizer "$TOKENIZER" --judge-url "$JUDGE_BASE_URL" --judge-model "$JUDGE_MODEL" \
-  "${KEY_OVERRIDE[@]}" "$@"
+if [ -n "${JUDGE_BASE_URL:-}" ]; then
+  : "${JUDGE_MODEL:?set JUDGE_MODEL to the model name $JUDGE_BASE_URL serves}"
+  echo "== 2/4 judge: $JUDGE_MODEL at $JUDGE_BASE_URL"
+elif [ -n "${JUDGE_MODEL:-}" ]; then
+  echo "== 2/4 judge: serving $JUDGE_MODEL with the transformers engine on a local Ray"
+  JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-512}"
+  start_local_judge "$JUDGE_MODEL" "$JUDGE_MODEL"
+else
+  UNTRAINED=1
+  cat <<'MSG'
+== 2/4 judge: a tiny UNTRAINED model (random weights, built here)
+   !! Its verdicts are noise: this run shows the plumbing (serve-judge -> judge client -> verl's
+   !! reward loop -> reward), not judging. Expect parse errors and neutral rewards. For real verdicts
+   !! set JUDGE_MODEL=/path/to/a/local/chat/model or JUDGE_BASE_URL (+ JUDGE_MODEL) and rerun.
+MSG
+  JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-32}"
+  start_local_judge "$CACHE_DIR/tiny-untrained-judge" "tiny-untrained-judge"
+fi
+
+echo "== 3/4 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references, through verl's reward loop"
+score_step pairwise
+
+echo "== 4/4 BRPO (Writing-Zero): the rollouts of each prompt against one of them, through the group collector"
+score_step brpo --config-name brpo
+
+if [ "$UNTRAINED" = "1" ]; then
+  echo "NOTE: the judge above was the tiny UNTRAINED model: its verdicts are noise, the plumbing is real."
+fi

@@ -76,7 +76,16 @@ def reward_loop(config):
             ray.kill(worker, no_restart=True)
 
 
-def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str):
+# The per-sample Writing-RL reward (no curriculum): ParallelRewardManager + reward_fns.pairwise.compute_score.
+PER_SAMPLE = [
+    "reward.reward_manager.name=ParallelRewardManager",
+    "reward.reward_manager.module.path=pkg://writing_rl.manager",
+    "reward.custom_reward_function.name=compute_score",
+    "~reward.custom_reward_function.reward_kwargs.advance_threshold",
+]
+
+
+def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str, per_sample: bool = True):
     from writing_rl.verl_config import compose
 
     return compose(
@@ -86,6 +95,7 @@ def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str):
             f"reward.reward_kwargs.judge.base_url={base_url}",
             "reward.reward_kwargs.judge.model=scripted-judge",
             "reward.reward_kwargs.judge.backoff_base_s=0.01",
+            *(PER_SAMPLE if per_sample else []),
             *overrides,
         ],
     )

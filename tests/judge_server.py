@@ -43,8 +43,41 @@ def preference_verdict(user_message: str) -> str:
     return f"Response A scores {a}, response B scores {b}. Final verdict:\n[[{verdict}]]"
 
 
+_CANDIDATE_RE = re.compile(r"(?:Translation|Response) ([A-Z]):\n(`{3,})\n(.*?)\n\2", re.S)
+
+
+def gqm_candidates(user_message: str) -> dict[str, str]:
+    """The candidates of a GQM group prompt, by label."""
+    return {label: text for label, _, text in _CANDIDATE_RE.findall(user_message)}
+
+
+def gqm_reply(user_message: str) -> str:
+    """A GQM answer scoring each candidate 5 + quality (clipped to 0-10), ranking consistent with it."""
+    scores = {label: max(0, min(10, 5 + quality(text))) for label, text in gqm_candidates(user_message).items()}
+    levels = sorted(set(scores.values()), reverse=True)
+    ranking = " > ".join(" = ".join(sorted(lab for lab in scores if scores[lab] == level)) for level in levels)
+    ordered = sorted(scores, key=lambda lab: (-scores[lab], lab))
+    line = ", ".join(f"{lab}: {scores[lab]}" for lab in ordered)
+    return f"Each candidate weighed in turn.\n### Final Ranking:\n{ranking}\n### Scores:\n{line}"
+
+
+def ranking_scales_latency(latency_s: float):
+    """A script whose group-ranking replies take ``latency_s`` x candidates / 2 (a GQM answer analyses
+    every candidate); pairwise replies take the server's base latency."""
+
+    def script(request: dict, index: int) -> Reply:
+        reply = default_script(request, index)
+        candidates = len(gqm_candidates(request["messages"][-1]["content"]))
+        reply.delay_s = latency_s * max(0.0, candidates / 2 - 1) if candidates else 0.0
+        return reply
+
+    return script
+
+
 def default_script(request: dict, index: int) -> Reply:
-    return Reply(content=preference_verdict(request["messages"][-1]["content"]))
+    """Pairwise requests get a verdict, GQM group requests a ranking and scores."""
+    user = request["messages"][-1]["content"]
+    return Reply(content=gqm_reply(user) if "### Final Ranking:" in user else preference_verdict(user))
 
 
 def completion_body(content: str, model: str, finish_reason: str = "stop") -> bytes:
@@ -112,10 +145,14 @@ class ScriptedJudgeServer:
             status=reply.status, body=payload or b"", headers=reply.headers, content_type="application/json"
         )
 
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.Response(text=str(len(self.requests)))
+
     async def _start(self) -> None:
         self._slots = asyncio.Semaphore(self.capacity) if self.capacity else None
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_get("/stats", self._stats)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

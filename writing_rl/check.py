@@ -16,7 +16,7 @@ def check_config(config) -> list[str]:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from .config import ManagerConfig, worker_concurrency
+    from .config import ConfigError, ManagerConfig, worker_concurrency
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     checked = ["verl validate_config"]
@@ -27,10 +27,25 @@ def check_config(config) -> list[str]:
         checked.append(f"reward fn {fn.path}:{fn.name}")
     if manager_cls.__module__.startswith("writing_rl."):
         hosted = bool(config.reward.reward_model.enable)
+        if hosted and not config.reward.reward_model.get("model_path"):
+            raise ConfigError("reward.reward_model.enable=true: set reward.reward_model.model_path to the GenRM to host")
+        if hosted and not config.reward.reward_model.enable_resource_pool and config.trainer.get("use_v1", False):
+            # verl's v1 trainer gives a colocated reward model only prompts/responses (no ground truth, uid).
+            raise ConfigError(
+                "a colocated GenRM (reward.reward_model.enable=true, enable_resource_pool=false) needs "
+                "trainer.use_v1=false: verl's v1 trainer drops reward_model/data_source/extra_info/uid in that "
+                "mode. Use +genrm=colocated, or +genrm=standalone (streaming, works with v1)"
+            )
         # When verl hosts the GenRM its router address is only known at run time; any address will do here.
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
         share = worker_concurrency(settings.judge.max_concurrency, int(config.reward.num_workers))
-        judge = "verl's reward router (GenRM hosted by verl)" if hosted else settings.judge.base_url
+        explicit_url = (config.reward.get("reward_kwargs") or {}).get("judge", {}).get("base_url")
+        judge = settings.judge.base_url if explicit_url or not hosted else "verl's reward router (GenRM hosted by verl)"
+        if hosted and explicit_url:
+            checked.append(
+                f"WARNING judge.base_url={explicit_url} is set: rewards go there, not to the GenRM verl hosts "
+                "(leave it null to use verl's reward router)"
+            )
         checked.append(
             f"judge {judge} model {settings.judge.model}: {share} requests in flight per reward worker "
             f"x {config.reward.num_workers} workers"

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 ON_JUDGE_ERROR = ("raise", "neutral")
+# Sub-sections of reward.reward_kwargs owned by other components (GroupConfig, the curriculum).
+SECTIONS = ("groups", "curriculum")
 
 
 class ConfigError(ValueError):
@@ -102,6 +104,8 @@ class ManagerConfig:
         reward = _get(config, "reward", {}) or {}
         raw = _plain(_get(reward, "reward_kwargs", {}) or {})
         judge_raw = dict(raw.pop("judge", None) or {})
+        for section in SECTIONS:  # read by the components that own them
+            raw.pop(section, None)
         if reward_router_address:
             judge_raw.setdefault("base_url", None)
             judge_raw["base_url"] = judge_raw["base_url"] or f"http://{reward_router_address}/v1"
@@ -113,6 +117,75 @@ class ManagerConfig:
             raise ConfigError(
                 f"reward.reward_kwargs.on_judge_error must be one of {ON_JUDGE_ERROR}, got {settings.on_judge_error!r}"
             )
+        return settings
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """``reward.reward_kwargs.groups``: how GroupRewardManager gathers the rollouts of one prompt."""
+
+    # Score a group with the members that arrived when its first member has waited this long
+    # (counted as partial_group). Must exceed the spread of rollout finish times within a group.
+    timeout_s: float = 1800.0
+    # When a complete group holds identical responses, wait this long for more arrivals before sealing
+    # it: verl pads batches by repeating samples, and a padded copy must not take a real member's place.
+    settle_s: float = 0.2
+    # How long members wait for the group's leader to publish the results.
+    result_timeout_s: float = 3600.0
+    # Finished groups whose results are kept for late duplicates (padded copies); older ones are evicted.
+    finished_cache: int = 4096
+
+    @classmethod
+    def from_verl(cls, config: Any) -> GroupConfig:
+        kwargs = _get(_get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
+        settings = _build(cls, _plain(_get(kwargs, "groups", {}) or {}), "reward.reward_kwargs.groups")
+        prefix = "reward.reward_kwargs.groups"
+        _require(settings.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {settings.timeout_s}")
+        _require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
+        _require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
+        _require(settings.finished_cache >= 1, f"{prefix}.finished_cache must be >= 1")
+        return settings
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (writing_rl/curriculum.py)."""
+
+    # Off: every sample is judged against its first reference.
+    enable: bool = True
+    # Where level snapshots go; null = {trainer.default_local_dir}/curriculum (next to verl's checkpoints).
+    state_dir: str | None = None
+    # Changes are written at most this often (one snapshot per burst of changes).
+    snapshot_interval_s: float = 1.0
+    # Snapshots kept per verl checkpoint step (for resuming from step S with the levels of step S).
+    keep_steps: int = 5
+    # Where verl writes checkpoints (and latest_checkpointed_iteration.txt): filled from
+    # trainer.default_local_dir; resume_step: the step verl resumes from (None: fresh or no checkpoint).
+    checkpoint_dir: str | None = None
+    resume_step: int | None = None
+    resume: bool = True
+
+    @classmethod
+    def from_verl(cls, config: Any) -> CurriculumConfig:
+        kwargs = _get(_get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
+        raw = _plain(_get(kwargs, "curriculum", {}) or {})
+        trainer = _get(config, "trainer", {}) or {}
+        checkpoint_dir = _get(trainer, "default_local_dir", None)
+        checkpoint_dir = os.path.abspath(os.path.expanduser(str(checkpoint_dir))) if checkpoint_dir else None
+        raw.setdefault("state_dir", None)
+        if raw["state_dir"] is None and checkpoint_dir:
+            raw["state_dir"] = os.path.join(checkpoint_dir, "curriculum")
+        resume_mode = _get(trainer, "resume_mode", "auto")
+        raw["checkpoint_dir"] = checkpoint_dir
+        raw["resume"] = resume_mode != "disable"
+        if resume_mode == "resume_path":
+            path = str(_get(trainer, "resume_from_path", "") or "")
+            raw["resume_step"] = int(path.rstrip("/").split("global_step_")[-1]) if "global_step_" in path else None
+        settings = _build(cls, raw, "reward.reward_kwargs.curriculum")
+        prefix = "reward.reward_kwargs.curriculum"
+        _require(not settings.enable or bool(settings.state_dir), f"{prefix}.state_dir is not set and no trainer.default_local_dir")
+        _require(settings.snapshot_interval_s >= 0, f"{prefix}.snapshot_interval_s must be >= 0")
+        _require(settings.keep_steps >= 1, f"{prefix}.keep_steps must be >= 1")
         return settings
 
 

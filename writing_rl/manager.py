@@ -67,9 +67,12 @@ class ParallelRewardManager(RewardManagerBase):
         self.summary = BatchSummary(self.judge)
         self._expected_keys: set[str] | None = None
         self._in_flight = 0
+        self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
         _ensure_log_handler()
 
     async def run_single(self, data: DataProto) -> dict:
+        if self._in_flight == 0:
+            self.batches_started += 1
         self._in_flight += 1
         try:
             return await self._score(data[-1])  # multi-turn outputs: the last sequence carries the reward
@@ -78,7 +81,8 @@ class ParallelRewardManager(RewardManagerBase):
             if self._in_flight == 0 and self.settings.log_summary:
                 asyncio.get_running_loop().call_later(self.settings.summary_idle_s, self._log_if_idle)
 
-    async def _score(self, item) -> dict:
+    def _read_sample(self, item) -> tuple[str, int, dict]:
+        """(response text, valid response tokens, non-tensor fields) of one sample."""
         non_tensor = item.non_tensor_batch
         if "reward_model" not in non_tensor:
             raise RuntimeError(
@@ -89,8 +93,11 @@ class ParallelRewardManager(RewardManagerBase):
         response_ids = item.batch["responses"]
         valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
         response = self.tokenizer.decode(response_ids[:valid_length], skip_special_tokens=True)
+        return response, valid_length, non_tensor
 
-        judge = SampleJudge(self.judge, keep_transcripts=self.settings.keep_transcripts)
+    async def _score(self, item) -> dict:
+        response, _, non_tensor = self._read_sample(item)
+        judge = self._new_judge()
         call = functools.partial(
             self.compute_score,
             data_source=non_tensor.get("data_source"),
@@ -109,6 +116,14 @@ class ParallelRewardManager(RewardManagerBase):
             raise JudgeFailure(
                 f"{err}. The reward fn let the failure escape, so it has no neutral result to fall back to."
             ) from err
+        self._apply_judge_policy(judge)
+        score, info = self._finish(result, measured=judge.metrics())
+        return self._output(score, info, judge.latencies, judge.transcripts())
+
+    def _new_judge(self) -> SampleJudge:
+        return SampleJudge(self.judge, keep_transcripts=self.settings.keep_transcripts)
+
+    def _apply_judge_policy(self, judge: SampleJudge) -> None:
         if judge.errors and self.settings.on_judge_error == "raise":
             err = judge.errors[0]
             raise JudgeFailure(
@@ -116,24 +131,14 @@ class ParallelRewardManager(RewardManagerBase):
                 "or set on_judge_error=neutral to give failed samples the neutral reward with judge_error=1."
             ) from err
 
-        score, info = self._complete_info(result, judge)
-        self.summary.add(score, info, judge.latencies)
-        output = {"reward_score": score, "reward_extra_info": info}
-        if self.settings.keep_transcripts:
-            output["judge_transcripts"] = judge.transcripts()
-        return output
-
-    def _complete_info(self, result: Any, judge: SampleJudge) -> tuple[float, dict]:
+    def _finish(self, result: Any, defaults: dict | None = None, measured: dict | None = None) -> tuple[float, dict]:
+        """Score and complete extra info: fn defaults < ``defaults`` < the fn's values < ``measured``."""
         if isinstance(result, dict):
             info = dict(result)
             score = info.pop("score")
         else:
             score, info = result, {}
-        info = {**FN_DEFAULTS, **info}
-        latencies = judge.latencies
-        info["judge_error"] = int(bool(judge.errors))
-        info["judge_latency_s"] = sum(latencies) / len(latencies) if latencies else 0.0
-        info["judge_calls"] = len(judge.calls)
+        info = {**FN_DEFAULTS, **(defaults or {}), **info, **(measured or {})}
         for key, value in info.items():
             if not isinstance(value, numbers.Real):
                 raise TypeError(
@@ -141,6 +146,10 @@ class ParallelRewardManager(RewardManagerBase):
                     "(verl turns them into arrays and logs their means)"
                 )
             info[key] = int(value) if isinstance(value, numbers.Integral) else float(value)
+        self._check_keys(info)
+        return float(score), info
+
+    def _check_keys(self, info: dict) -> None:
         keys = set(info)
         if self._expected_keys is None:
             self._expected_keys = keys
@@ -149,7 +158,13 @@ class ParallelRewardManager(RewardManagerBase):
                 f"reward fn returned extra-info keys {sorted(keys)} but earlier samples returned "
                 f"{sorted(self._expected_keys)}; verl needs the same keys for every sample"
             )
-        return float(score), info
+
+    def _output(self, score: float, info: dict, latencies: list[float], transcripts: list[dict]) -> dict:
+        self.summary.add(score, info, latencies)
+        output = {"reward_score": score, "reward_extra_info": info}
+        if self.settings.keep_transcripts:
+            output["judge_transcripts"] = transcripts
+        return output
 
     def _log_if_idle(self) -> None:
         if self._in_flight == 0 and self.summary.count:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import ray
 
 from .io import atomic_write_text, read_jsonl
 
@@ -72,6 +75,15 @@ def match_responses(rows: list[dict], responses_path: str | Path) -> list[Sample
     return samples
 
 
+def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
+    """Rows whose ``extra_info.group_size`` is the number of responses given for them: group rewards
+    (BRPO, group ranking) treat the responses to one row as one group."""
+    counts = Counter(s.row for s in samples)
+    return [
+        {**row, "extra_info": {**(row.get("extra_info") or {}), "group_size": counts[i]}} for i, row in enumerate(rows)
+    ]
+
+
 def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | None, config_dir: str | None = None):
     from omegaconf import open_dict
 
@@ -85,23 +97,43 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
             raise ValueError("pass --tokenizer DIR (the policy's tokenizer: responses are tokenized as in training)")
         config.reward.num_workers = 1  # one in-process worker holds the whole judge concurrency budget
         config.reward.reward_kwargs.keep_transcripts = True
+        if "curriculum" in config.reward.reward_kwargs:
+            # Offline scoring judges against each row's first reference and never moves a training run's levels.
+            config.reward.reward_kwargs.curriculum.enable = False
     return config
+
+
+def row_chunks(samples: list[Sample], batch_size: int) -> list[list[int]]:
+    """Sample indices in chunks of about ``batch_size`` that never split the samples of one row (a
+    group reward needs the whole group in flight at once)."""
+    by_row: dict[int, list[int]] = {}
+    for index, sample in enumerate(samples):
+        by_row.setdefault(sample.row, []).append(index)
+    chunks: list[list[int]] = [[]]
+    for indices in by_row.values():
+        if chunks[-1] and len(chunks[-1]) + len(indices) > batch_size:
+            chunks.append([])
+        chunks[-1].extend(indices)
+    return chunks
 
 
 async def _score_all(worker, rows: list[dict], samples: list[Sample], batch_size: int, progress) -> list[dict]:
     from .batch import build_reward_batch
 
-    outputs: list[dict] = []
-    for start in range(0, len(samples), batch_size):
-        chunk = samples[start : start + batch_size]
+    run = uuid.uuid4().hex[:8]  # group ids unique to this run, so no group meets one of an earlier run
+    outputs: list[dict | None] = [None] * len(samples)
+    done = 0
+    for chunk in row_chunks(samples, batch_size):
         batch = build_reward_batch(
             worker.input_tokenizer,
-            [rows[s.row] for s in chunk],
-            [s.response for s in chunk],
-            uids=[s.key for s in chunk],
+            [rows[samples[i].row] for i in chunk],
+            [samples[i].response for i in chunk],
+            uids=[f"{run}:{samples[i].key}" for i in chunk],
         )
-        outputs.extend(await worker.compute_score_batch(batch))
-        progress(len(outputs), len(samples))
+        for index, output in zip(chunk, await worker.compute_score_batch(batch)):
+            outputs[index] = output
+        done += len(chunk)
+        progress(done, len(samples))
     await worker.reward_manager.judge.close()
     return outputs
 
@@ -147,11 +179,19 @@ def run_score(
     config = score_config(config_name, overrides, tokenizer, config_dir)
     rows = load_rows(data)
     samples = match_responses(rows, responses)
-    worker = RewardLoopWorker(config)  # verl's worker: loads our manager, reward fn and the tokenizer
-
-    start = time.perf_counter()
-    outputs = asyncio.run(_score_all(worker, rows, samples, batch_size, progress))
-    wall_s = time.perf_counter() - start
+    rows = with_group_sizes(rows, samples)
+    # Group rewards meet in a Ray actor (writing_rl/groups.py): start a local Ray if none is running.
+    own_ray = config.reward.reward_manager.name == "GroupRewardManager" and not ray.is_initialized()
+    if own_ray:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        worker = RewardLoopWorker(config)  # verl's worker: loads our manager, reward fn and the tokenizer
+        start = time.perf_counter()
+        outputs = asyncio.run(_score_all(worker, rows, samples, batch_size, progress))
+        wall_s = time.perf_counter() - start
+    finally:
+        if own_ray:
+            ray.shutdown()
 
     records, transcripts = [], []
     for sample, output in zip(samples, outputs):

@@ -68,16 +68,26 @@ class CallRecord:
     latency_s: float
     reply: str | None = None
     error: str | None = None
+    member: int | None = None  # in a group: the member the call was made for (None: the whole group)
 
 
 @dataclass
 class SampleJudge:
-    """The judge as one sample sees it: forwards calls and records them for that sample's metrics."""
+    """The judge as one sample (or one group) sees it: forwards calls and records them for its metrics.
+
+    A group reward makes the calls of one member through ``judge.member(i)``; the group's record then
+    says which calls each member's reward came from (calls made without it count for every member).
+    """
 
     judge: Judge
     keep_transcripts: bool = False
     calls: list[CallRecord] = field(default_factory=list)
     errors: list[JudgeError] = field(default_factory=list)
+    _for_member: int | None = None
+
+    def member(self, index: int) -> SampleJudge:
+        """The same judge, recording its calls as made for member ``index``."""
+        return SampleJudge(self.judge, self.keep_transcripts, self.calls, self.errors, _for_member=index)
 
     async def complete(self, messages: Messages) -> JudgeReply:
         start = time.perf_counter()
@@ -91,14 +101,29 @@ class SampleJudge:
         return reply
 
     def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
-        self.calls.append(CallRecord(messages if self.keep_transcripts else [], latency_s, **outcome))
+        kept = messages if self.keep_transcripts else []
+        self.calls.append(CallRecord(kept, latency_s, member=self._for_member, **outcome))
+
+    def calls_for(self, member: int | None = None) -> list[CallRecord]:
+        """All calls, or those a member's reward came from: its own and the group-wide ones."""
+        return self.calls if member is None else [c for c in self.calls if c.member in (None, member)]
 
     @property
     def latencies(self) -> list[float]:
         return [call.latency_s for call in self.calls if call.error is None]
 
-    def transcripts(self) -> list[dict[str, Any]]:
+    def metrics(self, member: int | None = None) -> dict[str, float]:
+        """The judge keys of extra info: any failed call, mean latency, number of calls (of one member)."""
+        calls = self.calls_for(member)
+        latencies = [c.latency_s for c in calls if c.error is None]
+        return {
+            "judge_error": int(any(c.error is not None for c in calls)),
+            "judge_latency_s": sum(latencies) / len(latencies) if latencies else 0.0,
+            "judge_calls": len(calls),
+        }
+
+    def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:
         return [
             {"messages": c.messages, "reply": c.reply, "error": c.error, "latency_s": round(c.latency_s, 4)}
-            for c in self.calls
+            for c in self.calls_for(member)
         ]

@@ -1,0 +1,284 @@
+"""Preference-pair builders (Writing-Zero's pairwise GenRM): ``{prompt, chosen, rejected[, critique]}``
+-> GenRM SFT conversations or RL rows.
+
+The GenRM sees the request and two responses, A and B, and answers with a verdict (``[[A]]``,
+``[[B]]``, ``[[C]]`` for a tie: the judge template of ``writing_rl.prompts``) or with a score line
+``A: 7, B: 4`` (the GQM score format for two candidates). Order-swap augmentation writes each pair twice,
+once with the chosen response as A and once as B, the label following it; ``--no-swap`` writes it
+once, the chosen response's slot drawn at random (seeded by the run's seed and the pair's content).
+
+Column names: ``--prompt-key`` etc., else the first present of the ``*_ALIASES`` below (RewardBench,
+LitBench and HH-style names). ``chosen`` / ``rejected`` may be texts or chats (the last assistant
+message is the response; the last user message is the prompt when no prompt column exists).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from writing_rl import gqm
+from writing_rl.parsing import parse_verdict, strip_think
+from writing_rl.prompts import PAIRWISE_SYSTEM, pairwise_messages
+
+from . import fields
+from .gqm import CHAT, MESSAGES_SCHEMA
+from .pipeline import BadRow
+
+PROMPT_ALIASES = ("prompt", "question", "instruction", "input")
+CHOSEN_ALIASES = ("chosen", "chosen_response", "response_chosen", "chosen_story")
+REJECTED_ALIASES = ("rejected", "rejected_response", "response_rejected", "rejected_story")
+OUTPUT_FORMATS = ("verdict", "scores")
+
+RL_SCHEMA = pa.schema(
+    [
+        ("data_source", pa.string()),
+        ("prompt", CHAT),
+        ("ability", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+        (
+            "extra_info",
+            pa.struct(
+                [
+                    ("index", pa.int64()),
+                    ("split", pa.string()),
+                    ("output_format", pa.string()),
+                    ("chosen_slot", pa.string()),
+                    ("swapped", pa.bool_()),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Pair:
+    prompt: str
+    chosen: str
+    rejected: str
+    tie: bool
+    critique: str | None  # written for the order with the chosen response in critique_slot
+    critique_swapped: str | None  # written for the other order
+    chosen_score: int | None
+    rejected_score: int | None
+
+
+@dataclass
+class PairReader:
+    prompt_key: str | None = None
+    chosen_key: str | None = None
+    rejected_key: str | None = None
+    tie_key: str | None = None
+    critique_key: str | None = None
+    critique_swapped_key: str | None = None
+    chosen_score_key: str | None = None
+    rejected_score_key: str | None = None
+
+    def read(self, row: dict) -> Pair:
+        chosen_key = self._key(row, self.chosen_key, CHOSEN_ALIASES)
+        rejected_key = self._key(row, self.rejected_key, REJECTED_ALIASES)
+        chosen, chosen_turns = _response(row, chosen_key)
+        rejected, _ = _response(row, rejected_key)
+        prompt_key = self._key(row, self.prompt_key, PROMPT_ALIASES, required=chosen_turns is None)
+        if prompt_key is not None:
+            prompt = _prompt_text(row, prompt_key)
+        else:
+            prompt = _last_user_message(chosen_turns, chosen_key)
+        tie = fields.boolean(row, self.tie_key) if self.tie_key else False
+        if chosen.strip() == rejected.strip() and not tie:
+            raise BadRow(rejected_key, "is identical to the chosen response (mark ties with --tie-key)")
+        chosen_score = rejected_score = None
+        if self.chosen_score_key or self.rejected_score_key:
+            chosen_score = fields.int_score(row, self.chosen_score_key or "chosen_score")
+            rejected_score = fields.int_score(row, self.rejected_score_key or "rejected_score")
+            expected = "equal" if tie else "higher"
+            if (chosen_score == rejected_score) != tie or (not tie and chosen_score < rejected_score):
+                raise BadRow(
+                    self.chosen_score_key or "chosen_score",
+                    f"chosen score {chosen_score} vs rejected {rejected_score}: the chosen one must be {expected}",
+                )
+        critique = fields.text(row, self.critique_key, required=False) if self.critique_key else None
+        swapped = fields.text(row, self.critique_swapped_key, required=False) if self.critique_swapped_key else None
+        return Pair(prompt, chosen, rejected, tie, critique, swapped, chosen_score, rejected_score)
+
+    @staticmethod
+    def _key(row: dict, key: str | None, aliases: tuple[str, ...], required: bool = True) -> str | None:
+        if key is not None:
+            return key
+        for alias in aliases:
+            if row.get(alias) is not None:
+                return alias
+        if not required:
+            return None
+        raise BadRow(aliases[0], f"no column among {', '.join(aliases)} (name it with the --*-key flags)")
+
+
+@dataclass
+class _PairBuilder:
+    reader: PairReader = field(default_factory=PairReader)
+    output_format: str = "verdict"
+    swap: bool = True
+    seed: int = 0
+    system_prompt: str | None = None
+    template: str | None = None  # judge template file for the verdict format (writing_rl.prompts)
+    counts: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"--output-format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
+
+    def slots(self, pair: Pair) -> list[str]:
+        """Which slot the chosen response takes in each output row."""
+        if self.swap:
+            return ["A", "B"]
+        rng = random.Random(fields.content_seed(self.seed, pair.prompt, [pair.chosen, pair.rejected]))
+        return [rng.choice("AB")]
+
+    def request(self, pair: Pair, chosen_slot: str, cot: bool = True) -> list[dict[str, str]]:
+        a, b = (pair.chosen, pair.rejected) if chosen_slot == "A" else (pair.rejected, pair.chosen)
+        if self.output_format == "scores":
+            return gqm.build_messages([a, b], writing_prompt=pair.prompt, prompt_type="score", cot=cot, system=self.system_prompt)
+        return pairwise_messages(pair.prompt, a, b, template=self.template, system=self.system_prompt or PAIRWISE_SYSTEM)
+
+    @staticmethod
+    def label(pair: Pair, chosen_slot: str) -> str:
+        return "C" if pair.tie else chosen_slot
+
+
+@dataclass
+class PrefRLBuilder(_PairBuilder):
+    """Pairs -> verl RL rows with ``reward_model.ground_truth`` = the label ``A``/``B`` (``C``: tie);
+    reward: ``reward_fns.preference`` (hydra_configs/genrm_pairwise_rl.yaml)."""
+
+    data_source: str = "preference"
+    schema: pa.Schema = RL_SCHEMA
+
+    def build(self, row: dict, source_id: int, split: str) -> list[dict]:
+        pair = self.reader.read(row)
+        out = []
+        for slot in self.slots(pair):
+            self.counts[f"chosen_{slot}"] += 1
+            out.append(
+                {
+                    "data_source": self.data_source,
+                    "prompt": self.request(pair, slot),
+                    "ability": "preference",
+                    "reward_model": {"style": "rule", "ground_truth": self.label(pair, slot)},
+                    "extra_info": {
+                        "index": source_id,
+                        "split": split,
+                        "output_format": self.output_format,
+                        "chosen_slot": slot,
+                        "swapped": slot == "B",
+                    },
+                }
+            )
+        return out
+
+    def summary(self) -> list[str]:
+        return [f"chosen response as A in {self.counts['chosen_A']} rows, as B in {self.counts['chosen_B']}"]
+
+
+@dataclass
+class PrefSFTBuilder(_PairBuilder):
+    """Pairs -> ``messages`` conversations whose assistant turn is the critique (when given) and the
+    label: ``[[A]]``/``[[B]]``/``[[C]]``, or for ``--output-format scores`` the score line (needs
+    --chosen-score-key/--rejected-score-key).
+
+    A critique names the responses by position, so it only fits the order it was written for
+    (``critique_slot``: the chosen response's slot in it); the other order is written only when a
+    critique for it exists too (``critique_swapped_key``). Pairs without critique swap freely.
+    """
+
+    critique_slot: str = "A"
+    schema: pa.Schema = MESSAGES_SCHEMA
+
+    def build(self, row: dict, source_id: int, split: str) -> list[dict]:
+        pair = self.reader.read(row)
+        if self.output_format == "scores" and pair.chosen_score is None:
+            raise BadRow("chosen_score", "--output-format scores needs --chosen-score-key and --rejected-score-key")
+        other = "B" if self.critique_slot == "A" else "A"
+        if pair.critique is not None:
+            critiques = {self.critique_slot: pair.critique}
+            if pair.critique_swapped is not None and self.swap:
+                critiques[other] = pair.critique_swapped
+            self.counts["order_specific"] += len(critiques) < len(self.slots(pair))
+            plan = list(critiques.items())
+        else:
+            plan = [(slot, None) for slot in self.slots(pair)]
+        out = []
+        for slot, critique in plan:
+            reasoning = self._clean(critique, self.label(pair, slot), slot) if critique else None
+            if self.output_format == "scores":
+                chosen_score, rejected_score = pair.chosen_score, pair.rejected_score
+                scores = {slot: chosen_score, "B" if slot == "A" else "A": rejected_score}
+                answer = gqm.gqm_response(reasoning, scores, "score", cot=reasoning is not None)
+            else:
+                label = self.label(pair, slot)
+                answer = f"{reasoning}\n\n[[{label}]]" if reasoning else f"[[{label}]]"
+            self.counts["with_critique" if reasoning else "verdict_only"] += 1
+            messages = self.request(pair, slot, cot=reasoning is not None or self.output_format == "verdict")
+            out.append({"messages": [*messages, {"role": "assistant", "content": answer}]})
+        return out
+
+    def _clean(self, critique: str, label: str, slot: str) -> str:
+        """The critique without a final verdict of its own (the label is appended); a verdict that
+        contradicts the label means the critique belongs to the other order."""
+        text = critique.strip()
+        verdict = parse_verdict(text)
+        if verdict is not None and verdict != label:
+            raise BadRow(
+                self.reader.critique_key or "critique",
+                f"ends with [[{verdict}]] but the chosen response is {slot} here (label {label}); "
+                "set --critique-chosen-slot to the order the critique was written for",
+            )
+        if verdict is not None:
+            text = text[: text.rfind(f"[[{verdict}]]")].rstrip()
+        if not text or strip_think(text) is None:
+            raise BadRow(self.reader.critique_key or "critique", "empty once its verdict is removed")
+        return text
+
+    def summary(self) -> list[str]:
+        c = self.counts
+        lines = [f"{c['with_critique']} answers with a critique, {c['verdict_only']} with the label only"]
+        if c["order_specific"]:
+            lines.append(
+                f"  {c['order_specific']} pairs written in one order only: their critique names positions "
+                "and no critique for the swapped order was given (--critique-swapped-key)"
+            )
+        return lines
+
+
+def _response(row: dict, key: str) -> tuple[str, list[dict] | None]:
+    """(response text, the chat it came from or None)."""
+    value = row.get(key)
+    if isinstance(value, str):
+        if not value.strip():
+            raise BadRow(key, "empty response")
+        return value, None
+    if isinstance(value, (list, tuple)):
+        turns = fields.chat(row, key)
+        replies = [t["content"] for t in turns if t["role"] == "assistant"]
+        if not replies or not replies[-1].strip():
+            raise BadRow(key, "a chat must end with a non-empty assistant message")
+        return replies[-1], turns
+    raise BadRow(key, f"expected a response text or a chat, got {fields.describe(value)}")
+
+
+def _prompt_text(row: dict, key: str) -> str:
+    value = row.get(key)
+    if isinstance(value, (list, tuple)):
+        return _last_user_message(fields.chat(row, key), key)
+    return fields.text(row, key)  # type: ignore[return-value]
+
+
+def _last_user_message(turns: list[dict] | None, key: str) -> str:
+    users = [t["content"] for t in turns or [] if t["role"] == "user" and t["content"].strip()]
+    if not users:
+        raise BadRow(key, "no prompt column and no user message in the chat")
+    return users[-1]
+

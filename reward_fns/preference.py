@@ -1,0 +1,101 @@
+"""Pairwise GenRM accuracy reward (Writing-Zero's GenRM RL): 1 when the GenRM prefers the response a
+human preferred, else 0.
+
+verl entry point (rule-based, no judge; runs under verl's built-in ``naive`` reward manager):
+``reward.custom_reward_function.path=pkg://reward_fns.preference`` (name ``compute_score``); options
+under ``reward.custom_reward_function.reward_kwargs`` (hydra_configs/genrm_pairwise_rl.yaml).
+
+Ground truth (``build_parquet.py pref-rl``): the slot of the preferred response, ``"A"`` or ``"B"``
+(``"C"``: the pair is a tie); ``"[[A]]"`` or ``{"label": "A"}`` work too.
+
+The GenRM's answer, after its closed ``<think>`` block if any, ends with either
+- a verdict ``[[A]]`` / ``[[B]]`` / ``[[C]]`` (tie) on its last line; every verdict token in the answer
+  must agree (an answer that hedges with both is malformed), or
+- a score line ``A: 7, B: 4`` (integers 0-10) as its last line; the higher score wins, equal = tie.
+``output_format`` picks one (``auto``: the row's ``extra_info.output_format``, else whichever the last
+line holds). Malformed answers score 0 with ``valid_answer=0``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from writing_rl import gqm
+from writing_rl.parsing import parse_verdict, strip_think
+
+OUTPUT_FORMATS = ("auto", "verdict", "scores")
+_VERDICT = re.compile(r"\[\[([ABC])\]\]")
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping | None = None,
+    *,
+    output_format: str = "auto",
+    tie_score: float = 0.0,
+    allow_tie: bool = True,
+    reward_router_address: str | None = None,  # passed by verl when it hosts a reward model; unused
+    reward_model_tokenizer: Any = None,  # likewise
+) -> dict[str, float]:
+    """Score one GenRM answer. Always the same keys: score, valid_answer, correct, predicted_tie.
+
+    - The verdict matches the label: 1.
+    - A tie verdict on a pair with a preferred response: ``tie_score`` (default 0);
+      ``allow_tie=False`` makes a tie verdict malformed instead (0, ``valid_answer=0``).
+    - Otherwise 0.
+    """
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"reward_kwargs.output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
+    label = read_label(ground_truth, extra_info)
+    if output_format == "auto":
+        output_format = (extra_info or {}).get("output_format") or "auto"
+    verdict = read_verdict(solution_str, output_format)
+    if verdict is None or (verdict == "C" and not allow_tie):
+        return _result(0.0, valid=0)
+    if verdict == label:
+        return _result(1.0, valid=1, correct=1, predicted_tie=int(verdict == "C"))
+    if verdict == "C":
+        return _result(float(tie_score), valid=1, predicted_tie=1)
+    return _result(0.0, valid=1)
+
+
+def read_verdict(solution_str: str, output_format: str = "auto") -> str | None:
+    """``"A"``, ``"B"`` or ``"C"`` from a GenRM answer, or None when it is malformed."""
+    if not isinstance(solution_str, str):
+        return None
+    answer = strip_think(solution_str)
+    if answer is None:
+        return None
+    last_line = answer.splitlines()[-1].strip()
+    if output_format in ("scores", "auto"):
+        scores = gqm.parse_scores(last_line, ("A", "B"))
+        if not isinstance(scores, str):
+            return "A" if scores["A"] > scores["B"] else "B" if scores["B"] > scores["A"] else "C"
+        if output_format == "scores":
+            return None
+    verdict = parse_verdict(solution_str)
+    if verdict is None or set(_VERDICT.findall(answer)) != {verdict} or not _VERDICT.search(last_line):
+        return None  # no verdict, a hedge between several, or a verdict that does not end the answer
+    return verdict
+
+
+def read_label(ground_truth: Any, extra_info: Mapping | None = None) -> str:
+    """The human label A/B/C; a bad one is a data error and raises ValueError naming the sample."""
+    value = ground_truth
+    if isinstance(value, Mapping):
+        value = value.get("label")
+    if isinstance(value, str):
+        text = value.strip().upper()
+        match = _VERDICT.fullmatch(text)
+        text = match.group(1) if match else text
+        if text in ("A", "B", "C"):
+            return text
+    where = f"sample index={extra_info['index']}" if extra_info and extra_info.get("index") is not None else "sample"
+    raise ValueError(f"{where}: ground truth must be the preferred slot 'A', 'B' or 'C' (tie), got {ground_truth!r:.80}")
+
+
+def _result(score: float, valid: int, correct: int = 0, predicted_tie: int = 0) -> dict[str, float]:
+    return {"score": float(score), "valid_answer": valid, "correct": correct, "predicted_tie": predicted_tie}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Writing-Zero BRPO: GRPO where each rollout is judged against a bootstrapped sibling (hydra_configs/brpo.yaml).
+#
+# Required:  MODEL_PATH  TRAIN_FILES  VAL_FILES, and JUDGE_BASE_URL + JUDGE_MODEL (an OpenAI-compatible judge)
+#            or GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM on vLLM)
+# Optional:  JUDGE_API_KEY_ENV (name of the env var holding the key)  N_GPUS (8)  NNODES (1)
+#            RAY_ADDRESS (submit as a Ray job)  DRY_RUN=1 (print + check the config, then exit)
+# Extra arguments are Hydra overrides, e.g. actor_rollout_ref.rollout.n=16
+set -euo pipefail
+source "$(dirname "$0")/_launch.sh"
+train_with_judge brpo \
+  "training parquet (python data_prep/build_parquet.py prompts ...)" \
+  "OpenAI-compatible endpoint of the pairwise GenRM, e.g. http://genrm-host:8000/v1" \
+  "$@"

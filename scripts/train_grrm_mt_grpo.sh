@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# MT GRPO with a GRRM group-ranking reward (hydra_configs/grrm_mt_grpo.yaml).
+#
+# Required:  MODEL_PATH  TRAIN_FILES  VAL_FILES, and JUDGE_BASE_URL + JUDGE_MODEL (an OpenAI-compatible judge)
+#            or GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM on vLLM)
+# Optional:  JUDGE_API_KEY_ENV (name of the env var holding the key)  N_GPUS (8)  NNODES (1)
+#            RAY_ADDRESS (submit as a Ray job)  DRY_RUN=1 (print + check the config, then exit)
+# Extra arguments are Hydra overrides, e.g. reward.custom_reward_function.reward_kwargs.extraction=codeblock
+set -euo pipefail
+source "$(dirname "$0")/_launch.sh"
+train_with_judge grrm_mt_grpo \
+  "training parquet with extra_info.src_text and languages (build_parquet.py prompts ...)" \
+  "OpenAI-compatible endpoint of the GRRM, e.g. http://grrm-host:8000/v1" \
+  "$@"

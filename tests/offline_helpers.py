@@ -1,0 +1,51 @@
+"""Helpers for the offline-tool tests (select, order-references): scripted judges with known answers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable
+
+from judge_server import Reply, default_script
+
+_PAIR = re.compile(r"\[Response A\]\n(.*?)\n\n\[Response B\]\n(.*?)\n\n(?:Weigh|\[Evaluation criteria\])", re.S)
+
+
+def pair_of(request: dict) -> tuple[str, str]:
+    """(Response A, Response B) of a pairwise judge request."""
+    match = _PAIR.search(request["messages"][-1]["content"])
+    assert match, "not a pairwise request"
+    return match.group(1), match.group(2)
+
+
+def verdict(letter: str) -> Reply:
+    return Reply(content=f"Weighed both.\n[[{letter}]]")
+
+
+def table_judge(beats: dict[tuple[str, str], str]) -> Callable[[dict, int], Reply]:
+    """A judge reading its verdict from ``beats[(A text, B text)]`` ("A", "B" or "C")."""
+
+    def script(request: dict, index: int) -> Reply:
+        return verdict(beats[pair_of(request)])
+
+    return script
+
+
+def first_position_judge(request: dict, index: int) -> Reply:
+    """Always prefers whichever response it sees first."""
+    return verdict("A")
+
+
+def failing_when(condition: Callable[[str, str], bool], reply: Reply | None = None):
+    """The default judge, except requests whose (A, B) texts meet ``condition`` get ``reply`` (HTTP 400)."""
+    failure = reply or Reply(status=400, body=b'{"error": "scripted failure"}')
+
+    def script(request: dict, index: int) -> Reply:
+        return failure if condition(*pair_of(request)) else default_script(request, index)
+
+    return script
+
+
+def write_jsonl(path, records) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)

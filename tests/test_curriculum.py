@@ -1,0 +1,253 @@
+"""Writing-RL's reference curriculum: scheduler semantics, persistence, resume, crash safety."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from judge_server import preference_verdict
+from reward_fns.pairwise import compute_group_score
+from writing_rl.config import CurriculumConfig
+from writing_rl.curriculum import (
+    LATEST,
+    LevelTable,
+    ReferenceScheduler,
+    describe,
+    load_levels,
+    save_levels,
+    step_snapshots,
+)
+from writing_rl.groups import Member
+from writing_rl.judge import JudgeReply, SampleJudge
+
+
+class LocalCurriculum:
+    """The reward fn's view of the scheduler, without Ray (the actor's code, called directly)."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.advances = 0
+
+    async def pin(self, key, references):
+        return await self.scheduler.pin(key, references)
+
+    async def advance(self, key, pinned):
+        self.advances += 1
+        return await self.scheduler.advance(key, pinned)
+
+
+class PreferenceJudge:
+    def __init__(self):
+        self.asked = []
+
+    async def complete(self, messages):
+        self.asked.append(messages[-1]["content"])
+        await asyncio.sleep(0.001)
+        return JudgeReply(preference_verdict(messages[-1]["content"]), "stop", 0.001)
+
+
+REFS = ["ref easy", "ref good medium", "ref good good hard"]
+
+
+def settings(tmp_path, **kw):
+    values = dict(state_dir=str(tmp_path / "state"), snapshot_interval_s=0.05, checkpoint_dir=str(tmp_path / "ckpt"))
+    values.update(kw)
+    return CurriculumConfig(**values)
+
+
+def group(texts, gid=7, split="train", refs=REFS):
+    truth = {"prompt": "Write.", "target": list(refs), "criteria": None, "id": gid}
+    return [Member(f"uid-{gid}", t, len(t), "Write.", "w", truth, {"split": split}) for t in texts]
+
+
+def score(members, curriculum, judge=None, **kw):
+    judge = judge or PreferenceJudge()
+    results = asyncio.run(compute_group_score(members, judge=SampleJudge(judge), curriculum=curriculum, **kw))
+    return results, judge
+
+
+def test_a_group_is_judged_against_one_pinned_reference_and_moves_one_level(tmp_path):
+    curriculum = LocalCurriculum(ReferenceScheduler(settings(tmp_path)))
+    # Every rollout beats the easy reference: many concurrent wins, one step.
+    results, judge = score(group(["good story"] * 8), curriculum, strategy="position-advantage")
+    assert all(r["win"] == 1.0 and r["reference_level"] == 0 for r in results)
+    assert all("ref easy" in q for q in judge.asked)
+    assert curriculum.scheduler.table.level("7") == 1 and curriculum.advances == 1
+    results, judge = score(group(["good story"] * 4), curriculum, strategy="position-advantage")
+    assert all(r["reference_level"] == 1 for r in results) and all("ref good medium" in q for q in judge.asked)
+    assert curriculum.scheduler.table.level("7") == 1  # 'good story' ties the medium reference: no win
+
+
+def test_never_past_the_last_reference(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    curriculum = LocalCurriculum(scheduler)
+    for _ in range(5):
+        score(group(["good good good good story"]), curriculum)
+    assert scheduler.table.level("7") == 2
+
+
+def test_two_groups_of_one_id_in_flight_move_it_once(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    curriculum = LocalCurriculum(scheduler)
+
+    async def both():
+        judge = SampleJudge(PreferenceJudge())
+        return await asyncio.gather(
+            compute_group_score(group(["good a"]), judge=judge, curriculum=curriculum),
+            compute_group_score(group(["good b"]), judge=judge, curriculum=curriculum),
+        )
+
+    first, second = asyncio.run(both())
+    assert first[0]["reference_level"] == second[0]["reference_level"] == 0
+    assert curriculum.advances == 2 and scheduler.table.level("7") == 1
+
+
+def test_concurrent_groups_of_different_ids(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    curriculum = LocalCurriculum(scheduler)
+
+    async def many():
+        judge = SampleJudge(PreferenceJudge())
+        texts = lambda gid: ["good x"] if gid % 2 else ["bad x"]  # noqa: E731
+        await asyncio.gather(
+            *(compute_group_score(group(texts(g), gid=g), judge=judge, curriculum=curriculum) for g in range(40))
+        )
+
+    asyncio.run(many())
+    assert scheduler.table.as_dict() == {str(g): g % 2 for g in range(40)}
+
+
+@pytest.mark.parametrize("threshold, wins, moves", [(0.0, 1, True), (0.0, 0, False), (0.5, 1, False), (0.5, 2, True)])
+def test_advance_threshold(tmp_path, threshold, wins, moves):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    texts = ["good"] * wins + ["bad"] * (4 - wins)
+    score(group(texts), LocalCurriculum(scheduler), advance_threshold=threshold)
+    assert scheduler.table.level("7") == int(moves)
+
+
+def test_validation_never_moves_a_level(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    results, _ = score(group(["good"] * 3, split="test"), LocalCurriculum(scheduler))
+    assert results[0]["win"] == 1.0 and scheduler.table.level("7") == 0
+
+
+def test_single_reference_and_no_curriculum(tmp_path):
+    results, judge = score(group(["good"], refs=["only ref"]), None)
+    assert results[0]["reference_level"] == 0 and "only ref" in judge.asked[0]
+    results, judge = score(group(["good"]), None)  # curriculum disabled: first reference
+    assert "ref easy" in judge.asked[0]
+
+
+def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
+    config = settings(tmp_path, keep_steps=2)
+    scheduler = ReferenceScheduler(config)
+    curriculum = LocalCurriculum(scheduler)
+    checkpoints = tmp_path / "ckpt"
+    checkpoints.mkdir()
+
+    async def train():
+        judge = SampleJudge(PreferenceJudge())
+        for step in range(1, 5):
+            await compute_group_score(group(["good"], gid=step), judge=judge, curriculum=curriculum)
+            (checkpoints / "latest_checkpointed_iteration.txt").write_text(str(step))
+            await asyncio.sleep(0.2)  # the writer notices the change and the new checkpoint
+
+    asyncio.run(train())
+    assert sorted(step_snapshots(config.state_dir)) == [3, 4]  # keep_steps=2
+    assert load_levels(tmp_path / "state" / "levels.step_3.npz").as_dict() == {"1": 1, "2": 1, "3": 1}
+    assert load_levels(tmp_path / "state" / LATEST).as_dict() == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_restart_continues_and_resume_uses_the_checkpointed_step(tmp_path):
+    state = tmp_path / "state"
+    save_levels(state / "levels.step_10.npz", LevelTable(["a"], [1], [3]).arrays())
+    save_levels(state / LATEST, LevelTable(["a", "b"], [2, 1], [3, 2]).arrays())
+    # A restart before any checkpoint: the latest snapshot.
+    assert ReferenceScheduler(settings(tmp_path)).table.as_dict() == {"a": 2, "b": 1}
+    # verl resumes from step 10: the levels recorded at step 10, not the later ones.
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").write_text("10")
+    assert ReferenceScheduler(settings(tmp_path)).table.as_dict() == {"a": 1}
+    assert ReferenceScheduler(settings(tmp_path, resume_step=10)).source.startswith("levels.step_10.npz")
+    assert ReferenceScheduler(settings(tmp_path, resume=False)).table.as_dict() == {}
+
+
+def test_config_from_verl_follows_trainer_settings(tmp_path):
+    from omegaconf import OmegaConf
+
+    base = {"trainer": {"default_local_dir": str(tmp_path / "ck"), "resume_mode": "auto"}, "reward": {"reward_kwargs": {}}}
+    config = CurriculumConfig.from_verl(OmegaConf.create(base))
+    assert config.state_dir == str(tmp_path / "ck" / "curriculum") and config.resume and config.resume_step is None
+    base["trainer"].update(resume_mode="resume_path", resume_from_path=str(tmp_path / "ck" / "global_step_40"))
+    assert CurriculumConfig.from_verl(OmegaConf.create(base)).resume_step == 40
+    base["trainer"]["resume_mode"] = "disable"
+    assert not CurriculumConfig.from_verl(OmegaConf.create(base)).resume
+
+
+KILLER = """
+import sys
+from writing_rl.curriculum import LevelTable, save_levels
+path, n = sys.argv[1], int(sys.argv[2])
+ids = [str(k) for k in range(n)]
+i = 0
+while True:
+    i += 1
+    save_levels(path, LevelTable(ids, [i] * n, [10**6] * n).arrays())
+    print(i, flush=True)
+"""
+
+
+def test_kill_9_during_snapshots_leaves_a_loadable_state(tmp_path):
+    path = tmp_path / "state" / LATEST
+    for delay in (0.3, 0.55, 0.8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLER, str(path), "200000"], stdout=subprocess.PIPE, text=True
+        )
+        proc.stdout.readline()  # at least one snapshot is complete
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        values = load_levels(path).arrays()[1]
+        assert len(values) == 200000 and (values == values[0]).all()  # one whole snapshot, never a mix
+    assert [p.name for p in path.parent.iterdir() if p.name != LATEST and not p.name.endswith(".tmp")] == []
+
+
+def test_show_reports_levels(tmp_path, capsys):
+    from writing_rl.cli import main
+
+    state = tmp_path / "state"
+    save_levels(state / LATEST, LevelTable(["a", "b", "c", "d"], [2, 0, 1, 2], [3, 3, 2, 4]).arrays())
+    text = describe(state, top=2)
+    assert "4 ids; 2 (50.0%) at their hardest reference" in text
+    assert "level   0:        1" in text and "level   2:        2" in text
+    assert "most advanced: a (2/2), c (1/1)" in text and "least advanced: b (0/2)" in text
+    assert main(["curriculum", "show", "--state-dir", str(state)]) == 0
+    assert "at their hardest reference" in capsys.readouterr().out
+    assert main(["curriculum", "show", "--state-dir", str(tmp_path / "nothing")]) == 2
+
+
+def test_show_plots_levels_over_checkpointed_steps(tmp_path):
+    import zlib
+
+    from writing_rl.cli import main
+
+    state = tmp_path / "state"
+    for step, levels in ((10, [0, 0, 0]), (20, [1, 0, 0]), (30, [2, 1, 0])):
+        save_levels(state / f"levels.step_{step}.npz", LevelTable(["a", "b", "c"], levels, [3, 3, 3]).arrays())
+    save_levels(state / LATEST, LevelTable(["a", "b", "c"], [2, 1, 0], [3, 3, 3]).arrays())
+    out = tmp_path / "levels.png"
+    assert main(["curriculum", "show", "--state-dir", str(state), "--plot", str(out)]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(data[16:20], "big")
+    start = data.index(b"IDAT") + 4
+    raw = zlib.decompress(data[start : start + int.from_bytes(data[start - 8 : start - 4], "big")])
+    row = 1 + 3 * width  # a filter byte, then RGB pixels
+    colours = {tuple(raw[r + 1 + 3 * x : r + 4 + 3 * x]) for r in range(0, len(raw), row) for x in range(width)}
+    assert (49, 110, 180) in colours and (230, 140, 40) in colours and (60, 160, 90) in colours  # levels 0, 1, 2
+    assert main(["curriculum", "show", "--state-dir", str(tmp_path / "empty"), "--plot", str(out)]) == 2

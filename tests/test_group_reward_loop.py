@@ -1,0 +1,174 @@
+"""Integration: BRPO through hydra_configs/brpo.yaml, GroupRewardManager and verl's real reward loop."""
+
+import random
+import time
+import uuid
+
+import pytest
+import ray
+
+from conftest import reward_loop
+from judge_server import ScriptedJudgeServer, quality
+from reward_fns.brpo import choose_references
+from writing_rl.batch import build_reward_batch
+from writing_rl.groups import collector_name
+from writing_rl.verl_config import compose
+
+N = 3  # rollouts per prompt
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedJudgeServer(latency_s=0.01) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def manager(ray_cluster, server, tokenizer_dir):
+    config = compose(
+        "brpo",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.reward_kwargs.judge.base_url={server.base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            "reward.num_workers=2",
+            f"actor_rollout_ref.rollout.n={N}",
+            "actor_rollout_ref.rollout.val_kwargs.n=1",
+            "reward.reward_kwargs.groups.timeout_s=3",
+        ],
+    )
+    with reward_loop(config) as m:
+        yield m
+
+
+def wait_for_actor(name, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return ray.get_actor(name)
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def group_rows(uid, texts, split="train"):
+    prompt = "Write a toast for a wedding."
+    row = {
+        "data_source": "writing",
+        "prompt": [{"role": "user", "content": prompt}],
+        "reward_model": {"ground_truth": {"prompt": prompt}},
+        "extra_info": {"index": 0, "split": split},
+    }
+    return [row] * len(texts), list(texts), [uid] * len(texts)
+
+
+def make_batch(tokenizer, groups):
+    rows, texts, uids = [], [], []
+    for uid, group_texts in groups:
+        r, t, u = group_rows(uid, group_texts)
+        rows += r
+        texts += t
+        uids += u
+    return build_reward_batch(tokenizer, rows, texts, uids), texts, uids
+
+
+def expected_rewards(groups):
+    """What BRPO must give: sign(quality - quality of the group's reference), 0 for the reference."""
+    rewards = []
+    for uid, texts in groups:
+        (reference,) = choose_references(list(dict.fromkeys(texts)), 1, seed=0, uid=uid)
+        for text in texts:
+            diff = quality(text) - quality(reference)
+            rewards.append(0.0 if text == reference else float((diff > 0) - (diff < 0)))
+    return rewards
+
+
+def new_groups(count):
+    variants = ["good toast", "bad toast", "plain toast", "good good toast", "bad bad toast", "fine toast"]
+    rng = random.Random(count)
+    return [(str(uuid.uuid4()), rng.sample(variants, N)) for _ in range(count)]
+
+
+def test_colocated_groups_straddle_workers_and_padding_is_harmless(manager, server, tokenizer):
+    # 3 groups x 3 rollouts = 9 samples over 2 workers: chunks of 5 after verl pads with a copy of
+    # sample 0, so the middle group is split between the workers.
+    groups = new_groups(3)
+    batch, _, _ = make_batch(tokenizer, groups)
+    before = len(server.requests)
+    output = manager.compute_rm_score(batch)
+    assert output.batch["rm_scores"].sum(-1).tolist() == expected_rewards(groups)
+    extra = output.non_tensor_batch
+    assert extra["group_size"].tolist() == [N] * 9
+    assert extra["partial_group"].tolist() == [0] * 9 and extra["late_member"].tolist() == [0] * 9
+    assert [extra["is_reference"][i : i + N].sum() for i in range(0, 9, N)] == [1, 1, 1]
+    assert extra["position_consistent"].tolist() == [-1 if r else 1 for r in extra["is_reference"]]
+    # (n - 1) candidates x 2 orders per group; the padded copy made no extra call
+    assert len(server.requests) - before == 3 * (N - 1) * 2
+    assert set(output.meta_info["reward_extra_keys"]) >= {
+        "is_reference", "verdict", "position_consistent", "judge_error", "parse_error", "format_error",
+        "judge_calls", "judge_latency_s", "group_size", "partial_group", "late_member",
+    }
+
+
+def test_streaming_per_sample_calls_in_random_order(manager, tokenizer):
+    groups = new_groups(4)
+    batch, _, _ = make_batch(tokenizer, groups)
+    order = list(range(len(batch)))
+    random.Random(7).shuffle(order)
+    rng = random.Random(8)
+    refs = {}
+    for i in order:
+        refs[i] = rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1])
+        time.sleep(rng.random() * 0.05)  # rollouts finish at different times
+    results = [ray.get(refs[i]) for i in range(len(batch))]
+    assert [r["reward_score"] for r in results] == expected_rewards(groups)
+    assert len({frozenset(r["reward_extra_info"]) for r in results}) == 1
+
+
+def test_duplicate_member_after_completion_gets_the_same_result(manager, tokenizer):
+    groups = new_groups(1)
+    batch, _, _ = make_batch(tokenizer, groups)
+    workers = manager.reward_loop_workers
+    first = ray.get([workers[i % 2].compute_score.remote(batch[i : i + 1]) for i in range(N)])
+    again = ray.get(workers[1].compute_score.remote(batch[1:2]))
+    assert again["reward_score"] == first[1]["reward_score"]
+    assert again["reward_extra_info"] == first[1]["reward_extra_info"]
+
+
+def test_incomplete_group_is_scored_partial_after_the_timeout(manager, tokenizer):
+    groups = [(str(uuid.uuid4()), ["good toast", "bad toast"])]  # 2 of the 3 expected rollouts
+    batch, _, _ = make_batch(tokenizer, groups)
+    start = time.monotonic()
+    results = ray.get([manager.reward_loop_workers[i].compute_score.remote(batch[i : i + 1]) for i in range(2)])
+    assert time.monotonic() - start >= 3
+    assert [r["reward_extra_info"]["partial_group"] for r in results] == [1, 1]
+    assert [r["reward_extra_info"]["group_size"] for r in results] == [2, 2]
+    assert sorted(r["reward_score"] for r in results) in ([-1.0, 0.0], [0.0, 1.0])
+
+
+def test_validation_rows_use_the_validation_group_size(manager, tokenizer):
+    rows, texts, uids = group_rows(str(uuid.uuid4()), ["good toast"], split="test")
+    batch = build_reward_batch(tokenizer, rows, texts, uids)
+    result = ray.get(manager.reward_loop_workers[0].compute_score.remote(batch[0:1]))
+    info = result["reward_extra_info"]
+    assert info["group_size"] == 1 and info["partial_group"] == 0 and info["is_reference"] == 1
+
+
+def test_a_dead_collector_fails_the_step_and_is_recreated(manager, tokenizer):
+    groups = new_groups(1)
+    batch, _, _ = make_batch(tokenizer, groups)
+    waiting = manager.reward_loop_workers[0].compute_score.remote(batch[0:1])  # 1 of 3: waits
+    collector = wait_for_actor(collector_name())
+    deadline = time.monotonic() + 30
+    while ray.get(collector.stats.remote())["open"] == 0:  # the member is waiting in the collector
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    ray.kill(collector, no_restart=True)
+    with pytest.raises(ray.exceptions.RayTaskError, match="collector died"):
+        ray.get(waiting, timeout=30)
+    # The next step gets a fresh collector.
+    groups = new_groups(1)
+    batch, _, _ = make_batch(tokenizer, groups)
+    results = ray.get([manager.reward_loop_workers[i % 2].compute_score.remote(batch[i : i + 1]) for i in range(N)])
+    assert [r["reward_score"] for r in results] == expected_rewards(groups)

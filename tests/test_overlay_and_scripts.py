@@ -1,0 +1,149 @@
+"""The Hydra overlay as verl composes it, `writing-rl check-config`, and scripts/train_writing_rl.sh."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO_DIR
+from writing_rl.cli import main as cli
+from writing_rl.config import CurriculumConfig, GroupConfig, JudgeConfig, ManagerConfig
+
+SCRIPT = REPO_DIR / "scripts/train_writing_rl.sh"
+REQUIRED = {
+    "MODEL_PATH": "/models/policy",
+    "TRAIN_FILES": "/data/train.parquet",
+    "VAL_FILES": "/data/val.parquet",
+    "JUDGE_BASE_URL": "http://judge:8000/v1",
+    "JUDGE_MODEL": "judge-model",
+}
+
+
+def test_yaml_lists_the_code_defaults():
+    """Defaults live in writing_rl/config.py; the overlay lists every key so Hydra can override it without '+'."""
+    overlay = yaml.safe_load((REPO_DIR / "hydra_configs/judge_base.yaml").read_text())
+    kwargs = dict(overlay["reward"]["reward_kwargs"])
+    assert kwargs.pop("judge") == defaults_of(JudgeConfig)
+    assert kwargs.pop("groups") == defaults_of(GroupConfig)
+    derived_from_trainer = ("checkpoint_dir", "resume_step", "resume")
+    curriculum = {k: v for k, v in defaults_of(CurriculumConfig).items() if k not in derived_from_trainer}
+    assert kwargs.pop("curriculum") == curriculum
+    manager_defaults = defaults_of(ManagerConfig)
+    manager_defaults.pop("judge")
+    assert kwargs == manager_defaults
+
+
+def defaults_of(cls) -> dict:
+    return {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)}
+
+
+def test_main_ppo_composes_the_overlay():
+    result = subprocess.run(
+        [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO_DIR / "hydra_configs"),
+         "--config-name", "writing_rl", "--cfg", "job", "reward.reward_kwargs.judge.max_concurrency=32"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    config = yaml.safe_load(result.stdout)
+    assert config["reward"]["reward_manager"] == {
+        "_target_": "verl.workers.config.reward.RewardManagerConfig",
+        "source": "importlib",
+        "name": "GroupRewardManager",
+        "module": {"_target_": "verl.trainer.config.config.ModuleConfig", "path": "pkg://writing_rl.group_manager",
+                   "name": "custom_reward_manager"},
+    }
+    assert config["reward"]["custom_reward_function"]["path"] == "pkg://reward_fns.pairwise"
+    assert config["reward"]["custom_reward_function"]["name"] == "compute_group_score"
+    assert config["reward"]["reward_kwargs"]["judge"]["max_concurrency"] == 32
+    assert config["algorithm"]["adv_estimator"] == "grpo"
+
+
+def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
+    ok = cli(["check-config", f"actor_rollout_ref.model.path={tokenizer_dir}",
+              "reward.reward_kwargs.judge.base_url=http://judge:8000/v1", "reward.reward_kwargs.judge.model=m"])
+    out = capsys.readouterr().out
+    assert ok == 0
+    assert "ok  verl validate_config" in out and "writing_rl.group_manager.GroupRewardManager" in out
+    assert "8 requests in flight per reward worker x 8 workers" in out
+    bad = cli(["check-config", "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
+               "reward.reward_kwargs.judge.model=m", "reward.reward_kwargs.on_judge_error=ignore"])
+    assert bad == 2 and "on_judge_error must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "overlay, manager, fn",
+    [
+        ("writing_rl", "GroupRewardManager", "pkg://reward_fns.pairwise:compute_group_score"),
+        ("brpo", "GroupRewardManager", "pkg://reward_fns.brpo:compute_score"),
+        ("grrm_mt_grpo", "GroupRewardManager", "pkg://reward_fns.group_ranking:compute_score"),
+    ],
+)
+def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, tokenizer_dir):
+    from writing_rl.check import run_check
+
+    checked = run_check(
+        overlay,
+        [f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
+         "reward.reward_kwargs.judge.model=m"],
+    )
+    assert checked[0] == "verl validate_config"
+    assert any(line.endswith(manager) for line in checked) and f"reward fn {fn}" in checked
+
+
+def run_script(env_extra, *args, path_prefix=None, script=SCRIPT):
+    env = {k: v for k, v in os.environ.items() if k not in REQUIRED and k != "RAY_ADDRESS"}
+    env.update(env_extra, PYTHON=sys.executable)
+    if path_prefix:
+        env["PATH"] = f"{path_prefix}:{env['PATH']}"
+    return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", ["train_writing_rl.sh", "train_brpo.sh", "train_grrm_mt_grpo.sh"])
+def test_script_names_every_missing_variable(name):
+    result = run_script({"MODEL_PATH": "/m", "JUDGE_MODEL": "j"}, script=REPO_DIR / "scripts" / name)
+    assert result.returncode == 2
+    for name in ("TRAIN_FILES", "VAL_FILES", "JUDGE_BASE_URL"):
+        assert name in result.stderr
+    assert "MODEL_PATH" not in result.stderr
+
+
+def test_script_with_a_verl_hosted_genrm_needs_its_path_not_an_endpoint():
+    base = {k: v for k, v in REQUIRED.items() if not k.startswith("JUDGE_")}
+    result = run_script({**base, "GENRM": "colocated"})
+    assert result.returncode == 2 and "GENRM_PATH" in result.stderr and "JUDGE_BASE_URL" not in result.stderr
+    result = run_script({**base, "GENRM": "sideways", "GENRM_PATH": "/g"})
+    assert result.returncode == 2 and "GENRM must be colocated or standalone" in result.stderr
+
+
+def test_script_dry_run_prints_and_checks_the_config():
+    result = run_script({**REQUIRED, "DRY_RUN": "1", "JUDGE_API_KEY_ENV": "OPENAI_API_KEY"},
+                        "reward.custom_reward_function.reward_kwargs.strategy=both")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ok  verl validate_config" in result.stdout
+    assert "judge http://judge:8000/v1 model judge-model" in result.stdout
+    assert "API key env var $OPENAI_API_KEY" in result.stdout
+    config_text = result.stdout.split("ok  verl validate_config")[0]
+    assert "strategy: both" in config_text and "path: /models/policy" in config_text
+
+
+def test_script_submits_a_ray_job_when_ray_address_is_set(tmp_path):
+    fake_ray = tmp_path / "ray"
+    fake_ray.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RAY_ARGS_FILE"\n')
+    fake_ray.chmod(0o755)
+    args_file = tmp_path / "args"
+    result = run_script({**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file)},
+                        "trainer.total_epochs=3", path_prefix=tmp_path)
+    assert result.returncode == 0, result.stderr
+    args = args_file.read_text().splitlines()
+    assert args[:4] == ["job", "submit", "--address", "http://head:8265"]
+    runtime_env = json.loads(args[args.index("--runtime-env-json") + 1])
+    assert runtime_env["working_dir"] == str(REPO_DIR) and ".venv/" in runtime_env["excludes"]
+    assert "env_vars" not in runtime_env  # the API key is never forwarded unless asked
+    entrypoint = args[args.index("--") + 1 :]
+    assert entrypoint[:2] == ["bash", "-c"]
+    assert entrypoint[2].startswith('python -m verl.trainer.main_ppo --config-path "$PWD/hydra_configs"')
+    assert "trainer.total_epochs=3" in entrypoint[2] and "--config-name writing_rl" in entrypoint[2]

@@ -1,0 +1,228 @@
+"""The GenRM pool on CPU with a tiny random Qwen2: the hf engine's batching in-process, then the Ray
+pool (routing, replicas killed mid-request, start errors, the OpenAI SDK through serve-judge's server,
+clean shutdown). The pool tests share one pool and run in file order; the last one closes it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+
+import pytest
+import ray
+
+from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
+from writing_rl.judge.base import JudgeError
+from writing_rl.judge.engine import RequestRejected, Sampling, resolve_max_tokens
+from writing_rl.judge.hf_engine import HFEngine
+from writing_rl.judge.pool import GenRMPool, JudgeRequestError, PoolConfig, PoolStartError
+from writing_rl.tiny import build_tiny_qwen2
+
+MAX_NEW = 24
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer_dir):
+    return build_tiny_qwen2(tmp_path_factory.mktemp("tiny-judge") / "model", tokenizer_dir)
+
+
+@pytest.fixture(scope="module")
+def expected(model_dir):
+    return direct_greedy(model_dir, PROMPTS, MAX_NEW)
+
+
+@pytest.fixture(scope="module")
+def engine(model_dir):
+    return HFEngine(str(model_dir), max_batch_size=8)
+
+
+def test_reference_outputs_are_distinct_and_show_both_finish_reasons(expected):
+    # Guards the fixtures: identical outputs would make every comparison below vacuous.
+    assert len({e["text"] for e in expected}) == len(expected)
+    assert {e["finish_reason"] for e in expected} == {"stop", "length"}
+
+
+@pytest.mark.parametrize(
+    "max_tokens, prompt_tokens, max_model_len, default, want",
+    [
+        (None, 10, 100, 4096, 90),  # default clipped to the room left
+        (None, 10, 100, 16, 16),
+        (90, 10, 100, 4096, 90),
+        (91, 10, 100, 4096, "exceed"),  # explicit budget must fit
+        (None, 100, 100, 4096, "context is 100"),  # no room at all
+    ],
+)
+def test_resolve_max_tokens(max_tokens, prompt_tokens, max_model_len, default, want):
+    sampling = Sampling(max_tokens=max_tokens)
+    if isinstance(want, int):
+        assert resolve_max_tokens(sampling, prompt_tokens, max_model_len, default) == want
+    else:
+        with pytest.raises(RequestRejected, match=want):
+            resolve_max_tokens(sampling, prompt_tokens, max_model_len, default)
+
+
+def test_hf_engine_batches_queued_requests_and_matches_one_at_a_time(engine, expected):
+    async def scenario():
+        before = engine.stats()
+        # All 12 are queued before the batching task runs: two generate calls (8 + 4), not 12.
+        replies = await asyncio.gather(*(engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS))
+        return before, engine.stats(), replies
+
+    before, after, replies = asyncio.run(scenario())
+    assert after["batches"] - before["batches"] == 2
+    assert after["largest_batch"] == 8
+    assert [r.to_dict() for r in replies] == expected
+
+
+def test_hf_engine_stop_token_from_generation_config(engine, model_dir, tmp_path, expected):
+    # Make the token the model emits first for PROMPTS[0] a stop token: generation must end right there.
+    first_token = engine.tokenizer(expected[0]["text"], add_special_tokens=False)["input_ids"][0]
+    stopping = tmp_path / "model"
+    shutil.copytree(model_dir, stopping)
+    config = json.loads((stopping / "generation_config.json").read_text())
+    config["eos_token_id"] = [config["eos_token_id"], first_token]
+    (stopping / "generation_config.json").write_text(json.dumps(config))
+
+    reply = asyncio.run(HFEngine(str(stopping)).generate(PROMPTS[0], Sampling(max_tokens=MAX_NEW)))
+    assert (reply.text, reply.finish_reason, reply.completion_tokens) == ("", "stop", 1)
+
+
+def test_hf_engine_rejects_what_cannot_fit(model_dir):
+    small = HFEngine(str(model_dir), max_model_len=64)
+    with pytest.raises(RequestRejected, match="context is 64"):
+        asyncio.run(small.generate([{"role": "user", "content": "lighthouse " * 100}], Sampling()))
+    with pytest.raises(RequestRejected, match="max_tokens=200"):
+        asyncio.run(small.generate(PROMPTS[0], Sampling(max_tokens=200)))
+
+
+def test_hf_engine_seeded_sampling_is_reproducible(engine):
+    sampled = Sampling(max_tokens=MAX_NEW, temperature=1.0, seed=7)
+
+    async def twice():
+        return await asyncio.gather(engine.generate(PROMPTS[3], sampled), engine.generate(PROMPTS[3], sampled))
+
+    first, second = asyncio.run(twice())
+    assert first == second
+
+
+# ---------------------------------------------------------------- the Ray pool
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster, model_dir):
+    """Two replicas of the tiny model, living in one event loop for the module."""
+    runner = LoopThread()
+    config = PoolConfig(model=str(model_dir), engine="hf", replicas=2, num_cpus=0.5, default_max_tokens=MAX_NEW)
+    pool = runner.run(GenRMPool(config).start())
+    yield runner, pool
+    runner.run(pool.close())
+    runner.stop()
+
+
+def test_pool_answers_concurrent_requests_like_direct_generate(pool, expected):
+    runner, genrm = pool
+    replies = runner.run(gather(*(genrm.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS)))
+    assert [r.generation.to_dict() for r in replies] == expected
+    assert all(r.attempts == 1 for r in replies)
+    # Least-outstanding routing spreads a burst evenly over both replicas.
+    assert sorted(s["served"] for s in genrm.health()["slots"]) == [6, 6]
+    stats = runner.run(genrm.replica_stats())
+    assert sum(s["requests"] for s in stats) >= len(PROMPTS)
+
+    judge_reply = runner.run(genrm.complete(PROMPTS[1]))  # the judge interface: greedy, default budget
+    assert (judge_reply.text, judge_reply.finish_reason) == (expected[1]["text"], expected[1]["finish_reason"])
+
+
+def test_pool_request_errors_are_typed_and_not_retried(pool):
+    runner, genrm = pool
+    with pytest.raises(JudgeRequestError) as info:
+        runner.run(genrm.generate(PROMPTS[0], Sampling(max_tokens=10**6)))
+    assert isinstance(info.value, JudgeError) and info.value.attempts == 1
+    assert "exceed the model's context" in str(info.value)
+    assert genrm.health()["ready"] == 2
+
+
+def wait_until(condition, timeout_s: float, step_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step_s)
+    return True
+
+
+def test_replicas_killed_mid_request_are_replaced_and_requests_retried(pool):
+    runner, genrm = pool
+    before = {s["index"]: s["pid"] for s in genrm.health()["slots"]}
+    burst = gather(*(genrm.generate(m, Sampling(max_tokens=120)) for m in PROMPTS))
+    future = asyncio.run_coroutine_threadsafe(burst, runner.loop)
+    actors = [slot.actor for slot in genrm._slots]
+
+    def both_busy() -> bool:
+        return all(ray.get(actor.stats.remote())["in_flight"] for actor in actors)
+
+    # Kill both replicas while each holds part of the burst: every request must be retried, and the
+    # retries can only succeed on the replacements.
+    assert wait_until(both_busy, 60), "the burst never reached both replicas"
+    for actor in actors:
+        ray.kill(actor, no_restart=True)
+
+    replies = future.result(timeout=180)
+    assert len(replies) == len(PROMPTS)
+    assert all(r.attempts >= 2 for r in replies)
+    health = genrm.health()
+    assert health["ready"] == 2
+    for slot in health["slots"]:
+        assert slot["state"] == "ready" and slot["replacements"] == 1 and slot["pid"] != before[slot["index"]]
+    again = runner.run(gather(*(genrm.generate(m, Sampling(max_tokens=4)) for m in PROMPTS[:4])))
+    assert {r.replica for r in again} == {0, 1} and all(r.attempts == 1 for r in again)
+
+
+def test_start_errors_name_the_cause(ray_cluster, tmp_path):
+    with pytest.raises(PoolStartError, match="needs GPUs"):
+        asyncio.run(GenRMPool(PoolConfig(model="/models/genrm", engine="vllm")).start())
+    with pytest.raises(PoolStartError, match="replica 0 .* failed to start") as info:
+        asyncio.run(GenRMPool(PoolConfig(model=str(tmp_path / "missing"), num_cpus=0.5)).start())
+    assert "missing" in str(info.value)
+    with pytest.raises(ValueError, match="tensor_parallel_size > 1 needs engine=vllm"):
+        PoolConfig(model="m", tensor_parallel_size=2).validate()
+
+
+def test_openai_sdk_through_serve_judge_on_the_pool(pool, expected):
+    """The OpenAI client library against JudgeServer in front of the real pool."""
+    from openai import OpenAI
+
+    from writing_rl.serve import JudgeServer
+
+    runner, genrm = pool
+    server = JudgeServer(genrm, "tiny-judge")
+    server.ready = True
+    site_runner, port = runner.run(start_site(server.app()))
+    try:
+        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0)
+        assert [m.id for m in client.models.list().data] == ["tiny-judge"]
+        completion = client.chat.completions.create(
+            model="tiny-judge", messages=PROMPTS[5], max_tokens=MAX_NEW, temperature=0
+        )
+        choice = completion.choices[0]
+        assert choice.message.content == expected[5]["text"]
+        assert choice.finish_reason == expected[5]["finish_reason"]
+        assert completion.usage.prompt_tokens == expected[5]["prompt_tokens"]
+        assert completion.usage.completion_tokens == expected[5]["completion_tokens"]
+    finally:
+        runner.run(site_runner.cleanup())
+
+
+def test_close_frees_the_reserved_resources(pool):
+    """Runs last in this module: closes the module's pool (the fixture's own close is then a no-op)."""
+    runner, genrm = pool
+
+    def cpus() -> float:
+        return ray.available_resources().get("CPU", 0.0)
+
+    held = cpus()
+    runner.run(genrm.close())
+    assert wait_until(lambda: cpus() >= held + 1.0, 20), f"{cpus()} CPUs free after close, {held} before"
+    with pytest.raises(JudgeError, match="closed"):
+        runner.run(genrm.complete(PROMPTS[0]))

@@ -1,0 +1,71 @@
+"""scripts/quickstart.sh end to end, as a user runs it (minus creating .venv): build data, build the
+tiny untrained judge, start `writing-rl serve-judge --engine hf`, score the bundled rollouts through
+verl's reward loop worker and the server, stop the server. The server joins this session's Ray
+(RAY_ADDRESS) instead of starting its own, which also shows its replicas are gone afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, tmp_path):
+    cpus_before = ray_cluster.available_resources().get("CPU", 0.0)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SKIP_VENV": "1",
+        "DATA_DIR": str(tmp_path / "data"),
+        "OUT_DIR": str(tmp_path / "runs"),
+        "CACHE_DIR": str(tmp_path / "cache"),
+        "RAY_ADDRESS": ray_cluster.get_runtime_context().gcs_address,
+        "JUDGE_MAX_TOKENS": "16",
+    }
+    for name in ("JUDGE_BASE_URL", "JUDGE_MODEL", "POLICY_TOKENIZER"):
+        env.pop(name, None)
+    run = subprocess.run(
+        ["bash", str(REPO / "scripts" / "quickstart.sh")], env=env, cwd=REPO, capture_output=True, text=True, timeout=400
+    )
+    output = run.stdout + run.stderr
+    log_path = tmp_path / "runs" / "serve-judge.log"
+    log = log_path.read_text() if log_path.exists() else "(no serve-judge log)"
+    context = f"--- quickstart output\n{output[-4000:]}\n--- serve-judge log\n{log[-3000:]}"
+    assert run.returncode == 0, context
+
+    assert "UNTRAINED" in output  # the noise is labelled as such
+    records = [json.loads(line) for line in (tmp_path / "runs" / "pairwise" / "scores.jsonl").read_text().splitlines()]
+    rollouts = (REPO / "examples" / "rollouts.jsonl").read_text().splitlines()
+    assert len(records) == len(rollouts)
+    summary = json.loads((tmp_path / "runs" / "pairwise" / "summary.json").read_text())
+    assert summary["samples"] == len(rollouts) and summary["judge_error_rate"] == 0, (summary, context)
+    # Every judged sample went through serve-judge: one call per sample (one position), with a reply.
+    judged = [r for r in records if r["judge_calls"]]
+    assert judged and all(r["judge_calls"] == 1 for r in judged)
+    transcripts = [json.loads(line) for line in (tmp_path / "runs" / "pairwise" / "transcripts.jsonl").read_text().splitlines()]
+    replies = [call["reply"] for t in transcripts for call in t["calls"]]
+    assert len(replies) == summary["judge_calls"] and all(isinstance(r, str) for r in replies)
+    # BRPO: the rollouts of each prompt were judged against one of them through the group collector.
+    brpo = [json.loads(line) for line in (tmp_path / "runs" / "brpo" / "scores.jsonl").read_text().splitlines()]
+    assert len(brpo) == len(rollouts)
+    by_row = {}
+    for record in brpo:
+        by_row.setdefault(record["row"], []).append(record)
+    assert all(sum(r["is_reference"] for r in group) == 1 for group in by_row.values())
+    assert all(r["group_size"] == len(by_row[r["row"]]) for r in brpo)
+    # The table was printed, with the parse-failure rate and timings.
+    for key in ("parse_error_rate", "judge_latency_p50_s", "samples_per_s", "reward_mean"):
+        assert key in output
+
+    assert "ready, serving model 'tiny-untrained-judge'" in log and "stopping" in log, context
+    assert "Started a local Ray instance" not in log, context  # it joined this session's cluster
+    # The trap stopped the server, and the server removed its replicas from the cluster.
+    deadline = time.monotonic() + 30
+    while ray_cluster.available_resources().get("CPU", 0.0) < cpus_before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray_cluster.available_resources().get("CPU", 0.0) >= cpus_before, (cpus_before, context)

@@ -1,0 +1,666 @@
+"""GQM, the group quality protocol of GRRM: one prompt shows a group of candidates, one answer ranks them.
+
+The prompt holds the task (a source text to translate, or a writing request) and N >= 2 candidates
+labelled A, B, C... (up to Z), each in a fenced block. The GenRM analyses first and ends with a final
+block whose shape depends on the prompt type::
+
+    ranking        ### Final Ranking:        score          ### Scores:
+                   B > A = D > C                            A: 7, B: 9, C: 2, D: 7
+
+    ranking_score  ### Final Ranking:
+                   B > A = D > C
+                   ### Scores:
+                   B: 9, A: 7, D: 7, C: 2
+
+A ranking line lists every candidate exactly once, best first: tiers joined by `` > ``, equally good
+candidates joined by `` = ``. A scores line gives every candidate exactly once an integer from 0 to 10.
+With both, the ranking must be the one the scores imply.
+
+API (pure functions; model output never raises, it gives a reason string):
+
+- ``build_prompt(candidates, source_text=... | writing_prompt=..., prompt_type=...)`` and
+  ``build_messages(...)``: the GenRM request. Languages are codes or names (``zh``, ``Chinese``), or a
+  ``lang_pair`` such as ``"en-zh"``.
+- ``parse_ranking(line, labels)``, ``parse_scores(line, labels)``: one final line -> value or reason.
+- ``read_gqm_output(text, labels, prompt_type=..., variant=..., headers=..., strict=...)``: a whole
+  GenRM answer -> ``GQMOutput`` or reason. Presets: ``**STRICT``, the exact format RLVR trains
+  (``reward_fns.ranking_accuracy``), and ``**LENIENT``, for judging policy rollouts: headers
+  optional, flexible spacing, markdown emphasis around the final lines ignored.
+- ``GroupPrompter(candidates, ...).prompt(order)``: ``build_prompt`` for many orders/subsets of one
+  group (position shuffling, augmentation) without redoing the shared work.
+- ``ranking_from_scores``, ``format_ranking``, ``format_scores``, ``gqm_response``: the canonical
+  text of a final block (what SFT targets and RL ground truths hold).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping, Sequence, Union
+
+LABELS = string.ascii_uppercase
+MAX_CANDIDATES = len(LABELS)
+MIN_SCORE, MAX_SCORE = 0, 10
+PROMPT_TYPES = ("score", "ranking", "ranking_score")
+VARIANTS = ("default", "no_cot", "zero")
+HEADER_MODES = ("required", "optional")
+RANKING_HEADER = "### Final Ranking:"
+SCORES_HEADER = "### Scores:"
+# zero variant: reasoning characters required per candidate before the final block
+MIN_REASONING_CHARS = 50
+
+Ranking = tuple[tuple[str, ...], ...]  # tiers, best first; labels in label order inside a tier
+
+# ISO 639-1 codes -> English names (the names GenRM prompts use).
+LANGUAGES = {
+    "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
+    "da": "Danish", "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
+    "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish", "gu": "Gujarati", "he": "Hebrew",
+    "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian",
+    "is": "Icelandic", "it": "Italian", "ja": "Japanese", "ka": "Georgian", "kk": "Kazakh", "km": "Khmer",
+    "kn": "Kannada", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian",
+    "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi", "ms": "Malay", "my": "Burmese", "ne": "Nepali",
+    "nl": "Dutch", "no": "Norwegian", "pa": "Punjabi", "pl": "Polish", "ps": "Pashto", "pt": "Portuguese",
+    "ro": "Romanian", "ru": "Russian", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "sq": "Albanian",
+    "sr": "Serbian", "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai",
+    "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek", "vi": "Vietnamese",
+    "yue": "Cantonese", "zh": "Chinese", "zu": "Zulu",
+}
+# ISO 639-3 / FLORES-style codes (``zho_Hans``, ``eng_Latn``) of the same languages.
+_ISO3 = {
+    "afr": "af", "als": "sq", "ara": "ar", "arb": "ar", "ben": "bn", "bul": "bg", "cat": "ca", "ces": "cs",
+    "cmn": "zh", "dan": "da", "deu": "de", "ell": "el", "eng": "en", "est": "et", "fas": "fa", "fin": "fi",
+    "fra": "fr", "gle": "ga", "guj": "gu", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "hye": "hy",
+    "ind": "id", "isl": "is", "ita": "it", "jpn": "ja", "kan": "kn", "kat": "ka", "kaz": "kk", "khk": "mn",
+    "khm": "km", "kor": "ko", "lit": "lt", "lav": "lv", "lvs": "lv", "mal": "ml", "mar": "mr", "mkd": "mk",
+    "mon": "mn", "msa": "ms", "mya": "my", "nld": "nl", "nob": "no", "nor": "no", "npi": "ne", "pan": "pa",
+    "pbt": "ps", "pes": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "sin": "si", "slk": "sk",
+    "slv": "sl", "spa": "es", "sqi": "sq", "srp": "sr", "swa": "sw", "swe": "sv", "swh": "sw", "tam": "ta",
+    "tel": "te", "tgl": "tl", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "uzn": "uz", "vie": "vi",
+    "zho": "zh", "zsm": "ms", "zul": "zu",
+}
+_NAMES = {name.lower(): name for name in LANGUAGES.values()}
+_CODE_LIKE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
+
+
+# ---------------------------------------------------------------- languages
+
+
+@lru_cache(maxsize=4096)
+def language_name(value: str | None) -> str | None:
+    """``"zh"``, ``"zh-CN"``, ``"zh_Hans"`` or ``"chinese"`` -> ``"Chinese"``; None/blank -> None.
+
+    A value that is neither a known code nor a known name is returned as given when it reads like a
+    name (``"Old Norse"``); one that looks like an unknown code (``"xx"``, ``"qq-ZZ"``) raises ValueError.
+    """
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    lowered = text.lower()
+    if lowered in _NAMES:
+        return _NAMES[lowered]
+    if _CODE_LIKE.match(text):
+        primary = re.split(r"[-_]", lowered)[0]
+        primary = _ISO3.get(primary, primary)
+        if primary in LANGUAGES:
+            return LANGUAGES[primary]
+        if " " not in text and (len(text) <= 3 or "-" in text or "_" in text):
+            raise ValueError(f"unknown language code {text!r}; use an ISO 639-1 code or a language name")
+    return text
+
+
+def lang_pair_parts(pair: str) -> tuple[str, str]:
+    """``"en-zh"`` (also ``en_zh``, ``en→zh``, ``en/zh``) -> ``("en", "zh")`` as written."""
+    parts = [p.strip() for p in re.split(r"[-_→/>]", str(pair)) if p.strip()]
+    if len(parts) != 2:
+        raise ValueError(f"lang_pair must name two languages like 'en-zh', got {pair!r}")
+    return parts[0], parts[1]
+
+
+def split_lang_pair(pair: str) -> tuple[str, str]:
+    """``"en-zh"`` -> ``("English", "Chinese")``."""
+    source, target = (language_name(p) for p in lang_pair_parts(pair))
+    return source, target  # type: ignore[return-value]
+
+
+def resolve_languages(
+    src_lang: str | None = None, trg_lang: str | None = None, lang_pair: str | None = None
+) -> tuple[str | None, str | None]:
+    """Language names from codes/names, falling back to ``lang_pair`` for whichever is missing."""
+    source, target = language_name(src_lang), language_name(trg_lang)
+    if lang_pair and (source is None or target is None):
+        pair_source, pair_target = split_lang_pair(lang_pair)
+        source, target = source or pair_source, target or pair_target
+    return source, target
+
+
+# ---------------------------------------------------------------- final-block values
+
+
+def labels_for(n: int) -> tuple[str, ...]:
+    if not 2 <= n <= MAX_CANDIDATES:
+        raise ValueError(f"a GQM group holds 2 to {MAX_CANDIDATES} candidates, got {n}")
+    return tuple(LABELS[:n])
+
+
+def ranking_from_scores(scores: Mapping[str, int]) -> Ranking:
+    """Tiers implied by scores: higher first, equal scores tied, labels in label order within a tier."""
+    tiers: dict[int, list[str]] = {}
+    for label in sorted(scores):
+        tiers.setdefault(scores[label], []).append(label)
+    return tuple(tuple(tiers[value]) for value in sorted(tiers, reverse=True))
+
+
+def format_ranking(ranking: Ranking) -> str:
+    return " > ".join(" = ".join(tier) for tier in ranking)
+
+
+def format_scores(scores: Mapping[str, int], order: Sequence[str] | None = None) -> str:
+    """``"B: 9, A: 7"`` in ``order`` (default: best first, as in a ranking_score answer)."""
+    if order is None:
+        order = [label for tier in ranking_from_scores(scores) for label in tier]
+    return ", ".join(f"{label}: {scores[label]}" for label in order)
+
+
+def final_lines(prompt_type: str, scores: Mapping[str, int], *, headers: bool = True) -> list[str]:
+    """The non-empty lines that end a canonical answer for these scores (keys: labels)."""
+    _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
+    lines: list[str] = []
+    if prompt_type in ("ranking", "ranking_score"):
+        lines += [RANKING_HEADER] * headers + [format_ranking(ranking_from_scores(scores))]
+    if prompt_type == "score":
+        lines += [SCORES_HEADER] * headers + [format_scores(scores, sorted(scores))]
+    elif prompt_type == "ranking_score":
+        lines += [SCORES_HEADER] * headers + [format_scores(scores)]
+    return lines
+
+
+def gqm_response(analysis: str | None, scores: Mapping[str, int], prompt_type: str, *, cot: bool = True) -> str:
+    """A canonical GenRM answer: the analysis, then the final block (SFT targets).
+
+    ``cot=False`` gives the no-CoT answer: the final lines alone, without headers.
+    """
+    if not cot:
+        return "\n".join(final_lines(prompt_type, scores, headers=False)) + "\n"
+    if not analysis or not analysis.strip():
+        raise ValueError("an answer with reasoning needs a non-empty analysis")
+    body = "\n\n".join(final_lines(prompt_type, scores))
+    return f"{analysis.strip()}\n\n{body}\n"
+
+
+def ground_truth_text(prompt_type: str, scores: Mapping[str, int] | Sequence[int]) -> str:
+    """An RL row's ``reward_model.ground_truth``: the ranking line for ``ranking``, else the scores as a
+    JSON object in label order (``{"A": 9, "B": 7}``, the form of GRRM's released RL data). ``scores``:
+    a {label: score} dict of labels A, B, ..., or the scores in label order."""
+    if not isinstance(scores, (list, tuple)):
+        scores = [scores[label] for label in labels_for(len(scores))]
+    if prompt_type == "ranking":
+        return format_ranking(ranking_from_scores(dict(zip(LABELS, scores))))
+    if prompt_type not in PROMPT_TYPES:
+        _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
+    return _json_scores_format(len(scores)) % tuple(scores)
+
+
+@lru_cache(maxsize=None)
+def _json_scores_format(n: int) -> str:
+    """``'{"A": %d, "B": %d}'``: json.dumps of a score dict in label order, as one format operation."""
+    return "{" + ", ".join(f'"{label}": %d' for label in labels_for(n)) + "}"
+
+
+# ---------------------------------------------------------------- strict parsers
+
+_EMPHASIS = re.compile(r"^[*_`\s]+|[*_`\s.]+$")
+
+
+def parse_ranking(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> Ranking | str:
+    """``"B > A = D > C"`` -> ``(("B",), ("A", "D"), ("C",))``, or the reason it is not a valid ranking.
+
+    strict: exactly one space around ``>`` and ``=``, nothing else on the line. Otherwise spacing is
+    free and markdown emphasis or backticks around the line are ignored.
+    """
+    labels = _labels(labels)
+    if not isinstance(line, str):
+        return f"expected a ranking line, got {type(line).__name__}"
+    text = line.strip() if strict else _EMPHASIS.sub("", line)
+    if not text:
+        return "empty ranking line"
+    if "<" in text:
+        return f"ranking {_clip(text)} uses '<'; rank best first with '>'"
+    if strict:
+        tiers = [tier.split(" = ") for tier in text.split(" > ")]
+    else:
+        tiers = [re.split(r"\s*=\s*", tier.strip()) for tier in re.split(r"\s*>\s*", text)]
+    items = [item for tier in tiers for item in tier]
+    reason = _check_labels(items, labels, f"ranking {_clip(text)}")
+    if reason:
+        return reason
+    order = {label: i for i, label in enumerate(labels)}
+    return tuple(tuple(sorted(tier, key=order.__getitem__)) for tier in tiers)
+
+
+_STRICT_SCORE = re.compile(r"^([A-Z]): (\d{1,2})$")
+_LOOSE_SCORE = re.compile(r"^\s*([A-Z])\s*:\s*(\d+)\s*$")
+
+
+def parse_scores(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> dict[str, int] | str:
+    """``"B: 9, A: 7"`` -> ``{"B": 9, "A": 7}`` (integers 0-10, every candidate once), or the reason."""
+    labels = _labels(labels)
+    if not isinstance(line, str):
+        return f"expected a scores line, got {type(line).__name__}"
+    text = line.strip() if strict else _EMPHASIS.sub("", line)
+    if not text:
+        return "empty scores line"
+    pattern = _STRICT_SCORE if strict else _LOOSE_SCORE
+    scores: dict[str, int] = {}
+    items = []
+    for item in text.split(", ") if strict else text.split(","):
+        match = pattern.match(item)
+        if not match:
+            return f"scores {_clip(text)}: {_clip(item)} is not '<label>: <integer>'"
+        label, value = match.group(1), int(match.group(2))
+        if not MIN_SCORE <= value <= MAX_SCORE:
+            return f"scores {_clip(text)}: {label} has {value}, outside {MIN_SCORE}-{MAX_SCORE}"
+        items.append(label)
+        scores[label] = value
+    reason = _check_labels(items, labels, f"scores {_clip(text)}")
+    return reason or scores
+
+
+def check_consistent(ranking: Ranking, scores: Mapping[str, int]) -> str | None:
+    """None when the ranking is the one the scores imply; else the reason."""
+    implied = ranking_from_scores(scores)
+    if tuple(ranking) == implied:
+        return None
+    return f"ranking {format_ranking(ranking)} disagrees with the scores, which rank {format_ranking(implied)}"
+
+
+def _check_labels(items: list[str], labels: tuple[str, ...], what: str) -> str | None:
+    known = set(labels)
+    seen: set[str] = set()
+    for item in items:
+        if item not in known:
+            return f"{what}: {_clip(item)} is not a candidate label ({labels[0]}-{labels[-1]})"
+        if item in seen:
+            return f"{what} names {item} twice"
+        seen.add(item)
+    missing = [label for label in labels if label not in seen]
+    if missing:
+        return f"{what} leaves out {', '.join(missing)}"
+    return None
+
+
+# ---------------------------------------------------------------- whole answers
+
+
+@dataclass(frozen=True)
+class GQMOutput:
+    """A GenRM answer that follows the protocol. ``scores`` is None for the ranking prompt type;
+    ``ranking`` is always set (implied by the scores for the score prompt type)."""
+
+    ranking: Ranking
+    scores: dict[str, int] | None
+    reasoning: str
+
+
+# Reading presets: ``read_gqm_output(text, labels, prompt_type=..., **LENIENT)``.
+# STRICT: the exact format RLVR trains (reward_fns.ranking_accuracy's default).
+# LENIENT: for a GenRM judging policy rollouts: analysis, then a ranking line, then a last line of
+# scores; header lines optional, free spacing, markdown emphasis around the final lines ignored.
+STRICT = {"variant": "default", "headers": "required", "strict": True}
+LENIENT = {"variant": "default", "headers": "optional", "strict": False}
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def read_gqm_output(
+    text: str,
+    labels: Sequence[str] | int,
+    *,
+    prompt_type: str = "ranking_score",
+    variant: str = "default",
+    headers: str = "required",
+    strict: bool = True,
+    min_reasoning_chars: int = MIN_REASONING_CHARS,
+) -> Union[GQMOutput, str]:
+    """Read a whole GenRM answer; a ``GQMOutput``, or a string saying why it does not follow the protocol.
+
+    - The final block is read from the last non-empty lines (blank lines are ignored). A closed
+      ``<think>`` block counts as reasoning; an unclosed one means no answer.
+    - ``variant="default"``: some reasoning must precede the final block. ``"no_cot"``: the answer is
+      exactly the final value lines (no headers, no reasoning). ``"zero"``: at least
+      ``min_reasoning_chars`` reasoning characters per candidate.
+    - ``headers="required"``: each final value line follows its header line (one that mentions
+      "rank" / "score"); ``"optional"``: such header lines are skipped when present.
+    - ``prompt_type="ranking_score"``: the ranking must agree with the scores.
+    """
+    _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
+    _check_choice("variant", variant, VARIANTS)
+    _check_choice("headers", headers, HEADER_MODES)
+    labels = _labels(labels)
+    if not isinstance(text, str):
+        return f"expected text, got {type(text).__name__}"
+
+    thought, answer = "", text
+    close = text.rfind(THINK_CLOSE)
+    if close >= 0:
+        thought, answer = text[:close].replace(THINK_OPEN, ""), text[close + len(THINK_CLOSE) :]
+    elif THINK_OPEN in text:
+        return "the <think> block is never closed (no answer after the reasoning)"
+
+    lines = answer.splitlines()
+    nonblank = [i for i, line in enumerate(lines) if line.strip()]
+    slots = _final_slots(prompt_type)
+    values: dict[str, str] = {}
+    cursor = len(nonblank) - 1
+    for slot in reversed(slots):
+        if slot.endswith("header"):
+            if variant == "no_cot":
+                continue
+            keyword = "rank" if slot == "ranking_header" else "score"
+            looks_like = cursor >= 0 and _is_header(lines[nonblank[cursor]], keyword)
+            if looks_like:
+                cursor -= 1
+            elif headers == "required":
+                heading = RANKING_HEADER if keyword == "rank" else SCORES_HEADER
+                found = _clip(lines[nonblank[cursor]].strip()) if cursor >= 0 else "nothing"
+                return f"expected a header line like {heading!r} before the {slot[:-7]} line, found {found}"
+            continue
+        if cursor < 0:
+            return f"the answer ends before its {slot} line (expected the final block of a {prompt_type} answer)"
+        values[slot] = lines[nonblank[cursor]]
+        cursor -= 1
+
+    reasoning = thought.strip()
+    if cursor >= 0:
+        before = "\n".join(lines[: nonblank[cursor] + 1]).strip()
+        reasoning = f"{reasoning}\n{before}".strip() if reasoning else before
+    if variant == "no_cot" and reasoning:
+        return f"expected only the final {len(values)} line(s) (no_cot), found reasoning before them"
+    if variant == "default" and not reasoning:
+        return "no reasoning before the final block"
+    if variant == "zero" and len(reasoning) < min_reasoning_chars * len(labels):
+        return (
+            f"only {len(reasoning)} reasoning characters before the final block; the zero variant needs "
+            f"{min_reasoning_chars} per candidate ({min_reasoning_chars * len(labels)})"
+        )
+
+    ranking: Ranking | None = None
+    scores: dict[str, int] | None = None
+    if "ranking" in values:
+        parsed = parse_ranking(values["ranking"], labels, strict=strict)
+        if isinstance(parsed, str):
+            return parsed
+        ranking = parsed
+    if "scores" in values:
+        parsed_scores = parse_scores(values["scores"], labels, strict=strict)
+        if isinstance(parsed_scores, str):
+            return parsed_scores
+        scores = parsed_scores
+        if ranking is None:
+            ranking = ranking_from_scores(scores)
+        else:
+            reason = check_consistent(ranking, scores)
+            if reason:
+                return reason
+    assert ranking is not None
+    return GQMOutput(ranking=ranking, scores=scores, reasoning=reasoning)
+
+
+def _final_slots(prompt_type: str) -> list[str]:
+    if prompt_type == "ranking":
+        return ["ranking_header", "ranking"]
+    if prompt_type == "score":
+        return ["scores_header", "scores"]
+    return ["ranking_header", "ranking", "scores_header", "scores"]
+
+
+def _is_header(line: str, keyword: str) -> bool:
+    text = line.strip()
+    # A header names the block; it is short and holds no candidate verdict of its own.
+    return keyword in text.lower() and len(text) <= 60 and not re.search(r"[A-Z]\s*[>=:]\s*[A-Z0-9]", text)
+
+
+# ---------------------------------------------------------------- prompts
+
+_SOURCE_HEADING = {"mt": "Source text:", "writing": "Writing request:"}
+CANDIDATE_NOUN = {"mt": "Translation", "writing": "Response"}
+
+DEFAULT_TEMPLATE = "{intro}\n\n{source_heading}\n{source}\n\n{candidates}\n\n{instructions}\n"
+TEMPLATE_FIELDS = (
+    "intro", "source_heading", "source", "candidates", "instructions",
+    "n", "first_label", "last_label", "src_lang", "trg_lang",
+)  # fmt: skip
+_EXAMPLE_SCORES = (7, 9, 4, 7, 2, 8, 5, 3, 6, 1)
+
+
+def build_prompt(
+    candidates: Sequence[str],
+    *,
+    source_text: str | None = None,
+    writing_prompt: str | None = None,
+    src_lang: str | None = None,
+    trg_lang: str | None = None,
+    lang_pair: str | None = None,
+    prompt_type: str = "ranking_score",
+    cot: bool = True,
+    template: str | None = None,
+) -> str:
+    """The GQM request for a group of candidates (the user message).
+
+    Give ``source_text`` (machine translation; languages as codes or names, or ``lang_pair``) or
+    ``writing_prompt`` (general writing). ``cot=False`` asks for the final lines only. ``template``
+    replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
+    (text inside candidates that looks like a placeholder is left alone).
+    """
+    prompter = GroupPrompter(
+        candidates,
+        source_text=source_text,
+        writing_prompt=writing_prompt,
+        src_lang=src_lang,
+        trg_lang=trg_lang,
+        lang_pair=lang_pair,
+        prompt_type=prompt_type,
+        cot=cot,
+        template=template,
+    )
+    return prompter.render([prompter.block(i, i) for i in range(len(candidates))])
+
+
+class GroupPrompter:
+    """``build_prompt`` for many orderings and subsets of one group's candidates (what augmentation and
+    position shuffling need): the task and each candidate's fenced text are prepared once.
+    ``prompter.prompt(order)`` is ``build_prompt([candidates[i] for i in order], ...)``."""
+
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        *,
+        source_text: str | None = None,
+        writing_prompt: str | None = None,
+        src_lang: str | None = None,
+        trg_lang: str | None = None,
+        lang_pair: str | None = None,
+        prompt_type: str = "ranking_score",
+        cot: bool = True,
+        template: str | None = None,
+    ):
+        _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
+        if (source_text is None) == (writing_prompt is None):
+            raise ValueError("give exactly one of source_text (translation) or writing_prompt (writing)")
+        self.kind = "mt" if source_text is not None else "writing"
+        task_text = source_text if source_text is not None else writing_prompt
+        if not isinstance(task_text, str) or not task_text.strip():
+            what = "source text" if self.kind == "mt" else "writing prompt"
+            raise ValueError(f"the {what} must be a non-empty string")
+        labels_for(len(candidates))
+        for i, candidate in enumerate(candidates):
+            if not isinstance(candidate, str):
+                raise ValueError(f"candidate {i} must be a string, got {type(candidate).__name__}")
+        languages = resolve_languages(src_lang, trg_lang, lang_pair) if self.kind == "mt" else (None, None)
+        self._shape = (template or DEFAULT_TEMPLATE, self.kind, *languages, prompt_type, cot)
+        self._source = fence(task_text)
+        self._noun = CANDIDATE_NOUN[self.kind]
+        self._fenced = [fence(text) for text in candidates]
+        self._table: list[list[str]] | None = None  # [position][candidate] blocks, built on first prompt()
+
+    def block(self, position: int, index: int) -> str:
+        """Candidate ``index`` shown at ``position``: its label line and fenced text."""
+        return f"{self._noun} {LABELS[position]}:\n{self._fenced[index]}"
+
+    def prompt(self, order: Sequence[int]) -> str:
+        """The request showing candidates ``order[0]``, ``order[1]``, ... as A, B, ..."""
+        if self._table is None:
+            n = len(self._fenced)
+            self._table = [[self.block(p, i) for i in range(n)] for p in range(n)]
+        return self.render(list(map(list.__getitem__, self._table, order)))
+
+    def render(self, blocks: list[str]) -> str:
+        """The request around already-built candidate blocks (``block``), in the order shown."""
+        template, kind, source, target, prompt_type, cot = self._shape
+        frame = _frame(template, kind, len(blocks), source, target, prompt_type, cot)
+        fill = (self._source, "\n\n".join(blocks))
+        return "".join([part if part.__class__ is str else fill[part] for part in frame])
+
+
+def build_messages(candidates: Sequence[str], *, system: str | None = None, **prompt_args) -> list[dict[str, str]]:
+    """Chat messages for the GenRM: an optional system message, then the ``build_prompt`` request."""
+    messages = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": build_prompt(candidates, **prompt_args)})
+    return messages
+
+
+def fence(text: str) -> str:
+    """``text`` in a fenced block whose fence is longer than any backtick run inside it."""
+    if "```" not in text:
+        return f"```\n{text}\n```"
+    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+@lru_cache(maxsize=256)
+def instructions(prompt_type: str, n: int, cot: bool = True) -> str:
+    """What the request asks the GenRM to end with, for ``n`` candidates."""
+    _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
+    labels = labels_for(n)
+    example = {label: _EXAMPLE_SCORES[i % len(_EXAMPLE_SCORES)] for i, label in enumerate(labels)}
+    ranking_line = (
+        f"a line that ranks all {n} candidates from best to worst: ' > ' separates quality levels, ' = ' "
+        "joins equally good candidates, and each candidate appears exactly once "
+        f"(format example: `{format_ranking(ranking_from_scores(example))}`)"
+    )
+    scores_line = f"a line that gives each candidate an integer score from {MIN_SCORE} (worst) to {MAX_SCORE} (best)"
+    label_order = f"{scores_line} (format example: `{format_scores(example, labels)}`)"
+    rank_order = (
+        f"{scores_line}, listed in ranking order and consistent with the ranking "
+        f"(format example: `{format_scores(example)}`)"
+    )
+    if not cot:
+        ask = {"ranking": ranking_line, "score": label_order}.get(prompt_type)
+        if ask:
+            return f"Do not write an analysis: answer with only {ask}."
+        return f"Do not write an analysis: answer with only two lines, first {ranking_line}, then {rank_order}."
+    if prompt_type == "ranking":
+        return f"After your analysis, write the line `{RANKING_HEADER}` and end with {ranking_line}."
+    if prompt_type == "score":
+        return f"After your analysis, write the line `{SCORES_HEADER}` and end with {label_order}."
+    return (
+        f"After your analysis, write the line `{RANKING_HEADER}` followed by {ranking_line}. Then write the "
+        f"line `{SCORES_HEADER}` and end with {rank_order}."
+    )
+
+
+def _intro(kind: str, labels: tuple[str, ...], source: str | None, target: str | None) -> str:
+    group = f"{len(labels)} candidate"
+    span = f"labelled {labels[0]} {'and' if len(labels) == 2 else 'to'} {labels[-1]}"
+    if kind == "mt":
+        return (
+            f"Compare {group} translations of the same source text{_direction(source, target)}, {span}. "
+            "Work through the candidates step by step: weigh how accurately and completely each one "
+            f"carries the meaning of the source, how natural and fluent it reads in {target or 'the target language'}, "
+            "and how it compares with the others. Only then give your verdict."
+        )
+    return (
+        f"Compare {group} responses to the same writing request, {span}. Work through the candidates step "
+        "by step: weigh how well each one fulfils the request, the substance and originality of its "
+        "content, its structure and the quality of its prose, and how it compares with the others. Length "
+        "is not a merit in itself, and the order of the candidates says nothing about their quality. Only "
+        "then give your verdict."
+    )
+
+
+def _direction(source: str | None, target: str | None) -> str:
+    if source and target:
+        return f" from {source} into {target}"
+    if target:
+        return f" into {target}"
+    if source:
+        return f" from {source}"
+    return ""
+
+
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(TEMPLATE_FIELDS) + r")\}")
+
+
+@lru_cache(maxsize=1024)
+def _frame(
+    template: str, kind: str, n: int, source: str | None, target: str | None, prompt_type: str, cot: bool
+) -> tuple[str | int, ...]:
+    """The template with every placeholder filled but ``{source}`` and ``{candidates}``: literal pieces,
+    and 0 / 1 where the source / candidates go. One per group shape, so a prompt costs one join."""
+    labels = labels_for(n)
+    values = {
+        "intro": _intro(kind, labels, source, target),
+        "source_heading": _SOURCE_HEADING[kind],
+        "instructions": instructions(prompt_type, n, cot),
+        "n": str(n),
+        "first_label": labels[0],
+        "last_label": labels[-1],
+        "src_lang": source or "the source language",
+        "trg_lang": target or "the target language",
+    }
+    slots = {"\0source": 0, "\0candidates": 1}
+    frame: list[str | int] = []
+    for part in _compile(template):
+        if part in slots:
+            frame.append(slots[part])
+            continue
+        text = values[part[1:]] if part[:1] == "\0" else part
+        if frame and isinstance(frame[-1], str):
+            frame[-1] += text
+        else:
+            frame.append(text)
+    return tuple(frame)
+
+
+@lru_cache(maxsize=16)
+def _compile(template: str) -> tuple[str, ...]:
+    """Literal pieces and placeholders (marked by a leading NUL) of a template, parsed once."""
+    parts: list[str] = []
+    position = 0
+    for match in _PLACEHOLDER.finditer(template):
+        parts.append(template[position : match.start()])
+        parts.append("\0" + match.group(1))
+        position = match.end()
+    parts.append(template[position:])
+    if "\0candidates" not in parts:
+        raise ValueError("a GQM template must contain the {candidates} placeholder")
+    return tuple(p for p in parts if p)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _labels(labels: Sequence[str] | int) -> tuple[str, ...]:
+    return labels_for(labels) if isinstance(labels, int) else tuple(labels)
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _clip(text: str, width: int = 60) -> str:
+    text = repr(text)
+    return text if len(text) <= width else text[: width - 4] + "...'"

@@ -1,0 +1,168 @@
+"""What the offline judge tools (``writing-rl select``, ``writing-rl order-references``) share.
+
+- judge settings read from the same Hydra config as training (``reward.reward_kwargs.judge`` and the
+  pairwise ``template``), so a tool judges exactly as the reward does;
+- the judge itself: ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
+- one pairwise judgment (verdict or counted failure) and a bounded, progress-reporting runner;
+- the failure policy: judge errors stop a run before it writes anything, unless allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+from .config import ConfigError, JudgeConfig, ManagerConfig
+from .judge import Judge, JudgeError, Messages, OpenAIJudge
+from .judge.cache import CachedJudge
+from .parsing import parse_verdict
+
+T = TypeVar("T")
+
+
+class JudgeFailures(RuntimeError):
+    """Some judge calls failed after their retries; nothing was written (successes stay cached)."""
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    judge: JudgeConfig
+    template: str | None = None  # pairwise template file; None = the built-in one
+
+
+def judge_overrides(
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    api_key_env: str | None = None,
+    max_concurrency: int | None = None,
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+) -> list[str]:
+    """Hydra overrides for the command-line shortcuts (the same keys as in training)."""
+    values = {
+        "base_url": judge_url,
+        "model": judge_model,
+        "api_key_env": api_key_env,
+        "max_concurrency": max_concurrency,
+        "timeout_s": timeout_s,
+        "max_retries": max_retries,
+    }
+    return [f"reward.reward_kwargs.judge.{key}={value}" for key, value in values.items() if value is not None]
+
+
+def load_judge_settings(
+    config_name: str = "writing_rl", overrides: Sequence[str] = (), config_dir: str | None = None
+) -> JudgeSettings:
+    """The judge of a training config (composed as ``main_ppo`` would), for use outside training."""
+    from .verl_config import compose
+
+    config = compose(config_name, overrides, config_dir)
+    judge_raw = config.reward.reward_kwargs.get("judge") or {}
+    if not judge_raw.get("base_url"):
+        raise ConfigError(
+            "no judge endpoint: pass --judge-url URL (or reward.reward_kwargs.judge.base_url=URL). Offline tools "
+            "do not start verl's GenRM; serve one with `writing-rl serve-judge` or `vllm serve`"
+        )
+    judge = ManagerConfig.from_verl(config).judge
+    fn_kwargs = config.reward.get("custom_reward_function", {}).get("reward_kwargs") or {}
+    return JudgeSettings(judge=judge, template=fn_kwargs.get("template"))
+
+
+def open_judge(settings: JudgeConfig, cache_path: str | Path) -> CachedJudge:
+    """The HTTP judge behind an on-disk cache at ``cache_path``."""
+    return CachedJudge.for_config(OpenAIJudge(settings), settings, cache_path)
+
+
+async def close_client(judge: CachedJudge) -> None:
+    """Close the HTTP session behind the cache (in the event loop that used it)."""
+    close = getattr(judge.judge, "close", None)
+    if close is not None:
+        await close()
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judge call's result: a verdict "A"/"B"/"C", no verdict (parse failure) or a failure kind."""
+
+    verdict: str | None = None
+    error: str | None = None  # JudgeError kind: timeout, connection, http, bad_response
+
+    @property
+    def parse_failure(self) -> bool:
+        return self.verdict is None and self.error is None
+
+
+async def judge_once(judge: Judge, messages: Messages) -> Judgment:
+    """A truncated reply or one with no final verdict counts as a parse failure, as in the reward."""
+    try:
+        reply = await judge.complete(messages)
+    except JudgeError as err:
+        return Judgment(error=err.kind)
+    return Judgment(verdict=None if reply.truncated else parse_verdict(reply.text))
+
+
+async def judge_all(
+    judge: Judge,
+    jobs: Sequence[T],
+    build: Callable[[T], Messages],
+    concurrency: int,
+    on_done: Callable[[int], None] = lambda n: None,
+) -> list[Judgment]:
+    """``build(job)`` judged for every job, at most ``concurrency`` at a time, results in job order.
+
+    Messages are built when a job starts, so memory holds ``concurrency`` requests, not all of them.
+    """
+    results: list[Judgment | None] = [None] * len(jobs)
+    next_job = iter(range(len(jobs)))
+
+    async def worker() -> None:
+        for index in next_job:
+            results[index] = await judge_once(judge, build(jobs[index]))
+            on_done(1)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(jobs))))))
+    return results  # type: ignore[return-value]
+
+
+class Progress:
+    """``judged 1200/4000 calls, 95/s, cache hits 800, failures 0``, on stderr at most once a second."""
+
+    def __init__(self, total: int, judge: CachedJudge | None = None, enabled: bool = True, every_s: float = 1.0):
+        self.total, self.judge, self.enabled, self.every_s = total, judge, enabled, every_s
+        self.done = 0
+        self.start = self._last = time.perf_counter()
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        now = time.perf_counter()
+        if self.enabled and (now - self._last >= self.every_s or self.done == self.total):
+            self._last = now
+            end = "\n" if self.done == self.total else ""
+            print(f"\r{self.line()}", end=end, file=sys.stderr, flush=True)
+
+    def line(self) -> str:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        text = f"judged {self.done}/{self.total} calls, {self.done / elapsed:.1f}/s"
+        if self.judge is not None:
+            stats = self.judge.stats
+            text += f", cache hits {stats.hits}, failures {stats.failures}"
+        return text
+
+
+def failure_message(errors: dict[str, int], calls: int, cache: CachedJudge) -> str:
+    failed = sum(errors.values())
+    kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(errors.items()))
+    if failed == calls:
+        return (
+            f"all {calls} judge calls failed after retries ({kinds}); nothing written. Check that the endpoint is "
+            "up, the model name is one it serves and the API key variable is right"
+        )
+    return (
+        f"{failed} of {calls} judge calls failed after retries ({kinds}); nothing written; the successful calls "
+        f"are cached in {cache.path}: rerun the same command to retry only the failed ones. Pass "
+        "--allow-judge-errors to write results from what was judged (failed calls are counted, never scored)"
+    )

@@ -1,0 +1,466 @@
+"""Margin-aware data selection (``writing-rl select``): keep the prompts where the policy trails the
+best reference by most, the ones with the most left to learn.
+
+Inputs: Writing-RL rows (``reward_model.ground_truth = {prompt, target, criteria, id}``, ``target``
+easiest first) and the current policy's responses (JSONL, ``{"id": ..., "response": ...}``, one or
+more lines per id; ``"index"`` works as in ``writing-rl score``).
+
+**Margin.** Each response is judged against the best reference (the last of ``target``) in both
+orders, with the pairwise prompt and verdict parser of the reward. Each order that yields a verdict
+gives the *reference* 1 (the policy lost), 0.5 (tie) or 0 (the policy won); a response's score is the
+mean over its judged orders, and an id's margin is the mean over its responses. A response with no
+answer (unclosed ``<think>``, empty) scores 1 without a judge call, as it loses in training. Margin 1:
+the policy never beats or ties the best reference; 0: it always beats it.
+
+Orders with no verdict (parse failure, truncated reply) or a failed call (``JudgeError``) are counted
+and left out of the mean, never scored; an id with no verdict at all has no margin and is never
+selected. Any failed call stops the run before it writes anything (rerun to retry only the failures:
+replies are cached), unless ``allow_judge_errors``.
+
+**Selection.** Ids are ranked by margin, highest first; equal margins are ordered by a hash of
+(seed, id), so ties are broken reproducibly and without favouring low ids. Keep the top ``top_k`` or
+``top_percent`` % of the judged ids, globally or split across domains: ``quotas={"creative": 100, ...}``
+(exact counts per domain; unnamed domains get none) or ``"proportional"`` (the budget split in
+proportion to each domain's judged ids, largest remainders first). A domain with fewer judged ids than
+its quota gives all it has; the shortfall is reported, not moved to other domains.
+
+Outputs in ``out/``, each written to a temp file and renamed only once everything succeeded:
+``selected.parquet`` (the chosen rows, data order, schema unchanged), ``margins.csv``, ``margins.png``
+(histogram, selected ids stacked on the rest, cut marked), ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import hashlib
+import io
+import json
+import math
+import time
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from reward_fns.pairwise import outcome, read_ground_truth
+
+from .io import atomic_path
+from .judge.cache import CachedJudge
+from .offline import JudgeFailures, JudgeSettings, Progress, close_client, failure_message, judge_all, open_judge
+from .parsing import strip_think
+from .plot import BLUE, GREY, Series, histogram
+from .prompts import pairwise_messages
+
+# The response's outcome in one judged order -> the reference's points.
+REFERENCE_POINTS = {"loss": 1.0, "tie": 0.5, "win": 0.0}
+PROPORTIONAL = "proportional"
+CSV_COLUMNS = (
+    "id", "domain", "margin", "rank", "responses", "comparisons", "parse_failures", "judge_errors",
+    "format_errors", "status", "selected",
+)  # fmt: skip
+
+
+@dataclass
+class IdMargin:
+    id: int
+    row: int
+    domain: str
+    responses: int = 0
+    comparisons: int = 0  # judged orders that gave a verdict
+    parse_failures: int = 0
+    judge_errors: int = 0
+    format_errors: int = 0  # responses with no answer: scored 1 without a judge call
+    response_scores: list[float] = field(default_factory=list)
+    rank: int | None = None
+    selected: bool = False
+
+    @property
+    def margin(self) -> float | None:
+        return sum(self.response_scores) / len(self.response_scores) if self.response_scores else None
+
+    @property
+    def status(self) -> str:
+        if self.responses == 0:
+            return "no_responses"
+        return "judged" if self.response_scores else "no_verdict"
+
+
+def response_score(outcomes: Sequence[str]) -> float | None:
+    """The reference's mean points against one response over its judged orders; None if none judged."""
+    if not outcomes:
+        return None
+    return sum(REFERENCE_POINTS[o] for o in outcomes) / len(outcomes)
+
+
+def parse_quotas(specs: Sequence[str] | None) -> dict[str, int] | str | None:
+    """``["creative=100", "business=50"]`` -> counts per domain; ``["proportional"]`` -> "proportional"."""
+    if not specs:
+        return None
+    if PROPORTIONAL in specs:
+        if len(specs) > 1:
+            raise ValueError("--quota proportional cannot be combined with DOMAIN=N quotas")
+        return PROPORTIONAL
+    quotas: dict[str, int] = {}
+    for spec in specs:
+        domain, sep, count = spec.rpartition("=")
+        if not sep or not domain or not count.strip().isdigit():
+            raise ValueError(f"--quota {spec!r}: expected DOMAIN=N (N a whole number >= 0) or 'proportional'")
+        if domain in quotas:
+            raise ValueError(f"--quota names domain {domain!r} twice")
+        quotas[domain] = int(count)
+    return quotas
+
+
+def budget(judged: int, top_k: int | None, top_percent: float | None) -> int:
+    """How many ids to keep out of ``judged``: ``top_k`` (capped) or ``top_percent`` % rounded half up."""
+    if top_k is not None:
+        return min(top_k, judged)
+    if top_percent is not None:
+        return min(judged, math.floor(judged * top_percent / 100 + 0.5))
+    return judged
+
+
+def proportional_quotas(counts: Mapping[str, int], total: int) -> dict[str, int]:
+    """``total`` split over domains in proportion to ``counts`` (largest remainder; ties by name)."""
+    size = sum(counts.values())
+    if size == 0:
+        return {domain: 0 for domain in counts}
+    exact = {domain: total * n / size for domain, n in counts.items()}
+    quotas = {domain: math.floor(share) for domain, share in exact.items()}
+    by_remainder = sorted(counts, key=lambda d: (-(exact[d] - quotas[d]), d))
+    for domain in by_remainder[: total - sum(quotas.values())]:
+        quotas[domain] += 1
+    return quotas
+
+
+def tie_key(seed: int, id_: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{id_}".encode()).digest()[:8], "big")
+
+
+def rank_ids(margins: Sequence[IdMargin], seed: int = 0) -> list[IdMargin]:
+    """Ids with a margin, highest margin first, equal margins in seeded-hash order; sets ``rank`` (1-based)."""
+    ranked = sorted((m for m in margins if m.margin is not None), key=lambda m: (-m.margin, tie_key(seed, m.id)))
+    for position, item in enumerate(ranked, start=1):
+        item.rank = position
+    return ranked
+
+
+@dataclass
+class Choice:
+    chosen: list[IdMargin]  # rank order
+    targets: dict[str, int] | None  # per-domain quotas actually applied (None: one global cut)
+    shortfall: dict[str, int]  # domain -> ids missing to fill its quota
+
+
+def choose(
+    ranked: Sequence[IdMargin],
+    top_k: int | None = None,
+    top_percent: float | None = None,
+    quotas: Mapping[str, int] | str | None = None,
+) -> Choice:
+    """Pick from ``ranked`` (see ``rank_ids``), in rank order; marks ``selected``."""
+    if quotas is None:
+        chosen = list(ranked[: budget(len(ranked), top_k, top_percent)])
+        targets, shortfall = None, {}
+    else:
+        if quotas == PROPORTIONAL:
+            domains = Counter(m.domain for m in ranked)
+            targets = proportional_quotas(domains, budget(len(ranked), top_k, top_percent))
+        else:
+            targets = dict(quotas)
+        taken: Counter = Counter()
+        chosen = []
+        for item in ranked:
+            if taken[item.domain] < targets.get(item.domain, 0):
+                taken[item.domain] += 1
+                chosen.append(item)
+        shortfall = {domain: n - taken[domain] for domain, n in targets.items() if taken[domain] < n}
+    for item in chosen:
+        item.selected = True
+    return Choice(chosen=chosen, targets=targets, shortfall=shortfall)
+
+
+def check_options(top_k: int | None, top_percent: float | None, quotas: Mapping[str, int] | str | None) -> None:
+    if isinstance(quotas, Mapping):
+        if top_k is not None or top_percent is not None:
+            raise ValueError("--quota DOMAIN=N sets the counts itself: drop --top-k / --top-percent")
+        return
+    if (top_k is None) == (top_percent is None):
+        raise ValueError("pass exactly one of --top-k or --top-percent (or DOMAIN=N quotas)")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"--top-k must be >= 1, got {top_k}")
+    if top_percent is not None and not 0 < top_percent <= 100:
+        raise ValueError(f"--top-percent must be in (0, 100], got {top_percent}")
+
+
+def field_value(row: Mapping, path: str) -> Any:
+    """``row["a"]["b"]`` for ``path="a.b"``; None when any step is missing."""
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+@dataclass(frozen=True)
+class Task:
+    prompt: str
+    criteria: str | None
+    best_reference: str
+
+
+@dataclass(frozen=True)
+class Job:
+    item: int  # index into the IdMargin list
+    response: int  # index of the response within the item
+    task: Task
+    answer: str
+    response_slot: str  # "A": the response is shown first
+
+
+def read_rows(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple[list[IdMargin], list[Task]]:
+    items, tasks, seen = [], [], {}
+    for position, row in enumerate(rows):
+        truth = (row.get("reward_model") or {}).get("ground_truth")
+        task = read_ground_truth(truth, row.get("extra_info"))
+        if task.id is None:
+            raise ValueError(f"row {position}: reward_model.ground_truth.id is missing (Writing-RL rows carry an id)")
+        if task.id in seen:
+            raise ValueError(f"rows {seen[task.id]} and {position} share ground_truth.id={task.id}; ids must be unique")
+        seen[task.id] = position
+        domain = field_value(row, domain_key)
+        if domain is None and need_domain:
+            raise ValueError(f"row {position} (id={task.id}) has no value at '{domain_key}' (--domain-key) for quotas")
+        items.append(IdMargin(id=task.id, row=position, domain="" if domain is None else str(domain)))
+        tasks.append(Task(task.prompt, task.criteria, task.references[-1]))
+    return items, tasks
+
+
+def judge_jobs(items: list[IdMargin], tasks: list[Task], samples) -> tuple[list[Job], dict[tuple[int, int], list[str]]]:
+    """Two jobs (both orders) per response with an answer; responses with none get a loss now."""
+    jobs: list[Job] = []
+    outcomes: dict[tuple[int, int], list[str]] = {}
+    for sample in samples:
+        item = items[sample.row]
+        response = item.responses
+        item.responses += 1
+        outcomes[(sample.row, response)] = []
+        answer = strip_think(sample.response)
+        if answer is None:
+            item.format_errors += 1
+            outcomes[(sample.row, response)].append("loss")
+            continue
+        for slot in ("A", "B"):
+            jobs.append(Job(sample.row, response, tasks[sample.row], answer, slot))
+    return jobs, outcomes
+
+
+def job_messages(template: str | None):
+    def build(job: Job):
+        first, second = (job.answer, job.task.best_reference) if job.response_slot == "A" else (job.task.best_reference, job.answer)
+        return pairwise_messages(job.task.prompt, first, second, criteria=job.task.criteria, template=template)
+
+    return build
+
+
+@dataclass
+class SelectReport:
+    summary: dict[str, Any]
+    margins: list[IdMargin]
+    outputs: dict[str, str]
+
+    def lines(self) -> list[str]:
+        s = self.summary
+        lines = [
+            f"{s['rows']} rows, {s['responses']} responses: {s['judge_calls']} judge calls, {s['verdicts']} verdicts, "
+            f"{s['parse_failures']} parse failures, {sum(s['judge_errors'].values())} judge errors, "
+            f"{s['format_errors']} responses without an answer",
+            f"ids with a margin {s['ids_judged']}, without: {s['ids_no_verdict']} (no verdict), "
+            f"{s['ids_no_responses']} (no responses) - never selected",
+            f"selected {s['selected']} ids; cut margin {s['cut_margin']}; mean margin selected {s['margin_mean_selected']}"
+            f" vs all {s['margin_mean_all']}",
+        ]
+        if s["selected_by_domain"]:
+            lines.append("by domain: " + ", ".join(f"{d} {n}" for d, n in sorted(s["selected_by_domain"].items())))
+        if s["quota_shortfall"]:
+            lines.append("quota not filled: " + ", ".join(f"{d} short by {n}" for d, n in sorted(s["quota_shortfall"].items())))
+        cache = s["cache"]
+        lines.append(f"cache hits {cache['hits']}, misses {cache['misses']}; {s['calls_per_s']} calls/s")
+        lines.extend(f"  {name}: {path}" for name, path in self.outputs.items())
+        return lines
+
+
+def run_select(
+    data: str | Path,
+    responses: str | Path,
+    out: str | Path,
+    settings: JudgeSettings,
+    *,
+    top_k: int | None = None,
+    top_percent: float | None = None,
+    quotas: Mapping[str, int] | str | None = None,
+    domain_key: str = "data_source",
+    seed: int = 0,
+    cache: str | Path | None = None,
+    allow_judge_errors: bool = False,
+    bins: int = 20,
+    progress: bool = True,
+) -> SelectReport:
+    """Judge, rank, choose and write the outputs. ``cache`` defaults to ``out/judge_cache.sqlite``."""
+    import pyarrow.parquet as pq
+
+    from .score import match_responses
+
+    check_options(top_k, top_percent, quotas)
+    if bins < 1:
+        raise ValueError(f"--bins must be >= 1, got {bins}")
+    table = pq.read_table(data)
+    rows = table.to_pylist()
+    items, tasks = read_rows(rows, domain_key, need_domain=quotas is not None)
+    if isinstance(quotas, Mapping):
+        unknown = sorted(set(quotas) - {item.domain for item in items})
+        if unknown:
+            domains = sorted({item.domain for item in items})
+            raise ValueError(f"--quota names domain(s) {unknown} that no row has under '{domain_key}' (domains: {domains})")
+    samples = match_responses(rows, responses)
+    jobs, outcomes = judge_jobs(items, tasks, samples)
+
+    out = Path(out)
+    judge = open_judge(settings.judge, cache or out / "judge_cache.sqlite")
+    start = time.perf_counter()
+    try:
+        bar = Progress(len(jobs), judge, enabled=progress)
+        judgments = asyncio.run(_judge(judge, jobs, settings, bar))
+    finally:
+        judge.close()
+    wall_s = time.perf_counter() - start
+
+    errors: Counter = Counter()
+    for job, judgment in zip(jobs, judgments):
+        item = items[job.item]
+        if judgment.error:
+            item.judge_errors += 1
+            errors[judgment.error] += 1
+        elif judgment.verdict is None:
+            item.parse_failures += 1
+        else:
+            item.comparisons += 1
+            outcomes[(job.item, job.response)].append(outcome(judgment.verdict, job.response_slot))
+    if errors and not allow_judge_errors:
+        raise JudgeFailures(failure_message(dict(errors), len(jobs), judge))
+    for (row, _), found in outcomes.items():
+        score = response_score(found)
+        if score is not None:
+            items[row].response_scores.append(score)
+
+    ranked = rank_ids(items, seed)
+    if not ranked:
+        raise ValueError("no id has a margin (every judgment failed or gave no verdict): nothing to select")
+    choice = choose(ranked, top_k, top_percent, quotas)
+    summary = _summary(items, ranked, choice, jobs, judgments, errors, judge, wall_s)
+    outputs = _write_outputs(out, table, items, ranked, choice, summary, bins)
+    return SelectReport(summary=summary, margins=items, outputs=outputs)
+
+
+async def _judge(judge: CachedJudge, jobs: list[Job], settings: JudgeSettings, bar: Progress):
+    try:
+        return await judge_all(judge, jobs, job_messages(settings.template), settings.judge.max_concurrency, bar)
+    finally:
+        await close_client(judge)
+
+
+def _summary(items, ranked, choice: Choice, jobs, judgments, errors: Counter, judge: CachedJudge, wall_s: float) -> dict:
+    chosen_margins = [m.margin for m in choice.chosen]
+    both_orders: dict[tuple[int, int], list[str]] = {}
+    for job, judgment in zip(jobs, judgments):
+        if judgment.verdict is not None:
+            both_orders.setdefault((job.item, job.response), []).append(outcome(judgment.verdict, job.response_slot))
+    pairs = [found for found in both_orders.values() if len(found) == 2]
+    return {
+        "rows": len(items),
+        "responses": sum(m.responses for m in items),
+        "judge_calls": len(jobs),
+        "verdicts": sum(m.comparisons for m in items),
+        "parse_failures": sum(m.parse_failures for m in items),
+        "judge_errors": dict(errors),
+        "format_errors": sum(m.format_errors for m in items),
+        "position_consistency": _round(sum(a == b for a, b in pairs) / len(pairs)) if pairs else None,
+        "ids_judged": len(ranked),
+        "ids_no_verdict": sum(m.status == "no_verdict" for m in items),
+        "ids_no_responses": sum(m.status == "no_responses" for m in items),
+        "selected": len(choice.chosen),
+        "selected_by_domain": dict(Counter(m.domain for m in choice.chosen)) if choice.targets is not None else {},
+        "quotas": choice.targets,
+        "quota_shortfall": choice.shortfall,
+        "cut_margin": _round(min(chosen_margins)) if chosen_margins else None,
+        "margin_mean_all": _round(sum(m.margin for m in ranked) / len(ranked)),
+        "margin_mean_selected": _round(sum(chosen_margins) / len(chosen_margins)) if chosen_margins else None,
+        "cache": asdict(judge.stats),
+        "wall_s": round(wall_s, 3),
+        "calls_per_s": round(len(jobs) / wall_s, 1) if wall_s > 0 else None,
+    }
+
+
+def _round(value: float) -> float:
+    return round(value, 6)
+
+
+def margins_csv(items: Sequence[IdMargin]) -> str:
+    """One line per id: ranked ids first (by rank), then ids without a margin (data order)."""
+    ordered = sorted(items, key=lambda m: (m.rank is None, m.rank or 0, m.row))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for m in ordered:
+        margin = "" if m.margin is None else f"{m.margin:.6g}"
+        writer.writerow(
+            [m.id, m.domain, margin, m.rank or "", m.responses, m.comparisons, m.parse_failures, m.judge_errors,
+             m.format_errors, m.status, int(m.selected)]
+        )  # fmt: skip
+    return buffer.getvalue()
+
+
+def margin_histogram(ranked: Sequence[IdMargin], choice: Choice, bins: int):
+    edges = [i / bins for i in range(bins + 1)]
+
+    def counts(selected: bool) -> list[int]:
+        found = [0] * bins
+        for m in ranked:
+            if m.selected == selected:
+                found[min(int(m.margin * bins), bins - 1)] += 1
+        return found
+
+    cut = min((m.margin for m in choice.chosen), default=None) if choice.targets is None else None
+    return histogram(
+        edges,
+        [Series("selected", counts(True), BLUE), Series("not selected", counts(False), GREY)],
+        title=f"margin of {len(ranked)} ids",
+        x_label="margin (reference win rate vs policy)",
+        marker=cut,
+        marker_label="" if cut is None else f"cut {cut:.3f}",
+    )
+
+
+def _write_outputs(out: Path, table, items, ranked, choice: Choice, summary: dict, bins: int) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    paths = {
+        "selected": out / "selected.parquet",
+        "margins": out / "margins.csv",
+        "histogram": out / "margins.png",
+        "summary": out / "summary.json",
+    }
+    rows = sorted(m.row for m in choice.chosen)
+    png = margin_histogram(ranked, choice, bins).png()
+    # Every file goes to a temp path first; all are renamed only when all were written. Contexts exit
+    # in reverse, so summary.json (entered first) is renamed last: its presence marks a complete set.
+    with ExitStack() as stack:
+        tmp = {name: stack.enter_context(atomic_path(paths[name])) for name in reversed(paths)}
+        pq.write_table(table.take(rows), tmp["selected"])
+        tmp["margins"].write_text(margins_csv(items), encoding="utf-8")
+        tmp["histogram"].write_bytes(png)
+        tmp["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return {name: str(path) for name, path in paths.items()}
