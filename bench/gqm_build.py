@@ -3,18 +3,22 @@
     python bench/gqm_build.py                      # 100k groups, subgroup 4 + shuffle 4
     python bench/gqm_build.py --groups 20000 --sizes 5000,20000
 
-Both builders write the same rows (same prompts, ground truths and augmentation: the baseline calls
-the same pure functions, the way a one-off script would), so the difference is the driver: streaming
-chunks into columnar Arrow tables vs iterrows, one dict per output row, a DataFrame and `to_parquet`.
-Each build runs in its own process; peak RSS is that process's maximum resident set (VmHWM). The
-outputs are compared batch by batch before the table is printed. Rows/s are given per wall second and
-per CPU second: on a shared machine the CPU figures are the steadier ones.
+Both builders write the same rows: the same augmentation (both call ``augmentation_plan`` with the
+same content seeds), the same prompts and ground truths. The baseline does what a one-off script would:
+iterrows, ``gqm.build_prompt`` and ``json.dumps`` per output row, one dict per row, a DataFrame and
+``to_parquet``. Ours streams chunks, builds each group's prompts at once as UTF-8
+(``GroupPrompter.prompts_utf8``: template and candidate blocks encoded once per group) and writes
+columnar Arrow tables. Each build runs in its own process, with no worker pool; peak RSS is that process's
+maximum resident set (VmHWM). The outputs are compared row by row afterwards (every column); the run
+fails if they differ. Rows/s are given per wall second and per CPU second: on a shared machine the CPU
+figures are the steadier ones, and the load average is printed at the start and the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -41,7 +45,9 @@ def make_input(path: Path, groups: int, candidates: int, seed: int = 0) -> None:
         rows = []
         for i in range(start, min(groups, start + 10_000)):
             src, trg = PAIRS[i % len(PAIRS)]
-            source = "".join(rng.choice(HANZI) for _ in range(40)) if src == "zh" else " ".join(rng.choices(WORDS, k=18))
+            source = (
+                "".join(rng.choice(HANZI) for _ in range(40)) if src == "zh" else " ".join(rng.choices(WORDS, k=18))
+            )
             texts = [" ".join(rng.choices(WORDS, k=rng.randint(12, 24))) + f" ({i}.{j})" for j in range(candidates)]
             rows.append(
                 {
@@ -153,13 +159,17 @@ def run_child(builder: str, input_path: Path, output_path: Path, args) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _load() -> str:
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
+
+
 def same_rows(a: Path, b: Path) -> bool:
     import pyarrow.parquet as pq
 
     left = pq.ParquetFile(a).iter_batches(batch_size=20_000)
     right = pq.ParquetFile(b).iter_batches(batch_size=20_000)
     for x, y in zip(left, right):
-        for name in ("prompt", "reward_model", "extra_info"):
+        for name in ("data_source", "prompt", "ability", "reward_model", "extra_info"):
             if x.column(name).to_pylist() != y.column(name).to_pylist():
                 return False
     return pq.ParquetFile(a).metadata.num_rows == pq.ParquetFile(b).metadata.num_rows
@@ -177,6 +187,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.groups // 10, args.groups]
 
     print(f"gqm-rl, {args.candidates} candidates per group, subgroup {args.subgroup} + shuffle {args.shuffle}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {_load()} at start (other jobs share them)")
     header = (
         f"{'groups':>8} {'builder':>9} {'rows':>9} {'wall s':>8} {'rows/s':>9} {'CPU s':>8} "
         f"{'rows/CPU s':>10} {'peak RSS MB':>12}"
@@ -211,11 +222,14 @@ def main() -> None:
             f"{groups:>8} groups: ours {speedup:.1f}x faster (wall), {cpu_speedup:.1f}x (CPU), "
             f"{memory:.1f}x less peak memory; outputs identical: {identical}"
         )
+    print(f"load average {_load()} at the end")
     if len(results) > 1:
         (small, m_small, _), (large, m_large, _) = results[0], results[-1]
         for builder in ("ours", "iterrows"):
             growth = m_large[builder]["peak_rss_mb"] / m_small[builder]["peak_rss_mb"]
             print(f"peak RSS growth {small} -> {large} groups, {builder}: {growth:.2f}x")
+    if not all(identical for _, _, identical in results):
+        raise SystemExit("the two builders wrote different rows: the speed figures above do not count")
 
 
 if __name__ == "__main__":

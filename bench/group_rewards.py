@@ -53,10 +53,30 @@ def make_step(tokenizer, prompts: int, n: int):
 
 VARIANTS = {
     "brpo": ("GroupRewardManager", "pkg://writing_rl.group_manager", "pkg://reward_fns.brpo", "compute_score"),
-    "round-robin": ("GroupRewardManager", "pkg://writing_rl.group_manager", str(REPO / "bench/group_baselines.py"), "round_robin"),
-    "ranking": ("GroupRewardManager", "pkg://writing_rl.group_manager", "pkg://reward_fns.group_ranking", "compute_score"),
-    "group-noop": ("GroupRewardManager", "pkg://writing_rl.group_manager", str(REPO / "bench/group_baselines.py"), "group_noop"),
-    "sample-noop": ("ParallelRewardManager", "pkg://writing_rl.manager", str(REPO / "bench/group_baselines.py"), "sample_noop"),
+    "round-robin": (
+        "GroupRewardManager",
+        "pkg://writing_rl.group_manager",
+        str(REPO / "bench/group_baselines.py"),
+        "round_robin",
+    ),
+    "ranking": (
+        "GroupRewardManager",
+        "pkg://writing_rl.group_manager",
+        "pkg://reward_fns.group_ranking",
+        "compute_score",
+    ),
+    "group-noop": (
+        "GroupRewardManager",
+        "pkg://writing_rl.group_manager",
+        str(REPO / "bench/group_baselines.py"),
+        "group_noop",
+    ),
+    "sample-noop": (
+        "ParallelRewardManager",
+        "pkg://writing_rl.manager",
+        str(REPO / "bench/group_baselines.py"),
+        "sample_noop",
+    ),
 }
 
 
@@ -135,7 +155,9 @@ def main() -> None:
     print(f"{'variant':<13}{'n':>4}{'judge calls':>13}{'calls/group':>13}{'step s':>9}{'samples/s':>11}{'vs brpo':>9}")
     brpo = {n: wall for v, n, _, wall, _ in rows if v == "brpo"}
     for variant, n, calls, wall, rate in rows:
-        print(f"{variant:<13}{n:>4}{calls:>13}{calls / args.prompts:>13.1f}{wall:>9.2f}{rate:>11.0f}{wall / brpo[n]:>9.2f}")
+        print(
+            f"{variant:<13}{n:>4}{calls:>13}{calls / args.prompts:>13.1f}{wall:>9.2f}{rate:>11.0f}{wall / brpo[n]:>9.2f}"
+        )
     extra_ms = 1000 * (overhead["group-noop"] - overhead["sample-noop"])
     print(
         f"\ncollector overhead: {1000 * overhead['group-noop']:.2f} ms/sample with groups vs "

@@ -64,7 +64,12 @@ def make_batch(tokenizer, n: int, group_size: int = 8):
             "data_source": "writing",
             "prompt": [{"role": "user", "content": prompt}],
             "reward_model": {
-                "ground_truth": {"prompt": prompt, "target": [reference, reference + " Twice."], "criteria": None, "id": i // group_size}
+                "ground_truth": {
+                    "prompt": prompt,
+                    "target": [reference, reference + " Twice."],
+                    "criteria": None,
+                    "id": i // group_size,
+                }
             },
             "extra_info": {"index": i // group_size},
         }
@@ -97,7 +102,10 @@ def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: st
     if name == "ours":
         return ["reward.reward_kwargs.judge.max_concurrency=64", *PER_SAMPLE]
     if name == "ours+groups":  # hydra_configs/writing_rl.yaml as shipped: group collector + curriculum
-        return ["reward.reward_kwargs.judge.max_concurrency=64", f"reward.reward_kwargs.curriculum.state_dir={state_dir}"]
+        return [
+            "reward.reward_kwargs.judge.max_concurrency=64",
+            f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
+        ]
     fn = {"floor": "sleep_only", "docs-style": "docs_style", "lean": "lean"}[name]
     return [
         "reward.reward_manager.source=register",
@@ -151,7 +159,12 @@ def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None) -> d
             out = manager.compute_rm_score(fresh_groups(batch))
             rates.append(len(batch) / (time.perf_counter() - start))
             cpu.append((cpu_seconds(pids) - cpu_before) / len(batch))
-        result = {"name": name, "rate": max(rates), "cpu_ms": 1000 * min(cpu), "mean_reward": float(out.batch["rm_scores"].sum(-1).mean())}
+        result = {
+            "name": name,
+            "rate": max(rates),
+            "cpu_ms": 1000 * min(cpu),
+            "mean_reward": float(out.batch["rm_scores"].sum(-1).mean()),
+        }
         if rss_batch is not None:
             before = [peak_rss_mb(p) for p in pids]
             manager.compute_rm_score(fresh_groups(rss_batch))

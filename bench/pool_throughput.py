@@ -72,8 +72,13 @@ async def run_pool(model: Path, prompts, max_tokens: int, replicas: int, num_cpu
     from writing_rl.judge.pool import GenRMPool, PoolConfig
 
     config = PoolConfig(
-        model=str(model), engine="hf", device="cpu", replicas=replicas, num_cpus=num_cpus,
-        max_batch_size=max_batch_size, placement_strategy="PACK",
+        model=str(model),
+        engine="hf",
+        device="cpu",
+        replicas=replicas,
+        num_cpus=num_cpus,
+        max_batch_size=max_batch_size,
+        placement_strategy="PACK",
     )
     async with GenRMPool(config) as pool:
         sampling = Sampling(max_tokens=max_tokens)
@@ -103,9 +108,7 @@ def pool_sweep(model: Path, prompts, max_tokens: int, replica_counts: list[int],
             rows.append(row(f"pool x{n} ({num_cpus:g} CPU each)", wall, replies, batch, rows[0]))
     finally:
         ray.shutdown()
-    print_table(
-        f"Ray GenRMPool, hf engine, {len(prompts)} requests, max_tokens={max_tokens}, {cpus} CPUs", rows
-    )
+    print_table(f"Ray GenRMPool, hf engine, {len(prompts)} requests, max_tokens={max_tokens}, {cpus} CPUs", rows)
 
 
 def engine_only(model: Path, prompts, max_tokens: int, device: str, max_batch_size: int) -> None:

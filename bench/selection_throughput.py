@@ -179,7 +179,9 @@ def main() -> None:
         f"{args.latency_ms:.0f} ms x {args.capacity} concurrent (ideal {ideal:.0f} calls/s, "
         f"{ideal / (2 * args.responses_per_id):.0f} rows/s); best of {args.repeats}\n"
     )
-    print(f"{'run':<14}{'concurrency':>12}{'hits':>7}{'judge s':>9}{'calls/s':>9}{'vs ideal':>10}{'total s':>9}{'rows/s':>9}")
+    print(
+        f"{'run':<14}{'concurrency':>12}{'hits':>7}{'judge s':>9}{'calls/s':>9}{'vs ideal':>10}{'total s':>9}{'rows/s':>9}"
+    )
     for name, concurrency, _ in variants:
         judge_s, total_s, summary = best[name]
         rate = calls / judge_s
@@ -188,7 +190,9 @@ def main() -> None:
             f"{rate / ideal:>10.2f}{total_s:>9.2f}{args.rows / total_s:>9.0f}"
         )
     bare = calls / no_cache_s
-    print(f"{'no cache':<14}{args.capacity:>12}{'-':>7}{no_cache_s:>9.2f}{bare:>9.0f}{bare / ideal:>10.2f}{'-':>9}{'-':>9}")
+    print(
+        f"{'no cache':<14}{args.capacity:>12}{'-':>7}{no_cache_s:>9.2f}{bare:>9.0f}{bare / ideal:>10.2f}{'-':>9}{'-':>9}"
+    )
     cold_judge_s, cold_total_s, _ = best["cold"]
     print(f"\ncold with cache / bare client (same calls, no cache): {no_cache_s / cold_judge_s:.2f}")
     print(f"rerun from cache: {cold_total_s / best['rerun (hits)'][1]:.1f}x faster than the cold run end to end")

@@ -16,12 +16,12 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from data_prep import pipeline  # noqa: E402
-from writing_rl.io import atomic_write_text  # noqa: E402
 from data_prep.gqm import DUPLICATES, GQMRLBuilder, GQMSFTBuilder, GroupReader  # noqa: E402
 from data_prep.plain_prompts import MT_TEMPLATE, PromptsBuilder  # noqa: E402
 from data_prep.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder  # noqa: E402
 from data_prep.writing_rl import WritingRLBuilder  # noqa: E402
 from writing_rl import gqm  # noqa: E402
+from writing_rl.io import atomic_write_text  # noqa: E402
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -184,8 +184,13 @@ def _gqm_rl(subparsers) -> None:
 def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
     g = parser.add_argument_group("input columns (default: the first present of the usual names)")
     g.add_argument("--prompt-key", help="the request (default: prompt, question, instruction or input)")
-    g.add_argument("--chosen-key", help="preferred response (default: chosen, chosen_response, response_chosen, chosen_story)")
-    g.add_argument("--rejected-key", help="other response (default: rejected, rejected_response, response_rejected, rejected_story)")
+    g.add_argument(
+        "--chosen-key", help="preferred response (default: chosen, chosen_response, response_chosen, chosen_story)"
+    )
+    g.add_argument(
+        "--rejected-key",
+        help="other response (default: rejected, rejected_response, response_rejected, rejected_story)",
+    )
     g.add_argument("--tie-key", help="boolean column marking pairs judged equally good (label C)")
     g.add_argument("--chosen-score-key", help="integer 0-10 score of the chosen response (scores output format)")
     g.add_argument("--rejected-score-key", help="integer 0-10 score of the rejected response")
@@ -204,7 +209,9 @@ def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
         help="one row per pair instead of both orders; the chosen response's slot is drawn with the seed",
     )  # fmt: skip
     parser.add_argument("--system-prompt", help="system message (default: the pairwise judge's for the verdict format)")
-    parser.add_argument("--template", help="pairwise judge template file for the verdict format (writing_rl/prompts.py)")
+    parser.add_argument(
+        "--template", help="pairwise judge template file for the verdict format (writing_rl/prompts.py)"
+    )
 
 
 def _pair_reader(a, sft: bool) -> PairReader:
@@ -299,7 +306,11 @@ def _prompts(subparsers) -> None:
     g.add_argument("--src-lang-key", default="src_lang")
     g.add_argument("--trg-lang-key", default="trg_lang")
     g.add_argument("--lang-pair-key", default="lang_pair")
-    p.add_argument("--mt-template", default=MT_TEMPLATE, help="request built from a source text; fields {src_text} {src_lang} {trg_lang}")
+    p.add_argument(
+        "--mt-template",
+        default=MT_TEMPLATE,
+        help="request built from a source text; fields {src_text} {src_lang} {trg_lang}",
+    )
     p.add_argument("--data-source", help="data_source when the row has none (default: writing, or translation)")
     p.add_argument("--system-prompt", help="system message put before each prompt")
     p.set_defaults(

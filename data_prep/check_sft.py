@@ -114,7 +114,11 @@ def _check_chat(chat, where: str) -> None:
     if not isinstance(chat, list) or not chat:
         raise ValueError(f"{where}: expected a non-empty list of {{role, content}} messages")
     for i, message in enumerate(chat):
-        if not isinstance(message, dict) or message.get("role") not in ROLES or not isinstance(message.get("content"), str):
+        if (
+            not isinstance(message, dict)
+            or message.get("role") not in ROLES
+            or not isinstance(message.get("content"), str)
+        ):
             raise ValueError(f"{where}: message {i} must have a role in {sorted(ROLES)} and a text content")
     if not any(m["role"] == "assistant" and m["content"].strip() for m in chat):
         raise ValueError(f"{where}: no assistant message to learn from")

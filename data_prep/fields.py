@@ -121,11 +121,10 @@ def chat(row: dict, key: str) -> list[dict[str, str]]:
 def content_seed(seed: int, *parts: str | Sequence[str]) -> int:
     """A seed from the run's seed and a row's content: the same row gets the same random choices
     wherever it sits in the input, whatever the chunking or the rows rejected before it."""
-    digest = hashlib.blake2b(str(seed).encode(), digest_size=8)
+    items = [str(seed)]
     for part in parts:
-        for item in [part] if isinstance(part, str) else part:
-            digest.update(b"\x1f")
-            digest.update(item.encode("utf-8"))
+        items += [part] if isinstance(part, str) else part
+    digest = hashlib.blake2b("\x1f".join(items).encode("utf-8"), digest_size=8)  # the seed, then \x1f + each item
     return int.from_bytes(digest.digest(), "big")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import random
 import re
 from collections import Counter
@@ -23,38 +24,27 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from writing_rl import gqm
 
 from . import fields
 from .pipeline import BadRow
+from .schemas import CHAT, MESSAGES_SCHEMA, rl_schema
 
 DUPLICATES = ("keep", "drop", "reject")
 
-CHAT = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-MESSAGES_SCHEMA = pa.schema([("messages", CHAT)])
-RL_SCHEMA = pa.schema(
+RL_SCHEMA = rl_schema(
     [
-        ("data_source", pa.string()),
-        ("prompt", CHAT),
-        ("ability", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("index", pa.int64()),
-                    ("split", pa.string()),
-                    ("prompt_type", pa.string()),
-                    ("src_lang", pa.string()),
-                    ("trg_lang", pa.string()),
-                    ("group_size", pa.int64()),
-                    ("candidate_order", pa.list_(pa.int64())),
-                    ("augmentation", pa.string()),
-                ]
-            ),
-        ),
+        ("index", pa.int64()),
+        ("split", pa.string()),
+        ("prompt_type", pa.string()),
+        ("src_lang", pa.string()),
+        ("trg_lang", pa.string()),
+        ("group_size", pa.int64()),
+        ("candidate_order", pa.list_(pa.int64())),
+        ("augmentation", pa.string()),
     ]
 )
 
@@ -114,7 +104,9 @@ class GroupReader:
             )
         candidates = fields.text_list(row, self.mt_key, min_items=2)
         if len(candidates) > gqm.MAX_CANDIDATES:
-            raise BadRow(self.mt_key, f"has {len(candidates)} candidates; GQM labels at most {gqm.MAX_CANDIDATES} (A-Z)")
+            raise BadRow(
+                self.mt_key, f"has {len(candidates)} candidates; GQM labels at most {gqm.MAX_CANDIDATES} (A-Z)"
+            )
         scores = fields.int_scores(row, self.score_key, len(candidates))
         positions = self._kept_positions(candidates, scores)
         analysis = fields.text(row, self.analysis_key, required=False, allow_empty=True) if self.analysis_key else None
@@ -206,8 +198,9 @@ def _distinct_ranks(total: int, k: int, rng: random.Random) -> list[int]:
     """min(k, total) distinct integers from range(total), uniformly (a partial Fisher-Yates shuffle)."""
     k = min(k, total)
     pool = list(range(total))
+    uniform = rng.random
     for j in range(k):
-        r = j + int(rng.random() * (total - j))
+        r = j + int(uniform() * (total - j))
         pool[j], pool[r] = pool[r], pool[j]
     return pool[:k]
 
@@ -227,24 +220,85 @@ def _permutations(n: int) -> tuple[tuple[int, ...], ...]:
     return tuple(itertools.permutations(range(n)))
 
 
+_REORDERED_MAX_MEMBERS = 5  # subgroups this small keep their reorderings (120 at most) in a shared cache
+
+
+@lru_cache(maxsize=1024)  # every base of a group of up to 8 candidates fits (210)
+def _reorderings(base: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """``base``'s members in every order of ``_permutations`` (the first is ``base`` itself)."""
+    return tuple(tuple([base[i] for i in order]) for order in _permutations(len(base)))
+
+
 def augmentation_plan(
     classes: Sequence[int], subgroups: int, shuffles: int, rng: random.Random
 ) -> list[tuple[tuple[int, ...], str]]:
     """(candidate order, kind) for every output row of one group: the group, its sampled subgroups,
     and the sampled shuffles of each. Kinds: original, shuffle, subgroup, subgroup_shuffle."""
     n = len(classes)
-    bases = [(tuple(range(n)), "original")]
-    bases += [(members, "subgroup") for members in sample_subgroups(classes, subgroups, rng)]
+    distinct = len(set(classes)) == n
     plan = []
-    for base, kind in bases:
-        plan.append((base, kind))
-        base_classes = [classes[i] for i in base]
-        shuffled = "shuffle" if kind == "original" else "subgroup_shuffle"
-        plan.extend((tuple([base[i] for i in order]), shuffled) for order in sample_shuffles(base_classes, shuffles, rng))
+    for base in [tuple(range(n)), *sample_subgroups(classes, subgroups, rng)]:
+        original = len(base) == n  # subgroups hold 2..N-1 candidates
+        plan.append((base, "original" if original else "subgroup"))
+        shuffled = "shuffle" if original else "subgroup_shuffle"
+        if distinct and shuffles > 0 and len(base) <= _TABLE_MAX_PERMUTED:
+            # sample_shuffles' draw for distinct candidates, without its per-call checks
+            permutations = _permutations(len(base))
+            ranks = _distinct_ranks(len(permutations) - 1, shuffles, rng)
+            if len(base) <= _REORDERED_MAX_MEMBERS:
+                reordered = _reorderings(base)
+                plan += [(reordered[r + 1], shuffled) for r in ranks]
+            else:
+                plan += [(tuple([base[i] for i in permutations[r + 1]]), shuffled) for r in ranks]
+        else:
+            orders = sample_shuffles([classes[i] for i in base], shuffles, rng)
+            plan += [(tuple([base[i] for i in order]), shuffled) for order in orders]
     return plan
 
 
 # ---------------------------------------------------------------- builders
+
+_TRUTH_MEMO_SIZE = 1 << 15
+_MAX_STRING_BYTES = 2**31 - 1  # an Arrow string array's int32 offsets
+
+
+@dataclass
+class GroupRows:
+    """One group's output rows, column by column (``GQMRLBuilder.to_table`` assembles many)."""
+
+    source_id: int
+    split: str
+    src_lang: str | None
+    trg_lang: str | None
+    prompts: list[bytes]  # UTF-8
+    truths: list[str]
+    orders: Sequence[tuple[int, ...]]  # input positions, in the order shown
+    kinds: Sequence[str]
+
+    def __len__(self) -> int:
+        return len(self.orders)
+
+
+@lru_cache(maxsize=4096)
+def _picker(order: tuple[int, ...]) -> operator.itemgetter:
+    """``_picker(order)(values)`` is ``tuple(values[i] for i in order)`` (orders hold 2 items or more)."""
+    return operator.itemgetter(*order)
+
+
+def _offsets(items: list) -> np.ndarray:
+    """Arrow offsets (int64) of variable-length items laid end to end."""
+    offsets = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=offsets[1:])
+    return offsets
+
+
+def _utf8_array(values: list[bytes], offsets: np.ndarray) -> pa.Array:
+    """A string array from UTF-8 bytes in one copy. No UTF-8 validation: every value is ``str.encode``
+    output (``GroupPrompter.prompts_utf8``), so valid by construction."""
+    if offsets[-1] > _MAX_STRING_BYTES:
+        raise ValueError(f"one group's prompts hold {offsets[-1]} bytes, more than an Arrow string array can")
+    data = pa.py_buffer(b"".join(values))
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets.astype(np.int32)), data)
 
 
 @dataclass
@@ -261,6 +315,7 @@ class GQMRLBuilder:
     template: str | None = None
     schema: pa.Schema = RL_SCHEMA
     counts: Counter = field(default_factory=Counter)
+    _truth_memo: dict[tuple[int, ...], str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.prompt_type not in gqm.PROMPT_TYPES:
@@ -268,75 +323,91 @@ class GQMRLBuilder:
         if self.subgroup_augment < 0 or self.shuffle_augment < 0:
             raise ValueError("--subgroup-augment and --shuffle-augment must be >= 0")
 
-    def build(self, row: dict, source_id: int, split: str) -> list[tuple]:
+    def build(self, row: dict, source_id: int, split: str) -> GroupRows:
         group = self.reader.read(row)
         classes = group.classes
         rng = random.Random(fields.content_seed(self.seed, group.task_text, group.candidates))
-        plan = augmentation_plan(classes, self.subgroup_augment, self.shuffle_augment, rng)
-        self._count(plan, classes)
-        prompt = gqm.GroupPrompter(group.candidates, **group.task, prompt_type=self.prompt_type, template=self.template).prompt
-        truth = gqm.ground_truth_text
-        prompt_type, scores, positions = self.prompt_type, group.scores, group.positions
-        identity = positions == list(range(len(positions)))
-        src_lang, trg_lang = group.src_lang, group.trg_lang
-        return [
-            (
-                prompt(order),
-                truth(prompt_type, [scores[i] for i in order]),
-                source_id,
-                split,
-                src_lang,
-                trg_lang,
-                order if identity else tuple([positions[i] for i in order]),
-                kind,
-            )
-            for order, kind in plan
-        ]
+        orders, kinds = zip(*augmentation_plan(classes, self.subgroup_augment, self.shuffle_augment, rng))
+        self._count(kinds, classes)
+        prompter = gqm.GroupPrompter(
+            group.candidates, **group.task, prompt_type=self.prompt_type, template=self.template
+        )
+        prompts = prompter.prompts_utf8(orders)
+        truths = self._ground_truths(group.scores, orders)
+        positions = group.positions
+        if positions != list(range(len(positions))):  # dropped duplicates: report input positions
+            orders = [tuple([positions[i] for i in order]) for order in orders]
+        return GroupRows(source_id, split, group.src_lang, group.trg_lang, prompts, truths, orders, kinds)
 
-    def to_table(self, rows: list[tuple]) -> pa.Table:
-        """Columns straight from the row tuples: no per-row dicts (see bench/gqm_build.py)."""
-        prompts, truths, ids, splits, src_langs, trg_langs, orders, kinds = zip(*rows)
-        n = len(rows)
-        if self.system_prompt:
-            roles = pa.array(["system", "user"] * n, pa.string())
-            contents = pa.array([text for p in prompts for text in (self.system_prompt, p)], pa.string())
-            offsets = pa.array(range(0, 2 * n + 1, 2), pa.int32())
+    def _ground_truths(self, scores: list[int], orders: Sequence[tuple[int, ...]]) -> list[str]:
+        """``ground_truth_text`` of each order's scores, memoised by the scores shown (few distinct ones:
+        at most 11^N for N candidates, and most groups are small)."""
+        memo, prompt_type = self._truth_memo, self.prompt_type
+        truths = []
+        for order in orders:
+            shown = _picker(order)(scores)
+            truth = memo.get(shown)
+            if truth is None:
+                if len(memo) >= _TRUTH_MEMO_SIZE:
+                    memo.clear()
+                truth = memo[shown] = gqm.ground_truth_text(prompt_type, shown)
+            truths.append(truth)
+        return truths
+
+    def to_table(self, groups: list[GroupRows]) -> pa.Table:
+        """Arrow columns straight from the groups' column lists: no per-row dicts or tuples."""
+        chain = itertools.chain.from_iterable
+        prompts = list(chain(g.prompts for g in groups))
+        n = len(prompts)
+        if self.system_prompt:  # messages: [system, user] per row
+            per_row, roles = 2, ["system", "user"] * n
+            contents = [self.system_prompt.encode()] * (2 * n)
+            contents[1::2] = prompts
         else:
-            roles = pa.array(["user"] * n, pa.string())
-            contents = pa.array(prompts, pa.string())
-            offsets = pa.array(range(n + 1), pa.int32())
-        messages = pa.StructArray.from_arrays([roles, contents], fields=list(CHAT.value_type))
-        extra_type = self.schema.field("extra_info").type
+            per_row, roles, contents = 1, ["user"] * n, prompts
+        content_offsets = _offsets(contents)
+        if content_offsets[-1] > _MAX_STRING_BYTES and len(groups) > 1:  # past int32 string offsets: halve
+            half = len(groups) // 2
+            return pa.concat_tables([self.to_table(groups[:half]), self.to_table(groups[half:])])
+        messages = pa.StructArray.from_arrays(
+            [pa.array(roles, pa.string()), _utf8_array(contents, content_offsets)], fields=list(CHAT.value_type)
+        )
+        message_offsets = pa.array(np.arange(0, per_row * n + 1, per_row, dtype=np.int32))
+        chat = pa.ListArray.from_arrays(message_offsets, messages, type=CHAT)
+
+        group_of_row = np.repeat(np.arange(len(groups)), np.fromiter(map(len, groups), np.int64, len(groups)))
+
+        def per_group(values: list, type: pa.DataType) -> pa.Array:
+            return pa.array(values, type).take(group_of_row)
+
+        def repeated(value: str) -> pa.Array:
+            return pa.repeat(pa.scalar(value, pa.string()), n)
+
+        orders = list(chain(g.orders for g in groups))
+        order_offsets = _offsets(orders)
+        order_values = pa.array(np.fromiter(chain(orders), np.int64, int(order_offsets[-1])))
         extra = pa.StructArray.from_arrays(
             [
-                pa.array(ids, pa.int64()),
-                pa.array(splits, pa.string()),
-                pa.array([self.prompt_type] * n, pa.string()),
-                pa.array(src_langs, pa.string()),
-                pa.array(trg_langs, pa.string()),
-                pa.array(map(len, orders), pa.int64(), size=n),
-                pa.array(orders, pa.list_(pa.int64())),
-                pa.array(kinds, pa.string()),
+                per_group([g.source_id for g in groups], pa.int64()),
+                per_group([g.split for g in groups], pa.string()),
+                repeated(self.prompt_type),
+                per_group([g.src_lang for g in groups], pa.string()),
+                per_group([g.trg_lang for g in groups], pa.string()),
+                pa.array(np.diff(order_offsets)),
+                pa.ListArray.from_arrays(pa.array(order_offsets.astype(np.int32)), order_values),
+                pa.array(list(chain(g.kinds for g in groups)), pa.string()),
             ],
-            fields=list(extra_type),
+            fields=list(self.schema.field("extra_info").type),
         )
-        reward_type = self.schema.field("reward_model").type
         reward = pa.StructArray.from_arrays(
-            [pa.array(["rule"] * n, pa.string()), pa.array(truths, pa.string())], fields=list(reward_type)
+            [repeated("rule"), pa.array(list(chain(g.truths for g in groups)), pa.string())],
+            fields=list(self.schema.field("reward_model").type),
         )
-        columns = [
-            pa.array([self.data_source] * n, pa.string()),
-            pa.ListArray.from_arrays(offsets, messages, type=CHAT),
-            pa.array(["ranking"] * n, pa.string()),
-            reward,
-            extra,
-        ]
+        columns = [repeated(self.data_source), chat, repeated("ranking"), reward, extra]
         return pa.Table.from_arrays(columns, schema=self.schema)
 
-    def _count(self, plan: list, classes: list[int]) -> None:
-        kinds = [kind for _, kind in plan]
-        for kind in ("original", "shuffle", "subgroup", "subgroup_shuffle"):
-            self.counts[kind] += kinds.count(kind)
+    def _count(self, kinds: Sequence[str], classes: list[int]) -> None:
+        self.counts.update(kinds)  # original, shuffle, subgroup, subgroup_shuffle
         subgroups_short = self.subgroup_augment and kinds.count("subgroup") < self.subgroup_augment
         shuffles_short = self.shuffle_augment and kinds.count("shuffle") < self.shuffle_augment
         self.counts["groups_capped"] += bool(subgroups_short or shuffles_short)
@@ -387,7 +458,9 @@ class GQMSFTBuilder:
         if self.cot:
             analysis, dropped = clean_analysis(group.analysis or "", labels)
             if not analysis:
-                raise BadRow(str(self.reader.analysis_key), "empty analysis (pass --no-cot to train answers without one)")
+                raise BadRow(
+                    str(self.reader.analysis_key), "empty analysis (pass --no-cot to train answers without one)"
+                )
             self.counts["analysis_tail_dropped"] += dropped
         prompt = gqm.build_prompt(
             group.candidates, **group.task, prompt_type=self.prompt_type, cot=self.cot, template=self.template
@@ -423,7 +496,9 @@ def clean_analysis(analysis: str, labels: Sequence[str]) -> tuple[str, int]:
     return "\n".join(lines).strip(), removed
 
 
-_VERDICT_HEADING = re.compile(r"^[#*\s]*(?:final\s+|overall\s+)?(?:ranking|rankings|scores?)\s*\**\s*[:：]?\s*\**\s*", re.I)
+_VERDICT_HEADING = re.compile(
+    r"^[#*\s]*(?:final\s+|overall\s+)?(?:ranking|rankings|scores?)\s*\**\s*[:：]?\s*\**\s*", re.I
+)
 
 
 def _states_verdict(line: str, labels: Sequence[str]) -> bool:

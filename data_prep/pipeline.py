@@ -5,10 +5,11 @@ A builder turns one raw row into one or more output rows (more when it augments)
 naming the field and the reason when the row cannot be used. All outputs of one input row go to the
 same split, so augmented copies never leak between train and test.
 
-Output rows are dicts matching ``builder.schema``, unless the builder has a ``to_table(rows)`` method:
-then they can be anything that method turns into a table (the fast builders use tuples and build the
-columns directly). A builder's optional ``summary()`` adds lines to the report. Memory stays bounded:
-rows are written every ``chunk_size`` output rows, whatever the augmentation factor.
+``build`` returns a list of dicts matching ``builder.schema``, unless the builder has a
+``to_table(results)`` method: then it returns any sized batch of output rows (``len`` = rows) and
+``to_table`` turns a list of such results into a table (the fast builders keep columns per input row and
+build Arrow arrays directly). A builder's optional ``summary()`` adds lines to the report. Memory stays
+bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation factor.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Protocol, Sized
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +40,7 @@ class BadRow(ValueError):
 class Builder(Protocol):
     schema: pa.Schema
 
-    def build(self, row: dict, source_id: int, split: str) -> list:
+    def build(self, row: dict, source_id: int, split: str) -> Sized:
         """Output rows for one input row; ``source_id`` counts accepted input rows from 0."""
         ...
 
@@ -109,18 +110,20 @@ def run(
     report = BuildReport()
     rejects: list[dict] = []
 
-    to_table = getattr(builder, "to_table", None) or (lambda rows: pa.Table.from_pylist(rows, schema=builder.schema))
+    to_table = getattr(builder, "to_table", None) or (
+        lambda results: pa.Table.from_pylist([row for rows in results for row in rows], schema=builder.schema)
+    )
     with ExitStack() as stack:
         tmp_paths = {name: stack.enter_context(atomic_path(path)) for name, path in out_paths.items()}
         writers = {name: pq.ParquetWriter(tmp_paths[name], builder.schema) for name in splits}
-        pending: dict[str, list] = {name: [] for name in splits}
+        pending: dict[str, list] = {name: [] for name in splits}  # build() results not yet written
+        pending_rows = dict.fromkeys(splits, 0)
 
         def flush(name: str) -> None:
-            rows = pending[name]
-            if rows:
-                writers[name].write_table(to_table(rows))
-                report.written[name] = report.written.get(name, 0) + len(rows)
-                pending[name] = []
+            if pending_rows[name]:
+                writers[name].write_table(to_table(pending[name]))
+                report.written[name] = report.written.get(name, 0) + pending_rows[name]
+                pending[name], pending_rows[name] = [], 0
 
         bar = _progress_bar(total, progress)
         try:
@@ -142,8 +145,9 @@ def run(
                             ) from None
                         continue
                     report.accepted += 1
-                    pending[split].extend(built)
-                    if len(pending[split]) >= chunk_size:
+                    pending[split].append(built)
+                    pending_rows[split] += len(built)
+                    if pending_rows[split] >= chunk_size:
                         flush(split)
                 bar.update(len(chunk))
             if not report.accepted:

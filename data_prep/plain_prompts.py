@@ -17,31 +17,20 @@ import pyarrow as pa
 from writing_rl import gqm
 
 from . import fields
-from .gqm import CHAT
 from .pipeline import BadRow
+from .schemas import rl_schema
 
 MT_TEMPLATE = "Translate the following {src_lang} text into {trg_lang}. Reply with the translation only.\n\n{src_text}"
 
-SCHEMA = pa.schema(
+SCHEMA = rl_schema(
     [
-        ("data_source", pa.string()),
-        ("prompt", CHAT),
-        ("ability", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("index", pa.int64()),
-                    ("split", pa.string()),
-                    ("prompt", pa.string()),
-                    ("src_text", pa.string()),
-                    ("src_lang", pa.string()),
-                    ("trg_lang", pa.string()),
-                    ("lang_pair", pa.string()),
-                ]
-            ),
-        ),
+        ("index", pa.int64()),
+        ("split", pa.string()),
+        ("prompt", pa.string()),
+        ("src_text", pa.string()),
+        ("src_lang", pa.string()),
+        ("trg_lang", pa.string()),
+        ("lang_pair", pa.string()),
     ]
 )
 
@@ -83,7 +72,9 @@ class PromptsBuilder:
         translation = src_text is not None
         return [
             {
-                "data_source": row.get("data_source") or self.data_source or ("translation" if translation else "writing"),
+                "data_source": row.get("data_source")
+                or self.data_source
+                or ("translation" if translation else "writing"),
                 "prompt": chat,
                 "ability": "translation" if translation else "writing",
                 "reward_model": {"style": "model", "ground_truth": None},
@@ -102,7 +93,10 @@ class PromptsBuilder:
     def _translation_request(self, src_text: str, src_lang, trg_lang, lang_pair) -> str:
         source, target = gqm.resolve_languages(src_lang, trg_lang, lang_pair)
         if target is None:
-            raise BadRow(self.trg_lang_key, f"a translation request needs the target language ({self.trg_lang_key} or {self.lang_pair_key})")
+            raise BadRow(
+                self.trg_lang_key,
+                f"a translation request needs the target language ({self.trg_lang_key} or {self.lang_pair_key})",
+            )
         values = {"src_text": src_text, "src_lang": source or "source", "trg_lang": target}
         return _fill(self.mt_template, values)
 

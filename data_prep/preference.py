@@ -25,32 +25,21 @@ from writing_rl.parsing import parse_verdict, strip_think
 from writing_rl.prompts import PAIRWISE_SYSTEM, pairwise_messages
 
 from . import fields
-from .gqm import CHAT, MESSAGES_SCHEMA
 from .pipeline import BadRow
+from .schemas import MESSAGES_SCHEMA, rl_schema
 
 PROMPT_ALIASES = ("prompt", "question", "instruction", "input")
 CHOSEN_ALIASES = ("chosen", "chosen_response", "response_chosen", "chosen_story")
 REJECTED_ALIASES = ("rejected", "rejected_response", "response_rejected", "rejected_story")
 OUTPUT_FORMATS = ("verdict", "scores")
 
-RL_SCHEMA = pa.schema(
+RL_SCHEMA = rl_schema(
     [
-        ("data_source", pa.string()),
-        ("prompt", CHAT),
-        ("ability", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("index", pa.int64()),
-                    ("split", pa.string()),
-                    ("output_format", pa.string()),
-                    ("chosen_slot", pa.string()),
-                    ("swapped", pa.bool_()),
-                ]
-            ),
-        ),
+        ("index", pa.int64()),
+        ("split", pa.string()),
+        ("output_format", pa.string()),
+        ("chosen_slot", pa.string()),
+        ("swapped", pa.bool_()),
     ]
 )
 
@@ -141,8 +130,12 @@ class _PairBuilder:
     def request(self, pair: Pair, chosen_slot: str, cot: bool = True) -> list[dict[str, str]]:
         a, b = (pair.chosen, pair.rejected) if chosen_slot == "A" else (pair.rejected, pair.chosen)
         if self.output_format == "scores":
-            return gqm.build_messages([a, b], writing_prompt=pair.prompt, prompt_type="score", cot=cot, system=self.system_prompt)
-        return pairwise_messages(pair.prompt, a, b, template=self.template, system=self.system_prompt or PAIRWISE_SYSTEM)
+            return gqm.build_messages(
+                [a, b], writing_prompt=pair.prompt, prompt_type="score", cot=cot, system=self.system_prompt
+            )
+        return pairwise_messages(
+            pair.prompt, a, b, template=self.template, system=self.system_prompt or PAIRWISE_SYSTEM
+        )
 
     @staticmethod
     def label(pair: Pair, chosen_slot: str) -> str:
@@ -281,4 +274,3 @@ def _last_user_message(turns: list[dict] | None, key: str) -> str:
     if not users:
         raise BadRow(key, "no prompt column and no user message in the chat")
     return users[-1]
-

@@ -185,21 +185,25 @@ async def compute_group_score(
     The group's level is pinned once, every rollout is judged against that reference, then the level
     moves up one when at least one rollout won and the group's win rate (mean ``win`` share over its
     rollouts) is at least ``advance_threshold`` (0: any win, as in Writing-RL). Validation rows
-    (``extra_info.split`` test/val/validation) never move it. ``reference_level`` reports the pinned level.
+    (``extra_info.split`` test/val/validation) are judged against their first reference and never
+    move a level. ``reference_level`` reports the pinned level.
     """
     first = members[0]
     task = read_ground_truth(first.ground_truth, first.extra_info)
     how = Scoring(**scoring)
     key = curriculum_key(task)
     level = 0
-    if curriculum is not None and len(task.references) > 1:
+    validation = is_validation(first.extra_info)
+    # Validation rows are judged against their first reference: their ids (0..N-1 of another file)
+    # would otherwise read, and re-register, the levels of unrelated training prompts.
+    if curriculum is not None and len(task.references) > 1 and not validation:
         level = await curriculum.pin(key, len(task.references))
     reference = task.references[level]
     results = await asyncio.gather(
         *(judge_against(m.text, task, reference, judge.member(i), how) for i, m in enumerate(members))
     )
     win_rate = sum(r["win"] for r in results) / len(results)
-    if curriculum is not None and level + 1 < len(task.references) and not is_validation(first.extra_info):
+    if curriculum is not None and level + 1 < len(task.references) and not validation:
         if win_rate > 0 and win_rate >= advance_threshold:
             await curriculum.advance(key, level)
     return [{**r, "reference_level": level} for r in results]

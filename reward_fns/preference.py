@@ -94,7 +94,9 @@ def read_label(ground_truth: Any, extra_info: Mapping | None = None) -> str:
         if text in ("A", "B", "C"):
             return text
     where = f"sample index={extra_info['index']}" if extra_info and extra_info.get("index") is not None else "sample"
-    raise ValueError(f"{where}: ground truth must be the preferred slot 'A', 'B' or 'C' (tie), got {ground_truth!r:.80}")
+    raise ValueError(
+        f"{where}: ground truth must be the preferred slot 'A', 'B' or 'C' (tie), got {ground_truth!r:.80}"
+    )
 
 
 def _result(score: float, valid: int, correct: int = 0, predicted_tie: int = 0) -> dict[str, float]:

@@ -49,11 +49,15 @@ def compute_score(
     has it, else ``ranking_score`` for a score-dict truth and ``ranking`` for a ranking truth.
     """
     truth_scores, truth_ranking, labels = read_ground_truth(ground_truth, extra_info)
-    prompt_type = prompt_type or (extra_info or {}).get("prompt_type") or (
-        "ranking_score" if truth_scores is not None else "ranking"
+    prompt_type = (
+        prompt_type
+        or (extra_info or {}).get("prompt_type")
+        or ("ranking_score" if truth_scores is not None else "ranking")
     )
     if prompt_type != "ranking" and truth_scores is None:
-        raise ValueError(f"{_where(extra_info)}: prompt_type {prompt_type} needs a score dict ground truth, got a ranking")
+        raise ValueError(
+            f"{_where(extra_info)}: prompt_type {prompt_type} needs a score dict ground truth, got a ranking"
+        )
     answer = gqm.read_gqm_output(
         solution_str,
         labels,
@@ -126,7 +130,9 @@ def _relation(tier: Mapping[str, int], x: str, y: str) -> int:
     return (tier[x] < tier[y]) - (tier[x] > tier[y])
 
 
-def margin_score(predicted: Mapping[str, int], truth: Mapping[str, int], rewards: Sequence[float] = MARGIN_REWARDS) -> float:
+def margin_score(
+    predicted: Mapping[str, int], truth: Mapping[str, int], rewards: Sequence[float] = MARGIN_REWARDS
+) -> float:
     """Mean over pairs of ``rewards[|(truth[x]-truth[y]) - (pred[x]-pred[y])|]`` (0 past the table)."""
     pairs = list(combinations(sorted(truth), 2))
     total = 0.0

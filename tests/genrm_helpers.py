@@ -48,17 +48,27 @@ def direct_greedy(model_dir, messages_list, max_new_tokens: int) -> list[dict]:
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         with torch.inference_mode():
-            out = model.generate(input_ids=ids, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=eos,
-                                 pad_token_id=tokenizer.pad_token_id, top_k=None, temperature=None, top_p=None)
-        new = out[0, ids.shape[1]:].tolist()
+            out = model.generate(
+                input_ids=ids,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=eos,
+                pad_token_id=tokenizer.pad_token_id,
+                top_k=None,
+                temperature=None,
+                top_p=None,
+            )
+        new = out[0, ids.shape[1] :].tolist()
         stopped = eos in new
         kept = new[: new.index(eos)] if stopped else new
-        outputs.append({
-            "text": tokenizer.decode(kept, skip_special_tokens=True),
-            "finish_reason": "stop" if stopped else "length",
-            "prompt_tokens": ids.shape[1],
-            "completion_tokens": len(kept) + (1 if stopped else 0),
-        })
+        outputs.append(
+            {
+                "text": tokenizer.decode(kept, skip_special_tokens=True),
+                "finish_reason": "stop" if stopped else "length",
+                "prompt_tokens": ids.shape[1],
+                "completion_tokens": len(kept) + (1 if stopped else 0),
+            }
+        )
     return outputs
 
 

@@ -5,10 +5,11 @@ import re
 
 import pytest
 
-from judge_server import preference_verdict
 from reward_fns.brpo import choose_references, compute_score
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+
+from judge_server import preference_verdict
 
 
 class PreferenceJudge:
@@ -63,7 +64,10 @@ def test_reference_choice_is_reproducible_and_independent_of_arrival_order():
     assert choose_references(list(reversed(texts)), 1, seed=0, uid="abc") == first
     picks = {choose_references(texts, 1, seed=0, uid=f"uid-{i}")[0] for i in range(40)}
     assert len(picks) > 3  # different groups, different references
-    assert choose_references(texts, 1, seed=1, uid="abc") != first or choose_references(texts, 1, seed=2, uid="abc") != first
+    assert (
+        choose_references(texts, 1, seed=1, uid="abc") != first
+        or choose_references(texts, 1, seed=2, uid="abc") != first
+    )
 
 
 def test_identical_rollouts_share_one_judgment_and_copies_of_the_reference_get_zero():
@@ -77,7 +81,9 @@ def test_identical_rollouts_share_one_judgment_and_copies_of_the_reference_get_z
             assert r["score"] == 0.0
 
 
-@pytest.mark.parametrize("strategy, calls_per_candidate", [("both", 2), ("position-advantage", 1), ("position-disadvantage", 1)])
+@pytest.mark.parametrize(
+    "strategy, calls_per_candidate", [("both", 2), ("position-advantage", 1), ("position-disadvantage", 1)]
+)
 def test_strategy_controls_orders(strategy, calls_per_candidate):
     judge = PreferenceJudge()
     results, _, sample_judge = run(members("a good", "b bad", "c"), judge=judge, strategy=strategy)
@@ -100,7 +106,9 @@ def test_position_bias_shows_as_inconsistency_and_a_zero_reward():
 
 
 def test_k_references_average():
-    results, _, sample_judge = run(members("good good", "good", "plain", "bad"), num_references=2, strategy="position-advantage")
+    results, _, sample_judge = run(
+        members("good good", "good", "plain", "bad"), num_references=2, strategy="position-advantage"
+    )
     refs = [i for i, r in enumerate(results) if r["is_reference"]]
     assert len(refs) == 2
     assert len(sample_judge.calls) == 2 * 2  # 2 candidates x 2 references

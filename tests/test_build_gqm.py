@@ -8,7 +8,9 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 import pytest
 
+from data_prep import gqm as gqm_builders
 from data_prep.build_parquet import main as build
+from data_prep.fields import content_seed
 from data_prep.gqm import augmentation_plan, clean_analysis, sample_shuffles, sample_subgroups
 from reward_fns.ranking_accuracy import compute_score
 from writing_rl import gqm
@@ -73,8 +75,41 @@ def test_plan_is_deterministic_per_seed_and_counts_each_kind():
     kinds = [kind for _, kind in plan]
     assert kinds.count("original") == 1 and kinds.count("shuffle") == 4 and kinds.count("subgroup") == 4
     sizes = {len(order) for order, kind in plan if kind == "subgroup"}
-    assert kinds.count("subgroup_shuffle") == sum(min(4, math.factorial(len(o)) - 1) for o, k in plan if k == "subgroup")
+    assert kinds.count("subgroup_shuffle") == sum(
+        min(4, math.factorial(len(o)) - 1) for o, k in plan if k == "subgroup"
+    )
     assert sizes <= {2, 3}
+
+
+def reference_plan(classes, subgroups, shuffles, rng):
+    """augmentation_plan spelled out from the two samplers (its fast path must draw exactly this)."""
+    plan = []
+    for base in [tuple(range(len(classes))), *sample_subgroups(classes, subgroups, rng)]:
+        plan.append((base, "original" if len(base) == len(classes) else "subgroup"))
+        kind = "shuffle" if len(base) == len(classes) else "subgroup_shuffle"
+        for order in sample_shuffles([classes[i] for i in base], shuffles, rng):
+            plan.append((tuple(base[i] for i in order), kind))
+    return plan
+
+
+def test_plan_equals_the_samplers_composed_for_distinct_and_repeated_candidates():
+    for case in range(400):
+        r = random.Random(case)
+        n = r.randint(2, 9)  # past the permutation tables (7) too
+        raw = list(range(n)) if case % 3 else [r.randint(0, n // 2) for _ in range(n)]
+        first = {}
+        classes = [first.setdefault(c, i) for i, c in enumerate(raw)]
+        k_sub, k_shuf = r.randint(0, 5), r.randint(0, 8)
+        assert augmentation_plan(classes, k_sub, k_shuf, random.Random(case)) == reference_plan(
+            classes, k_sub, k_shuf, random.Random(case)
+        ), (classes, k_sub, k_shuf)
+
+
+def test_content_seed_is_pinned():
+    """Seeds decide every augmented row: changing the hash would silently reshuffle rebuilt datasets."""
+    assert content_seed(0, "src", ["a", "b"]) == 5352172844968077388
+    assert content_seed(7, "第1句", ["x"]) == 8852996296530534750
+    assert content_seed(3, "p", "q", ()) == 4736417908493521238
 
 
 # ---------------------------------------------------------------- gqm-rl
@@ -147,6 +182,20 @@ def test_reruns_are_identical_and_the_seed_changes_augmentation(tmp_path):
         assert not indices & other
 
 
+def test_batches_past_the_string_offset_limit_are_split_without_changing_rows(monkeypatch):
+    builder = gqm_builders.GQMRLBuilder(subgroup_augment=2, shuffle_augment=2, system_prompt="You rank.")
+    groups = [builder.build(group(i), i, "train") for i in range(4)]
+    whole = builder.to_table(groups)
+    whole.validate(full=True)  # the prompt column is built from raw UTF-8 buffers
+    sizes = sorted(sum(len(p) + len(b"You rank.") for p in g.prompts) for g in groups)
+    assert sizes[0] + sizes[1] > sizes[-1]  # so a limit of the largest group leaves one group per batch
+    monkeypatch.setattr(gqm_builders, "_MAX_STRING_BYTES", sizes[-1])
+    split = builder.to_table(groups)
+    split.validate(full=True)
+    assert split.column("prompt").num_chunks == 4
+    assert split.to_pylist() == whole.to_pylist()
+
+
 def test_duplicates_are_dropped_by_default_and_order_maps_to_input_positions(tmp_path):
     row = group(0, n=4)
     row["mt_texts"][2] = row["mt_texts"][0] + "  "  # identical once stripped
@@ -182,7 +231,9 @@ BAD_ROWS = [
 
 
 @pytest.mark.parametrize("change,field,reason", BAD_ROWS)
-def test_bad_rows_are_reported_with_row_field_and_reason_and_nothing_is_written(tmp_path, capsys, change, field, reason):
+def test_bad_rows_are_reported_with_row_field_and_reason_and_nothing_is_written(
+    tmp_path, capsys, change, field, reason
+):
     rows = [group(0), {**group(1), **change}, group(2)]
     rejects = tmp_path / "rejects.jsonl"
     rc, out = run(tmp_path, "gqm-rl", rows, "--rejects", str(rejects))
@@ -200,13 +251,24 @@ def test_skip_bad_keeps_dense_group_ids_and_counts(tmp_path, capsys):
     assert rc == 0
     assert sorted({r["extra_info"]["index"] for r in read(out)}) == [0, 1]
     text = capsys.readouterr().out
-    assert "read 4 rows: accepted 2, rejected 2" in text and "check: read 4 = written 4 / factor 2.00 + rejected 2" in text
+    assert (
+        "read 4 rows: accepted 2, rejected 2" in text and "check: read 4 = written 4 / factor 2.00 + rejected 2" in text
+    )
 
 
 def test_ranking_prompt_type_writing_groups_lang_pair_and_system_prompt(tmp_path):
     rows = [
-        {"prompt": "Write a limerick about a cat.", "mt_texts": ["cat one", "cat two", "cat three"], "scores": [3, 8, 3]},
-        {"src_text": "Guten Morgen", "lang_pair": "de-en", "mt_texts": ["Good morning", "Morning good"], "scores": [9, 2]},
+        {
+            "prompt": "Write a limerick about a cat.",
+            "mt_texts": ["cat one", "cat two", "cat three"],
+            "scores": [3, 8, 3],
+        },
+        {
+            "src_text": "Guten Morgen",
+            "lang_pair": "de-en",
+            "mt_texts": ["Good morning", "Morning good"],
+            "scores": [9, 2],
+        },
     ]
     rc, out = run(tmp_path, "gqm-rl", rows, "--prompt-type", "ranking", "--system-prompt", "You rank.")
     assert rc == 0
@@ -274,7 +336,9 @@ def test_clean_analysis_drops_only_trailing_verdict_lines():
     text = "B reads best.\nRanking:\nB > A = C\n\n**Scores**: \nB: 8, A: 5, C: 5\n"
     assert clean_analysis(text, labels) == ("B reads best.", 4)
     assert clean_analysis("B > A = C is my guess.\nThen more text.", labels) == (
-        "B > A = C is my guess.\nThen more text.", 0)
+        "B > A = C is my guess.\nThen more text.",
+        0,
+    )
     assert clean_analysis("B > A = C", labels) == ("", 1)
 
 
@@ -297,12 +361,26 @@ def test_verl_multiturn_sft_dataset_loads_the_sft_parquet(tmp_path, tokenizer):
 
     from data_prep.check_sft import check_sft, compose_sft
 
-    config = compose_sft([f"data.train_files={out / 'train.parquet'}", f"model.path={tokenizer.name_or_path}",
-                          "data.max_length=4096", "data.train_batch_size=8", "trainer.n_gpus_per_node=8"])
+    config = compose_sft(
+        [
+            f"data.train_files={out / 'train.parquet'}",
+            f"model.path={tokenizer.name_or_path}",
+            "data.max_length=4096",
+            "data.train_batch_size=8",
+            "trainer.n_gpus_per_node=8",
+        ]
+    )
     checked = check_sft(config, sample=3)
     assert any("3 rows of 'messages' chats" in line for line in checked)
     assert any(line.startswith("verl MultiTurnSFTDataset on 3 rows: longest") for line in checked)
-    short = compose_sft([f"data.train_files={out / 'train.parquet'}", f"model.path={tokenizer.name_or_path}",
-                         "data.max_length=50", "data.train_batch_size=8", "trainer.n_gpus_per_node=8"])
+    short = compose_sft(
+        [
+            f"data.train_files={out / 'train.parquet'}",
+            f"model.path={tokenizer.name_or_path}",
+            "data.max_length=50",
+            "data.train_batch_size=8",
+            "trainer.n_gpus_per_node=8",
+        ]
+    )
     with pytest.raises(ValueError, match="> data.max_length=50"):
         check_sft(short, sample=3)

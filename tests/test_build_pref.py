@@ -12,8 +12,12 @@ from writing_rl.parsing import parse_verdict
 
 
 def pair(i, **extra):
-    return {"prompt": f"Write a two-line poem about rain, take {i}.", "chosen": f"Rain hums {i}.\nRoofs reply.",
-            "rejected": f"It rained {i}.", **extra}
+    return {
+        "prompt": f"Write a two-line poem about rain, take {i}.",
+        "chosen": f"Rain hums {i}.\nRoofs reply.",
+        "rejected": f"It rained {i}.",
+        **extra,
+    }
 
 
 def run(tmp_path, command, rows, *flags):
@@ -65,8 +69,10 @@ def test_no_swap_writes_one_row_per_pair_with_a_seeded_balanced_slot(tmp_path):
 def test_rewardbench_and_chat_style_columns_and_ties(tmp_path):
     rows = [
         {"question": "Q1?", "chosen_response": "good answer", "rejected_response": "bad answer"},
-        {"chosen": [{"role": "user", "content": "Q2?"}, {"role": "assistant", "content": "fine"}],
-         "rejected": [{"role": "user", "content": "Q2?"}, {"role": "assistant", "content": "worse"}]},
+        {
+            "chosen": [{"role": "user", "content": "Q2?"}, {"role": "assistant", "content": "fine"}],
+            "rejected": [{"role": "user", "content": "Q2?"}, {"role": "assistant", "content": "worse"}],
+        },
         {"prompt": "Q3?", "chosen": "same quality", "rejected": "same quality!", "tie": "true"},
     ]
     rc, out = run(tmp_path, "pref-rl", rows, "--tie-key", "tie", "--no-swap")
@@ -88,8 +94,17 @@ def test_scores_output_format_uses_the_gqm_score_line(tmp_path):
     line = "A: 8, B: 3" if label == "A" else "A: 3, B: 8"
     assert compute_score("preference", f"analysis\n### Scores:\n{line}", label, first["extra_info"])["score"] == 1.0
 
-    rc, out = run(tmp_path, "pref-sft", rows, "--output-format", "scores", "--chosen-score-key", "cs",
-                  "--rejected-score-key", "rs")
+    rc, out = run(
+        tmp_path,
+        "pref-sft",
+        rows,
+        "--output-format",
+        "scores",
+        "--chosen-score-key",
+        "cs",
+        "--rejected-score-key",
+        "rs",
+    )
     assert rc == 0
     answers = sorted(r["messages"][-1]["content"] for r in read(out))
     assert answers == ["A: 3, B: 8\n", "A: 8, B: 3\n"]

@@ -35,12 +35,15 @@ def test_writing_and_translation_rows_carry_the_request_and_mt_fields(tmp_path):
     assert fable["reward_model"] == {"style": "model", "ground_truth": None}
 
     request = zh["prompt"][0]["content"]
-    assert request.startswith("Translate the following Chinese text into English.") and request.endswith("今天天气很好。")
+    assert request.startswith("Translate the following Chinese text into English.") and request.endswith(
+        "今天天气很好。"
+    )
     assert zh["extra_info"]["src_text"] == "今天天气很好。" and zh["extra_info"]["lang_pair"] == "zh-en"
     assert zh["data_source"] == "translation" and zh["ability"] == "translation"
     # what the group-ranking reward will show its GenRM
-    assert gqm.resolve_languages(zh["extra_info"]["src_lang"], zh["extra_info"]["trg_lang"], zh["extra_info"]["lang_pair"]) == (
-        "Chinese", "English")
+    assert gqm.resolve_languages(
+        zh["extra_info"]["src_lang"], zh["extra_info"]["trg_lang"], zh["extra_info"]["lang_pair"]
+    ) == ("Chinese", "English")
 
     assert de["prompt"] == [{"role": "user", "content": "Translate: Guten Tag"}]
     assert (de["extra_info"]["src_lang"], de["extra_info"]["trg_lang"]) == ("de", "English")
@@ -54,13 +57,20 @@ def test_system_prompt_template_braces_and_bad_rows(tmp_path, capsys):
     rc, out = run(tmp_path, rows, "--system-prompt", "You translate.", "--mt-template", "{src_text} -> {trg_lang}")
     assert rc == 0
     (row,) = pq.read_table(out / "train.parquet").to_pylist()
-    assert row["prompt"] == [{"role": "system", "content": "You translate."}, {"role": "user", "content": "x = {y} -> French"}]
+    assert row["prompt"] == [
+        {"role": "system", "content": "You translate."},
+        {"role": "user", "content": "x = {y} -> French"},
+    ]
 
     for bad, field, reason in [
         ({"src_text": "x"}, "trg_lang", "needs the target language"),
         ({"prompt": ""}, "prompt", "expected a non-empty string"),
         ({"other": 1}, "prompt", "expected a prompt"),
-        ({"prompt": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, "prompt", "must end with"),
+        (
+            {"prompt": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]},
+            "prompt",
+            "must end with",
+        ),
         ({"src_text": "x", "lang_pair": "english"}, "lang_pair", "two languages"),
     ]:
         rc, out = run(tmp_path, [{"prompt": "fine"}, bad])

@@ -15,8 +15,11 @@ def write_jsonl(path, rows):
 
 
 ROWS = [
-    {"prompt": f"Write piece {i}.", "criteria": ["Vivid", "Short"] if i % 2 else "Be kind.",
-     "references": [f"easy {i}", f"hard {i}"]}
+    {
+        "prompt": f"Write piece {i}.",
+        "criteria": ["Vivid", "Short"] if i % 2 else "Be kind.",
+        "references": [f"easy {i}", f"hard {i}"],
+    }
     for i in range(10)
 ]
 
@@ -64,7 +67,10 @@ def test_unicode_and_optional_fields(tmp_path):
     first, second = pq.read_table(out / "train.parquet").to_pylist()
     assert first["reward_model"]["ground_truth"]["target"] == ["秋风起"]
     assert first["prompt"][0] == {"role": "system", "content": "You are a poet."}
-    assert second["reward_model"]["ground_truth"]["target"] == [] and second["reward_model"]["ground_truth"]["criteria"] is None
+    assert (
+        second["reward_model"]["ground_truth"]["target"] == []
+        and second["reward_model"]["ground_truth"]["criteria"] is None
+    )
 
 
 def test_bad_row_stops_the_build_naming_row_and_field_and_writes_nothing(tmp_path, capsys):

@@ -7,10 +7,8 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
-from judge_server import preference_verdict
 from reward_fns.pairwise import compute_group_score
 from writing_rl.config import CurriculumConfig
 from writing_rl.curriculum import (
@@ -24,6 +22,8 @@ from writing_rl.curriculum import (
 )
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeReply, SampleJudge
+
+from judge_server import preference_verdict
 
 
 class LocalCurriculum:
@@ -130,10 +130,14 @@ def test_advance_threshold(tmp_path, threshold, wins, moves):
     assert scheduler.table.level("7") == int(moves)
 
 
-def test_validation_never_moves_a_level(tmp_path):
+def test_validation_never_moves_a_level_nor_reads_the_training_one(tmp_path):
     scheduler = ReferenceScheduler(settings(tmp_path))
-    results, _ = score(group(["good"] * 3, split="test"), LocalCurriculum(scheduler))
-    assert results[0]["win"] == 1.0 and scheduler.table.level("7") == 0
+    curriculum = LocalCurriculum(scheduler)
+    score(group(["good"] * 2), curriculum)  # training: id 7 moves to level 1
+    results, judge = score(group(["good"] * 3, split="test"), curriculum)
+    assert results[0]["win"] == 1.0 and results[0]["reference_level"] == 0
+    assert all("ref easy" in q for q in judge.asked)  # validation's id 7 is another prompt: first reference
+    assert scheduler.table.level("7") == 1 and curriculum.advances == 1
 
 
 def test_single_reference_and_no_curriculum(tmp_path):
@@ -163,6 +167,29 @@ def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
     assert load_levels(tmp_path / "state" / LATEST).as_dict() == {"1": 1, "2": 1, "3": 1, "4": 1}
 
 
+def test_a_fresh_run_in_an_old_checkpoint_dir_snapshots_its_own_checkpoints(tmp_path):
+    # An earlier run left checkpoint 1 (tracker "1") and its snapshot; this run starts over
+    # (trainer.resume_mode=disable) in the same dir, so verl's next save rewrites the tracker as "1".
+    checkpoints = tmp_path / "ckpt"
+    checkpoints.mkdir()
+    tracker = checkpoints / "latest_checkpointed_iteration.txt"
+    tracker.write_text("1")
+    old_run = LevelTable(["old"], [2], [3]).arrays()
+    save_levels(tmp_path / "state" / "levels.step_1.npz", old_run)
+    scheduler = ReferenceScheduler(settings(tmp_path, resume=False))
+    curriculum = LocalCurriculum(scheduler)
+
+    async def step_one():
+        await compute_group_score(group(["good"], gid=5), judge=SampleJudge(PreferenceJudge()), curriculum=curriculum)
+        tracker.write_text("1")
+        stat = tracker.stat()
+        os.utime(tracker, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later save, however coarse the clock
+        await asyncio.sleep(0.3)
+
+    asyncio.run(step_one())
+    assert load_levels(tmp_path / "state" / "levels.step_1.npz").as_dict() == {"5": 1}  # not the old run's levels
+
+
 def test_restart_continues_and_resume_uses_the_checkpointed_step(tmp_path):
     state = tmp_path / "state"
     save_levels(state / "levels.step_10.npz", LevelTable(["a"], [1], [3]).arrays())
@@ -180,7 +207,10 @@ def test_restart_continues_and_resume_uses_the_checkpointed_step(tmp_path):
 def test_config_from_verl_follows_trainer_settings(tmp_path):
     from omegaconf import OmegaConf
 
-    base = {"trainer": {"default_local_dir": str(tmp_path / "ck"), "resume_mode": "auto"}, "reward": {"reward_kwargs": {}}}
+    base = {
+        "trainer": {"default_local_dir": str(tmp_path / "ck"), "resume_mode": "auto"},
+        "reward": {"reward_kwargs": {}},
+    }
     config = CurriculumConfig.from_verl(OmegaConf.create(base))
     assert config.state_dir == str(tmp_path / "ck" / "curriculum") and config.resume and config.resume_step is None
     base["trainer"].update(resume_mode="resume_path", resume_from_path=str(tmp_path / "ck" / "global_step_40"))
@@ -205,9 +235,7 @@ while True:
 def test_kill_9_during_snapshots_leaves_a_loadable_state(tmp_path):
     path = tmp_path / "state" / LATEST
     for delay in (0.3, 0.55, 0.8):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", KILLER, str(path), "200000"], stdout=subprocess.PIPE, text=True
-        )
+        proc = subprocess.Popen([sys.executable, "-c", KILLER, str(path), "200000"], stdout=subprocess.PIPE, text=True)
         proc.stdout.readline()  # at least one snapshot is complete
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)

@@ -8,12 +8,13 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO_DIR, reward_loop
 from data_prep.build_parquet import main as build
 from writing_rl import gqm
 from writing_rl.batch import build_reward_batch
 from writing_rl.check import check_config
 from writing_rl.verl_config import compose
+
+from conftest import REPO_DIR, reward_loop
 
 REQUIRED = {"MODEL_PATH": "/models/genrm", "TRAIN_FILES": "/data/train.parquet", "VAL_FILES": "/data/val.parquet"}
 
@@ -41,8 +42,9 @@ def fake(tmp_path, name):
 def run_script(script, env_extra, *args):
     env = {k: v for k, v in os.environ.items() if k not in REQUIRED and k not in ("RAY_ADDRESS", "DRY_RUN")}
     env.update(env_extra)
-    return subprocess.run(["bash", str(REPO_DIR / "scripts" / script), *args], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        ["bash", str(REPO_DIR / "scripts" / script), *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,8 +70,17 @@ def test_rl_scripts_name_missing_variables_and_launch_their_overlay(tmp_path, sc
 
 
 def test_sft_script_runs_verl_sft_trainer_under_torchrun_and_dry_run_checks_the_data(tmp_path, tokenizer_dir):
-    rows = [{"src_text": f"源文 {i}", "src_lang": "zh", "trg_lang": "en", "mt_texts": [f"a {i}", f"b {i}"],
-             "scores": [3, 8], "analysis": "B is more faithful than A."} for i in range(4)]
+    rows = [
+        {
+            "src_text": f"源文 {i}",
+            "src_lang": "zh",
+            "trg_lang": "en",
+            "mt_texts": [f"a {i}", f"b {i}"],
+            "scores": [3, 8],
+            "analysis": "B is more faithful than A.",
+        }
+        for i in range(4)
+    ]
     source = tmp_path / "groups.jsonl"
     source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     assert build(["gqm-sft", "--quiet", "--input", str(source), "--output", str(tmp_path / "sft")]) == 0
@@ -110,8 +121,16 @@ def test_sft_script_runs_verl_sft_trainer_under_torchrun_and_dry_run_checks_the_
 def test_ranking_accuracy_through_verls_reward_loop_manager(ray_cluster, tmp_path, tokenizer_dir, tokenizer):
     """gqm-rl rows and GenRM answers through verl's RewardLoopManager with its built-in naive manager, as
     hydra_configs/grrm_rlvr.yaml configures it: 5 samples over 2 workers (verl pads to 6)."""
-    rows = [{"src_text": f"源文 {i}", "src_lang": "zh", "trg_lang": "en", "mt_texts": ["one", "two", "three"],
-             "scores": [2, 9, 5]} for i in range(5)]
+    rows = [
+        {
+            "src_text": f"源文 {i}",
+            "src_lang": "zh",
+            "trg_lang": "en",
+            "mt_texts": ["one", "two", "three"],
+            "scores": [2, 9, 5],
+        }
+        for i in range(5)
+    ]
     source = tmp_path / "groups.jsonl"
     source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     assert build(["gqm-rl", "--quiet", "--input", str(source), "--output", str(tmp_path / "rl")]) == 0

@@ -91,30 +91,45 @@ READ_CASES = [
     # text, options, expected ranking or reason fragment
     (GOOD, {}, (("B",), ("A", "D"), ("C",))),
     (GOOD.replace("\n\n", "\n"), {}, (("B",), ("A", "D"), ("C",))),
-    (f"<think>{ANALYSIS}</think>\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2", {},
-     (("B",), ("A", "D"), ("C",))),
+    (
+        f"<think>{ANALYSIS}</think>\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2",
+        {},
+        (("B",), ("A", "D"), ("C",)),
+    ),
     (f"<think>{ANALYSIS}\n### Final Ranking:\nB > A = D > C", {}, "never closed"),
     ("### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2", {}, "no reasoning"),
     (f"{ANALYSIS}\nB > A = D > C\nB: 9, A: 7, D: 7, C: 2", {}, "expected a header line like '### Scores:'"),
     (f"{ANALYSIS}\nB > A = D > C\nB: 9, A: 7, D: 7, C: 2", {"headers": "optional"}, (("B",), ("A", "D"), ("C",))),
     (f"{ANALYSIS}\n### Final Ranking:\nB > A > D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2", {}, "disagrees"),
     (f"{ANALYSIS}\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7", {}, "leaves out C"),
-    (f"{ANALYSIS}\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2\nThanks!", {},
-     "expected a header line like '### Scores:'"),
+    (
+        f"{ANALYSIS}\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2\nThanks!",
+        {},
+        "expected a header line like '### Scores:'",
+    ),
     ("B > A = D > C\nB: 9, A: 7, D: 7, C: 2", {"variant": "no_cot"}, (("B",), ("A", "D"), ("C",))),
     ("\n  B > A = D > C  \n\nB: 9, A: 7, D: 7, C: 2\n", {"variant": "no_cot"}, (("B",), ("A", "D"), ("C",))),
     (f"{ANALYSIS}\nB > A = D > C\nB: 9, A: 7, D: 7, C: 2", {"variant": "no_cot"}, "found reasoning"),
-    ("### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2", {"variant": "no_cot"},
-     "found reasoning"),
+    (
+        "### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2",
+        {"variant": "no_cot"},
+        "found reasoning",
+    ),
     ("B: 9, A: 7, D: 7, C: 2", {"variant": "no_cot"}, "ends before its ranking line"),
     (GOOD, {"variant": "zero"}, "only"),  # 98 reasoning characters < 50 x 4
-    ("x" * 200 + "\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2", {"variant": "zero"},
-     (("B",), ("A", "D"), ("C",))),
+    (
+        "x" * 200 + "\n### Final Ranking:\nB > A = D > C\n### Scores:\nB: 9, A: 7, D: 7, C: 2",
+        {"variant": "zero"},
+        (("B",), ("A", "D"), ("C",)),
+    ),
     ("", {}, "ends before its scores line"),
     (f"{ANALYSIS}\n### Final Ranking:\nB > A = D > C", {"prompt_type": "ranking"}, (("B",), ("A", "D"), ("C",))),
     (f"{ANALYSIS}\n### Scores:\nA: 7, B: 9, C: 2, D: 7", {"prompt_type": "score"}, (("B",), ("A", "D"), ("C",))),
-    (f"{ANALYSIS}\n**Final ranking**\n**B > A = D > C**\nScores:\nB:9, A:7, D:7, C:2", gqm.LENIENT,
-     (("B",), ("A", "D"), ("C",))),
+    (
+        f"{ANALYSIS}\n**Final ranking**\n**B > A = D > C**\nScores:\nB:9, A:7, D:7, C:2",
+        gqm.LENIENT,
+        (("B",), ("A", "D"), ("C",)),
+    ),
     (f"{ANALYSIS}\nB > A = D > C\nB: 9, A: 7, D: 7, C: 2", gqm.LENIENT, (("B",), ("A", "D"), ("C",))),
     ("B > A = D > C\nB: 9, A: 7, D: 7, C: 2", gqm.LENIENT, "no reasoning"),
     (GOOD, gqm.STRICT, (("B",), ("A", "D"), ("C",))),
@@ -232,9 +247,25 @@ def test_prompt_variants_and_errors():
             gqm.build_prompt(**kwargs)
 
 
-def test_group_prompter_matches_build_prompt_for_any_order():
-    candidates = ["one", "two", "three", "four"]
-    prompter = gqm.GroupPrompter(candidates, source_text="src", src_lang="en", trg_lang="fr")
-    for order in [(0, 1, 2, 3), (3, 1), (2, 0, 3)]:
-        expected = gqm.build_prompt([candidates[i] for i in order], source_text="src", src_lang="en", trg_lang="fr")
-        assert prompter.prompt(order) == expected
+PROMPTER_TEMPLATES = [
+    None,
+    "{candidates}\n{source}",  # candidates first
+    "{source}{candidates}",  # no literal text between the slots
+    "Twice: {candidates} | {source} | {candidates} ({n}, {src_lang}->{trg_lang})",
+]
+
+
+@pytest.mark.parametrize("template", PROMPTER_TEMPLATES)
+@pytest.mark.parametrize(
+    "task", [{"source_text": "第一句 `x`", "src_lang": "zh", "trg_lang": "en"}, {"writing_prompt": "w"}]
+)
+def test_group_prompter_matches_build_prompt_for_any_order_in_str_and_utf8(template, task):
+    candidates = ["one", "twö ```code```", "three {source}", "四"]
+    prompter = gqm.GroupPrompter(candidates, template=template, prompt_type="score", **task)
+    orders = [(0, 1, 2, 3), (3, 1), (2, 0, 3), (1, 0, 3, 2), (3, 1)]
+    expected = [
+        gqm.build_prompt([candidates[i] for i in order], template=template, prompt_type="score", **task)
+        for order in orders
+    ]
+    assert [prompter.prompt(order) for order in orders] == expected
+    assert prompter.prompts_utf8(orders) == [text.encode("utf-8") for text in expected]

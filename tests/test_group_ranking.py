@@ -4,11 +4,13 @@ import asyncio
 
 import pytest
 
-from judge_server import gqm_candidates as shown_candidates
-from judge_server import gqm_reply
 from reward_fns.group_ranking import compute_score, extract_answer, overlong_penalty, shuffled_order
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+
+from judge_server import gqm_candidates as shown_candidates
+from judge_server import gqm_reply
+
 
 class GenRM:
     def __init__(self, reply=gqm_reply, finish_reason="stop"):
@@ -37,7 +39,12 @@ def test_one_call_ranks_distinct_rollouts_and_identical_ones_share_a_score():
     group = members("good poem", "bad poem", "good poem", "plain poem", "good good poem")
     results, genrm, sample_judge = run(group)
     assert len(sample_judge.calls) == 1
-    assert sorted(shown_candidates(genrm.asked[0]).values()) == ["bad poem", "good good poem", "good poem", "plain poem"]
+    assert sorted(shown_candidates(genrm.asked[0]).values()) == [
+        "bad poem",
+        "good good poem",
+        "good poem",
+        "plain poem",
+    ]
     assert [r["rank_score"] for r in results] == [6, 4, 6, 5, 7]
     assert [r["score"] for r in results] == pytest.approx([0.6, 0.4, 0.6, 0.5, 0.7])
     assert all(r["num_candidates"] == 4 and r["parse_error"] == 0 for r in results)

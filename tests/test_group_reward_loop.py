@@ -1,5 +1,6 @@
 """Integration: BRPO through hydra_configs/brpo.yaml, GroupRewardManager and verl's real reward loop."""
 
+import copy
 import random
 import time
 import uuid
@@ -7,12 +8,13 @@ import uuid
 import pytest
 import ray
 
-from conftest import reward_loop
-from judge_server import ScriptedJudgeServer, quality
 from reward_fns.brpo import choose_references
 from writing_rl.batch import build_reward_batch
 from writing_rl.groups import collector_name
 from writing_rl.verl_config import compose
+
+from conftest import reward_loop
+from judge_server import ScriptedJudgeServer, quality
 
 N = 3  # rollouts per prompt
 
@@ -106,8 +108,17 @@ def test_colocated_groups_straddle_workers_and_padding_is_harmless(manager, serv
     # (n - 1) candidates x 2 orders per group; the padded copy made no extra call
     assert len(server.requests) - before == 3 * (N - 1) * 2
     assert set(output.meta_info["reward_extra_keys"]) >= {
-        "is_reference", "verdict", "position_consistent", "judge_error", "parse_error", "format_error",
-        "judge_calls", "judge_latency_s", "group_size", "partial_group", "late_member",
+        "is_reference",
+        "verdict",
+        "position_consistent",
+        "judge_error",
+        "parse_error",
+        "format_error",
+        "judge_calls",
+        "judge_latency_s",
+        "group_size",
+        "partial_group",
+        "late_member",
     }
 
 
@@ -172,3 +183,62 @@ def test_a_dead_collector_fails_the_step_and_is_recreated(manager, tokenizer):
     batch, _, _ = make_batch(tokenizer, groups)
     results = ray.get([manager.reward_loop_workers[i % 2].compute_score.remote(batch[i : i + 1]) for i in range(N)])
     assert [r["reward_score"] for r in results] == expected_rewards(groups)
+
+
+@pytest.fixture(scope="module")
+def brpo_preset(tokenizer_dir):
+    return compose(
+        "brpo", [f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.reward_kwargs.judge.base_url=http://j:1/v1"]
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, needed_workers",
+    [
+        ({}, None),  # the preset: 64 prompts x 8 rollouts over 8 reward workers
+        ({"data.train_batch_size": 1024}, 11),  # 8192 waiting rollouts: 1024 per worker > Ray's 1000 slots
+        ({"data.train_batch_size": 1024, "reward.num_workers": 11}, None),
+        ({"data.train_batch_size": 256, "data.gen_batch_size": 1024}, 11),
+        ({"data.train_batch_size": 1024, "reward.reward_model.enable": True}, None),  # colocated: one call per chunk
+        (
+            {
+                "data.train_batch_size": 1024,
+                "reward.reward_model.enable": True,
+                "reward.reward_model.enable_resource_pool": True,
+            },
+            11,
+        ),
+        ({"data.val_batch_size": 2000, "actor_rollout_ref.rollout.val_kwargs.n": 4}, 10),  # validation groups wait too
+        ({"data.val_batch_size": 20000}, None),  # groups of one (val_kwargs.n=1) never wait
+    ],
+)
+def test_streaming_group_rewards_need_a_worker_slot_per_waiting_rollout(brpo_preset, changes, needed_workers):
+    # Reproduced on verl's loop: 1001 groups of 2 on one worker -> 1000 partial groups and 1000 late members.
+    from omegaconf import OmegaConf, open_dict
+
+    from writing_rl.config import ConfigError
+    from writing_rl.group_manager import check_streaming_capacity
+
+    config = copy.deepcopy(brpo_preset)
+    with open_dict(config):
+        for key, value in changes.items():
+            OmegaConf.update(config, key, value)
+    if needed_workers is None:
+        check_streaming_capacity(config)
+    else:
+        with pytest.raises(ConfigError, match=f"reward.num_workers>={needed_workers}"):
+            check_streaming_capacity(config)
+
+
+def test_check_config_reports_a_streaming_step_too_big_for_the_reward_workers(brpo_preset):
+    from omegaconf import open_dict
+
+    from writing_rl.check import check_config
+    from writing_rl.config import ConfigError
+
+    config = copy.deepcopy(brpo_preset)
+    with open_dict(config):
+        config.reward.reward_kwargs.judge.model = "m"
+        config.data.train_batch_size = 1024
+    with pytest.raises(ConfigError, match="reward.num_workers>=11"):
+        check_config(config)

@@ -1,6 +1,7 @@
 """GroupCollector's rendezvous logic, driven in one event loop (the actor's code, without Ray)."""
 
 import asyncio
+import pickle
 
 import pytest
 
@@ -11,7 +12,9 @@ FAST = GroupConfig(timeout_s=5.0, settle_s=0.05, result_timeout_s=5.0, finished_
 
 
 def member(text: str, uid: str = "u1") -> Member:
-    return Member(uid=uid, text=text, response_length=len(text), prompt="p", data_source="d", ground_truth={}, extra_info={})
+    return Member(
+        uid=uid, text=text, response_length=len(text), prompt="p", data_source="d", ground_truth={}, extra_info={}
+    )
 
 
 async def run_group(collector, uid, texts, expected, settings=FAST, delays=None, lead=None):
@@ -48,7 +51,8 @@ def test_groups_do_not_mix():
 
     async def both():
         return await asyncio.gather(
-            run_group(collector, "g1", ["x1", "x2"], expected=2), run_group(collector, "g2", ["y1", "y2", "y3"], expected=3)
+            run_group(collector, "g1", ["x1", "x2"], expected=2),
+            run_group(collector, "g2", ["y1", "y2", "y3"], expected=3),
         )
 
     (out1, leads1), (out2, leads2) = asyncio.run(both())
@@ -81,7 +85,7 @@ def test_copy_arriving_after_the_group_finished_gets_the_same_result():
 
     first, late, leads = asyncio.run(scenario())
     assert leads == []  # nobody recomputes the group
-    (ticket, result), = late
+    ((ticket, result),) = late
     assert result == first[0][1] and not ticket.lead
 
 
@@ -127,6 +131,40 @@ def test_a_failing_leader_fails_its_members_instead_of_hanging():
     followers = [r for r in results if isinstance(r, GroupError)]
     assert len(followers) == 2 and "judge exploded" in str(followers[0])
     assert collector.stats()["open"] == 0
+
+
+def test_a_copy_arriving_after_its_group_failed_fails_at_once():
+    # Before: the copy opened a fresh group, waited groups.timeout_s, then re-scored the group alone.
+    collector = GroupCollector()
+
+    async def scenario():
+        async def one(text):
+            ticket = await collector.join("u1", member(text), 2, FAST)
+            if ticket.lead:
+                collector.fail("u1", "ValueError: judge exploded")
+            return ticket
+
+        await asyncio.gather(*(one(t) for t in "ab"), return_exceptions=True)
+        with pytest.raises(GroupError, match="judge exploded"):
+            await asyncio.wait_for(collector.join("u1", member("a"), 2, FAST), timeout=1.0)
+
+    asyncio.run(scenario())
+    assert collector.stats()["open"] == 0
+
+
+def test_finished_results_do_not_pin_the_responses():
+    # Thousands of cached groups x long rollouts: the cache must not grow with the response length.
+    collector = GroupCollector()
+    long_texts = ["good " * 200_000, "bad " * 200_000]  # 1 MB and 0.8 MB
+    lead = lambda members: [{"score": float(i)} for i, _ in enumerate(members)]  # noqa: E731
+
+    async def scenario():
+        await run_group(collector, "u1", long_texts, expected=2, lead=lead)
+        return await run_group(collector, "u1", [long_texts[1]], expected=2, lead=lead)  # a late padded copy
+
+    (late,), leads = asyncio.run(scenario())
+    assert len(pickle.dumps(collector.finished)) < 2_000
+    assert leads == [] and late[1] == {"score": 1.0}
 
 
 def test_silent_leader_times_out_its_members():

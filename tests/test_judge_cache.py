@@ -12,11 +12,12 @@ import time
 
 import pytest
 
-from conftest import REPO_DIR
-from judge_server import Reply, default_script, preference_verdict
 from writing_rl.config import JudgeConfig
 from writing_rl.judge import JudgeHTTPError, JudgeReply, OpenAIJudge
 from writing_rl.judge.cache import CachedJudge, cache_key, sampling_of
+
+from conftest import REPO_DIR
+from judge_server import Reply, default_script, preference_verdict
 
 
 def messages(text: str) -> list[dict]:
@@ -95,7 +96,9 @@ def test_identical_requests_in_flight_are_sent_once(tmp_path, judge_server):
 
 def test_failures_are_not_cached_and_reach_every_waiter(tmp_path, judge_server):
     def script(request, index):  # the first request fails (not retryable), then the judge works
-        return Reply(status=400, body=b'{"error": "bad"}', delay_s=0.05) if index == 0 else default_script(request, index)
+        return (
+            Reply(status=400, body=b'{"error": "bad"}', delay_s=0.05) if index == 0 else default_script(request, index)
+        )
 
     server = judge_server(script=script)
     config = make_config(server, max_retries=0)
@@ -148,7 +151,9 @@ asyncio.run(main())
 
 
 def crash_messages(i: int) -> list[dict]:
-    return [{"role": "user", "content": f"[Request]\nq\n\n[Response A]\ngood {i}\n\n[Response B]\nbad {i % 3}\n\nWeigh."}]
+    return [
+        {"role": "user", "content": f"[Request]\nq\n\n[Response A]\ngood {i}\n\n[Response B]\nbad {i % 3}\n\nWeigh."}
+    ]
 
 
 def stored_rows(path) -> int:

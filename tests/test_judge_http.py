@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from judge_server import Reply
 from writing_rl.config import ConfigError, JudgeConfig
 from writing_rl.judge import (
     JudgeConnectionError,
@@ -17,6 +16,8 @@ from writing_rl.judge import (
     OpenAIJudge,
 )
 from writing_rl.judge.http import redact_url
+
+from judge_server import Reply
 
 MESSAGES = [{"role": "user", "content": "Compare. [[A]] or [[B]]?"}]
 

@@ -6,16 +6,24 @@ import logging
 import pytest
 from omegaconf import open_dict
 
-from conftest import compose_writing_rl, writing_row
-from judge_server import Reply
 from writing_rl.batch import build_reward_batch
 from writing_rl.config import ConfigError
 from writing_rl.manager import JudgeFailure, ParallelRewardManager
 from writing_rl.summary import BatchSummary
 
+from conftest import compose_writing_rl, writing_row
+from judge_server import Reply
+
 EXTRA_KEYS = {
-    "win", "tie", "loss", "parse_error", "format_error", "position_consistent",
-    "judge_error", "judge_latency_s", "judge_calls",
+    "win",
+    "tie",
+    "loss",
+    "parse_error",
+    "format_error",
+    "position_consistent",
+    "judge_error",
+    "judge_latency_s",
+    "judge_calls",
 }
 
 
@@ -38,7 +46,9 @@ def score_all(manager, batch):
 
 def test_scores_and_uniform_numeric_extra_info(judge_server, tokenizer_dir, tokenizer):
     server = judge_server()
-    config = compose_writing_rl(tokenizer_dir, server.base_url, "reward.custom_reward_function.reward_kwargs.strategy=both")
+    config = compose_writing_rl(
+        tokenizer_dir, server.base_url, "reward.custom_reward_function.reward_kwargs.strategy=both"
+    )
     manager = load_manager(config, tokenizer)
     responses = ["a good good story", "a bad story", "<think>unfinished", "a plain story"]
     batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(4)], responses)
@@ -138,20 +148,29 @@ def test_unknown_manager_setting_is_named(tokenizer_dir, tokenizer, judge_server
 def _custom_fn_config(tmp_path, tokenizer_dir, base_url, body):
     path = tmp_path / "my_reward.py"
     path.write_text(body)
-    return compose_writing_rl(tokenizer_dir, base_url, f"reward.custom_reward_function.path={path}", "~reward.custom_reward_function.reward_kwargs")
+    return compose_writing_rl(
+        tokenizer_dir,
+        base_url,
+        f"reward.custom_reward_function.path={path}",
+        "~reward.custom_reward_function.reward_kwargs",
+    )
 
 
 def test_non_numeric_extra_info_is_rejected(tmp_path, tokenizer_dir, tokenizer, judge_server):
-    body = "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n" \
-           "    return {'score': 1.0, 'verdict': 'A'}\n"
+    body = (
+        "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n"
+        "    return {'score': 1.0, 'verdict': 'A'}\n"
+    )
     manager = load_manager(_custom_fn_config(tmp_path, tokenizer_dir, judge_server().base_url, body), tokenizer)
     with pytest.raises(TypeError, match="verdict='A'"):
         score_all(manager, build_reward_batch(tokenizer, [writing_row(0)], ["x"]))
 
 
 def test_changing_extra_info_keys_are_rejected(tmp_path, tokenizer_dir, tokenizer, judge_server):
-    body = "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n" \
-           "    return {'score': 1.0, ('long' if len(solution_str) > 3 else 'short'): 1}\n"
+    body = (
+        "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n"
+        "    return {'score': 1.0, ('long' if len(solution_str) > 3 else 'short'): 1}\n"
+    )
     manager = load_manager(_custom_fn_config(tmp_path, tokenizer_dir, judge_server().base_url, body), tokenizer)
     batch = build_reward_batch(tokenizer, [writing_row(0), writing_row(1)], ["ab", "abcdef"])
     with pytest.raises(ValueError, match="same keys for every sample"):
@@ -169,8 +188,12 @@ def test_a_fn_returning_a_plain_float_gets_default_keys(tmp_path, tokenizer_dir,
     (output,) = score_all(manager, build_reward_batch(tokenizer, [writing_row(0)], ["x"]))
     assert output["reward_score"] == 0.25
     assert output["reward_extra_info"] == {
-        "parse_error": 0, "format_error": 0, "position_consistent": -1,
-        "judge_error": 0, "judge_latency_s": 0.0, "judge_calls": 0,
+        "parse_error": 0,
+        "format_error": 0,
+        "position_consistent": -1,
+        "judge_error": 0,
+        "judge_latency_s": 0.0,
+        "judge_calls": 0,
     }
 
 
@@ -225,3 +248,55 @@ def test_batch_summary_counts_retries_per_batch():
     )
     summary.add(0.0, {}, [])
     assert summary.flush().endswith("judge 0 calls retries 0")
+
+
+def test_nothing_accumulates_when_the_summary_is_off(judge_server, tokenizer_dir, tokenizer):
+    # Before: every sample's score and judge latencies piled up in the unflushed summary for the whole run.
+    server = judge_server()
+    config = compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.log_summary=false")
+    manager = load_manager(config, tokenizer)
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], ["good", "bad", "plain"])
+    for _ in range(2):
+        score_all(manager, batch)
+    assert manager.summary.count == 0 and manager.summary.latencies == []
+
+
+def test_reasoning_tags_survive_decoding_when_the_tokenizer_marks_them_special(tmp_path, judge_server):
+    from transformers import AutoTokenizer
+
+    from writing_rl.tiny import build_tiny_tokenizer
+
+    tokenizer_dir = build_tiny_tokenizer(tmp_path / "tok", ["plan the story then write it"] * 20)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    tokenizer.save_pretrained(str(tokenizer_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    assert "</think>" in tokenizer.all_special_tokens
+    server = judge_server()
+    manager = load_manager(
+        compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.keep_transcripts=true"), tokenizer
+    )
+    batch = build_reward_batch(tokenizer, [writing_row(0)], ["<think>a bad plan</think>a good story"])
+    (output,) = score_all(manager, batch)
+    asked = output["judge_transcripts"][0]["messages"][-1]["content"]
+    assert "[Response B]\na good story" in asked and "bad plan" not in asked and "<|im_end|>" not in asked
+    assert output["reward_score"] == 1.0
+
+
+def test_a_worker_that_is_never_idle_still_logs(monkeypatch, judge_server, tokenizer_dir, tokenizer):
+    import writing_rl.summary as summary
+
+    monkeypatch.setattr(summary, "MAX_BATCH_S", 0.0)
+    server = judge_server()
+    manager = load_manager(
+        compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.summary_idle_s=60"), tokenizer
+    )
+    lines = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logging.getLogger("writing_rl").addHandler(handler)
+    try:
+        score_all(manager, build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], ["good", "bad", "x"]))
+    finally:
+        logging.getLogger("writing_rl").removeHandler(handler)
+    assert len(lines) == 3 and all(line.startswith("1 samples") for line in lines)

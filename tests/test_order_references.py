@@ -12,8 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_prep.writing_rl import SCHEMA
-from judge_server import Reply
-from offline_helpers import first_position_judge, pair_of, table_judge, write_jsonl
 from reward_fns.pairwise import read_ground_truth
 from writing_rl.cli import main as cli
 from writing_rl.config import JudgeConfig
@@ -27,6 +25,9 @@ from writing_rl.ordering import (
     order_candidates,
     run_order_references,
 )
+
+from judge_server import Reply
+from offline_helpers import first_position_judge, pair_of, table_judge, write_jsonl
 
 # ---- the math, on tables -------------------------------------------------------------------------------
 # points[i, j] = what i earned against j (win 1, tie 0.5); judged = verdicts between i and j.
@@ -155,7 +156,11 @@ def test_recovers_a_known_order(tmp_path, judge_server):
     assert "[Evaluation criteria]\n- imagery\n- rhythm" in server.requests[0]["messages"][-1]["content"]
 
     lines = read_report(out)
-    assert [json.loads(line["order_names"] or "[]") for line in lines] == [["m0", "mid", "m1", "m2", "m3"], ["m0", "m1"], ["m0"]]
+    assert [json.loads(line["order_names"] or "[]") for line in lines] == [
+        ["m0", "mid", "m1", "m2", "m3"],
+        ["m0", "m1"],
+        ["m0"],
+    ]
     assert all(line["inconsistent_pairs"] == "0" and line["intransitive_triples"] == "0" for line in lines)
     s = report.summary
     assert s["inconsistency_rate"] == 0.0 and s["intransitive_triples"] == 0 and s["written"] == 3
@@ -231,7 +236,9 @@ def test_judge_failures(tmp_path, judge_server):
         run_order_references(data, out, settings_for(server, max_retries=0), progress=False)
     assert not out.exists() or not any(out.glob("*.parquet"))
 
-    report = run_order_references(data, out, settings_for(server, max_retries=0), allow_judge_errors=True, progress=False)
+    report = run_order_references(
+        data, out, settings_for(server, max_retries=0), allow_judge_errors=True, progress=False
+    )
     s = report.summary
     assert s["judge_errors"] == {"http": 6} and s["parse_failures"] == 2
     assert s["unordered_rows"] == [1, 2] and s["written"] == 1  # no verdict at all: left out, listed
@@ -246,7 +253,9 @@ def test_bad_rows_name_row_and_field(tmp_path, judge_server):
     server = judge_server()
     rows = [{"prompt": "ok", "candidates": ["a", "b"]}, {"prompt": "bad", "candidates": ["a", ""]}]
     data = write_jsonl(tmp_path / "in.jsonl", rows)
-    with pytest.raises(ValueError, match=r"row 1 \(0-based\) rejected: field 'candidates': item 1 must be a non-empty string"):
+    with pytest.raises(
+        ValueError, match=r"row 1 \(0-based\) rejected: field 'candidates': item 1 must be a non-empty string"
+    ):
         run_order_references(data, tmp_path / "out", settings_for(server), progress=False)
     report = run_order_references(data, tmp_path / "out", settings_for(server), skip_bad=True, progress=False)
     assert report.summary["rejected"] == 1 and report.summary["written"] == 1

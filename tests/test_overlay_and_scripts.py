@@ -9,9 +9,10 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO_DIR
 from writing_rl.cli import main as cli
 from writing_rl.config import CurriculumConfig, GroupConfig, JudgeConfig, ManagerConfig
+
+from conftest import REPO_DIR
 
 SCRIPT = REPO_DIR / "scripts/train_writing_rl.sh"
 REQUIRED = {
@@ -43,9 +44,21 @@ def defaults_of(cls) -> dict:
 
 def test_main_ppo_composes_the_overlay():
     result = subprocess.run(
-        [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO_DIR / "hydra_configs"),
-         "--config-name", "writing_rl", "--cfg", "job", "reward.reward_kwargs.judge.max_concurrency=32"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "verl.trainer.main_ppo",
+            "--config-path",
+            str(REPO_DIR / "hydra_configs"),
+            "--config-name",
+            "writing_rl",
+            "--cfg",
+            "job",
+            "reward.reward_kwargs.judge.max_concurrency=32",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     config = yaml.safe_load(result.stdout)
@@ -53,8 +66,11 @@ def test_main_ppo_composes_the_overlay():
         "_target_": "verl.workers.config.reward.RewardManagerConfig",
         "source": "importlib",
         "name": "GroupRewardManager",
-        "module": {"_target_": "verl.trainer.config.config.ModuleConfig", "path": "pkg://writing_rl.group_manager",
-                   "name": "custom_reward_manager"},
+        "module": {
+            "_target_": "verl.trainer.config.config.ModuleConfig",
+            "path": "pkg://writing_rl.group_manager",
+            "name": "custom_reward_manager",
+        },
     }
     assert config["reward"]["custom_reward_function"]["path"] == "pkg://reward_fns.pairwise"
     assert config["reward"]["custom_reward_function"]["name"] == "compute_group_score"
@@ -63,14 +79,26 @@ def test_main_ppo_composes_the_overlay():
 
 
 def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
-    ok = cli(["check-config", f"actor_rollout_ref.model.path={tokenizer_dir}",
-              "reward.reward_kwargs.judge.base_url=http://judge:8000/v1", "reward.reward_kwargs.judge.model=m"])
+    ok = cli(
+        [
+            "check-config",
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
+            "reward.reward_kwargs.judge.model=m",
+        ]
+    )
     out = capsys.readouterr().out
     assert ok == 0
     assert "ok  verl validate_config" in out and "writing_rl.group_manager.GroupRewardManager" in out
     assert "8 requests in flight per reward worker x 8 workers" in out
-    bad = cli(["check-config", "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
-               "reward.reward_kwargs.judge.model=m", "reward.reward_kwargs.on_judge_error=ignore"])
+    bad = cli(
+        [
+            "check-config",
+            "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
+            "reward.reward_kwargs.judge.model=m",
+            "reward.reward_kwargs.on_judge_error=ignore",
+        ]
+    )
     assert bad == 2 and "on_judge_error must be one of" in capsys.readouterr().err
 
 
@@ -87,8 +115,11 @@ def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, 
 
     checked = run_check(
         overlay,
-        [f"actor_rollout_ref.model.path={tokenizer_dir}", "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
-         "reward.reward_kwargs.judge.model=m"],
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            "reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
+            "reward.reward_kwargs.judge.model=m",
+        ],
     )
     assert checked[0] == "verl validate_config"
     assert any(line.endswith(manager) for line in checked) and f"reward fn {fn}" in checked
@@ -120,8 +151,10 @@ def test_script_with_a_verl_hosted_genrm_needs_its_path_not_an_endpoint():
 
 
 def test_script_dry_run_prints_and_checks_the_config():
-    result = run_script({**REQUIRED, "DRY_RUN": "1", "JUDGE_API_KEY_ENV": "OPENAI_API_KEY"},
-                        "reward.custom_reward_function.reward_kwargs.strategy=both")
+    result = run_script(
+        {**REQUIRED, "DRY_RUN": "1", "JUDGE_API_KEY_ENV": "OPENAI_API_KEY"},
+        "reward.custom_reward_function.reward_kwargs.strategy=both",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ok  verl validate_config" in result.stdout
     assert "judge http://judge:8000/v1 model judge-model" in result.stdout
@@ -135,8 +168,11 @@ def test_script_submits_a_ray_job_when_ray_address_is_set(tmp_path):
     fake_ray.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RAY_ARGS_FILE"\n')
     fake_ray.chmod(0o755)
     args_file = tmp_path / "args"
-    result = run_script({**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file)},
-                        "trainer.total_epochs=3", path_prefix=tmp_path)
+    result = run_script(
+        {**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file)},
+        "trainer.total_epochs=3",
+        path_prefix=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     args = args_file.read_text().splitlines()
     assert args[:4] == ["job", "submit", "--address", "http://head:8265"]

@@ -12,12 +12,13 @@ import time
 import pytest
 import ray
 
-from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
 from writing_rl.judge.base import JudgeError
 from writing_rl.judge.engine import RequestRejected, Sampling, resolve_max_tokens
 from writing_rl.judge.hf_engine import HFEngine
 from writing_rl.judge.pool import GenRMPool, JudgeRequestError, PoolConfig, PoolStartError
 from writing_rl.tiny import build_tiny_qwen2
+
+from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
 
 MAX_NEW = 24
 

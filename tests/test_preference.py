@@ -46,7 +46,11 @@ def test_reward_table(answer, label, options, expected):
 @pytest.mark.parametrize("answer,label,options", MALFORMED)
 def test_malformed_answers_score_zero(answer, label, options):
     assert compute_score("preference", answer, label, None, **options) == {
-        "score": 0.0, "valid_answer": 0, "correct": 0, "predicted_tie": 0}
+        "score": 0.0,
+        "valid_answer": 0,
+        "correct": 0,
+        "predicted_tie": 0,
+    }
 
 
 def test_output_format_comes_from_the_row_in_auto_mode():

@@ -24,8 +24,12 @@ PRESETS = {
 def preset_config(preset: str, *overrides: str):
     return compose(
         "writing_rl",
-        [f"+genrm={preset}", f"reward.reward_model.model_path={GENRM}", "actor_rollout_ref.model.path=/models/policy",
-         *overrides],
+        [
+            f"+genrm={preset}",
+            f"reward.reward_model.model_path={GENRM}",
+            "actor_rollout_ref.model.path=/models/policy",
+            *overrides,
+        ],
     )
 
 
@@ -80,8 +84,16 @@ def test_check_config_catches_a_genrm_without_model_path_or_with_the_v1_colocate
         check_config(preset_config("colocated", "trainer.use_v1=true"))
     # Without the preset: a reward model switched on by hand in colocated mode, v1 trainer (verl's default).
     with pytest.raises(ConfigError, match="drops reward_model"):
-        check_config(compose("writing_rl", ["reward.reward_model.enable=true", f"reward.reward_model.model_path={GENRM}",
-                                            "reward.reward_model.rollout.name=vllm"]))
+        check_config(
+            compose(
+                "writing_rl",
+                [
+                    "reward.reward_model.enable=true",
+                    f"reward.reward_model.model_path={GENRM}",
+                    "reward.reward_model.rollout.name=vllm",
+                ],
+            )
+        )
 
 
 def test_verl_v1_colocated_reward_still_drops_ground_truth():

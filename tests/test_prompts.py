@@ -10,7 +10,9 @@ from writing_rl.prompts import (
 
 
 def test_render_fills_every_placeholder_once():
-    out = render("{prompt}|{response_a}|{response_b}|{criteria}", prompt="P", response_a="A", response_b="B", criteria="C")
+    out = render(
+        "{prompt}|{response_a}|{response_b}|{criteria}", prompt="P", response_a="A", response_b="B", criteria="C"
+    )
     assert out == "P|A|B|C"
 
 
@@ -43,8 +45,10 @@ def test_default_messages_place_responses_and_ask_for_a_verdict():
     messages = pairwise_messages("Write a poem.", "first text", "second text")
     assert messages[0] == {"role": "system", "content": PAIRWISE_SYSTEM}
     user = messages[1]["content"]
-    assert user.index("[Request]\nWrite a poem.") < user.index("[Response A]\nfirst text") < user.index(
-        "[Response B]\nsecond text"
+    assert (
+        user.index("[Request]\nWrite a poem.")
+        < user.index("[Response A]\nfirst text")
+        < user.index("[Response B]\nsecond text")
     )
     assert "[[A]]" in user and "[[B]]" in user and "[[C]]" in user
     assert "[Evaluation criteria]" not in user

@@ -30,7 +30,12 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
     for name in ("JUDGE_BASE_URL", "JUDGE_MODEL", "POLICY_TOKENIZER"):
         env.pop(name, None)
     run = subprocess.run(
-        ["bash", str(REPO / "scripts" / "quickstart.sh")], env=env, cwd=REPO, capture_output=True, text=True, timeout=400
+        ["bash", str(REPO / "scripts" / "quickstart.sh")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
     output = run.stdout + run.stderr
     log_path = tmp_path / "runs" / "serve-judge.log"
@@ -47,7 +52,9 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
     # Every judged sample went through serve-judge: one call per sample (one position), with a reply.
     judged = [r for r in records if r["judge_calls"]]
     assert judged and all(r["judge_calls"] == 1 for r in judged)
-    transcripts = [json.loads(line) for line in (tmp_path / "runs" / "pairwise" / "transcripts.jsonl").read_text().splitlines()]
+    transcripts = [
+        json.loads(line) for line in (tmp_path / "runs" / "pairwise" / "transcripts.jsonl").read_text().splitlines()
+    ]
     replies = [call["reply"] for t in transcripts for call in t["calls"]]
     assert len(replies) == summary["judge_calls"] and all(isinstance(r, str) for r in replies)
     # BRPO: the rollouts of each prompt were judged against one of them through the group collector.

@@ -26,13 +26,23 @@ CASES = [
     # fully reversed: no pair right; only B-C's margin is within 2 (1 vs -1: 0.2)
     (answer("D > C > B > A", "D: 8, C: 7, B: 6, A: 2"), {}, (0.2 / 6, 1, 0.0, 0.2 / 6)),
     (answer("A > B > C > D", "A: 8, B: 7, C: 6, D: 2"), {"score_scale": 0.5}, (1.0, 1, 1.0, 1.0)),
-    (answer("A > B > C > D", "A: 9, B: 7, C: 6, D: 2"), {"margin_rewards": [1.0, 0.5]}, (1.0 + 4.5 / 6, 1, 1.0, 4.5 / 6)),
+    (
+        answer("A > B > C > D", "A: 9, B: 7, C: 6, D: 2"),
+        {"margin_rewards": [1.0, 0.5]},
+        (1.0 + 4.5 / 6, 1, 1.0, 4.5 / 6),
+    ),
     ("A > B > C > D\nA: 8, B: 7, C: 6, D: 2", {"variant": "no_cot"}, (2.0, 1, 1.0, 1.0)),
-    ("x" * 200 + "\n### Final Ranking:\nA > B > C > D\n### Scores:\nA: 8, B: 7, C: 6, D: 2", {"variant": "zero"},
-     (2.0, 1, 1.0, 1.0)),
+    (
+        "x" * 200 + "\n### Final Ranking:\nA > B > C > D\n### Scores:\nA: 8, B: 7, C: 6, D: 2",
+        {"variant": "zero"},
+        (2.0, 1, 1.0, 1.0),
+    ),
     (f"{WHY}\nA > B > C > D\nA: 8, B: 7, C: 6, D: 2", {"require_headers": False}, (2.0, 1, 1.0, 1.0)),
-    (f"<think>{WHY}</think>\n### Final Ranking:\nA > B > C > D\n### Scores:\nA: 8, B: 7, C: 6, D: 2", {},
-     (2.0, 1, 1.0, 1.0)),
+    (
+        f"<think>{WHY}</think>\n### Final Ranking:\nA > B > C > D\n### Scores:\nA: 8, B: 7, C: 6, D: 2",
+        {},
+        (2.0, 1, 1.0, 1.0),
+    ),
 ]
 
 MALFORMED = [
@@ -87,14 +97,21 @@ def test_ranking_string_truth_rewards_the_ranking_only(solution, options, score,
 
 def test_ground_truth_forms_and_prompt_type_from_extra_info():
     perfect = answer("A > B > C > D", "A: 8, B: 7, C: 6, D: 2")
-    for truth in (TRUTH, TRUTH_JSON, {k: np.int64(v) for k, v in TRUTH.items()}, {**TRUTH, "E": None},
-                  {k: float(v) for k, v in TRUTH.items()}):
+    for truth in (
+        TRUTH,
+        TRUTH_JSON,
+        {k: np.int64(v) for k, v in TRUTH.items()},
+        {**TRUTH, "E": None},
+        {k: float(v) for k, v in TRUTH.items()},
+    ):
         assert compute_score("gqm", perfect, truth)["score"] == 2.0
     scores_only = f"{WHY}\n### Scores:\nA: 8, B: 7, C: 6, D: 2"
     assert compute_score("gqm", scores_only, TRUTH, {"prompt_type": "score"})["score"] == 2.0
     assert compute_score("gqm", scores_only, TRUTH)["valid_answer"] == 0  # expects ranking_score by default
     # what verl's naive manager adds when it hosts a reward model is accepted and ignored
-    assert compute_score("gqm", perfect, TRUTH, reward_router_address="x:1", reward_model_tokenizer=None)["score"] == 2.0
+    assert (
+        compute_score("gqm", perfect, TRUTH, reward_router_address="x:1", reward_model_tokenizer=None)["score"] == 2.0
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,20 @@ from writing_rl.judge.retry import (
 
 @pytest.mark.parametrize(
     "status, retry",
-    [(429, True), (500, True), (502, True), (503, True), (504, True), (400, False), (401, False), (403, False),
-     (404, False), (408, False), (413, False), (422, False)],
+    [
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (504, True),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (408, False),
+        (413, False),
+        (422, False),
+    ],
 )
 def test_retryable_statuses(status, retry):
     assert is_retryable_status(status) is retry

@@ -5,16 +5,27 @@ import re
 
 import pytest
 
-from conftest import REPO_DIR
 from data_prep.build_parquet import main as build_parquet
 from writing_rl.cli import main as cli
+
+from conftest import REPO_DIR
 
 
 @pytest.fixture
 def sample_data(tmp_path):
-    assert build_parquet(
-        ["writing-rl", "--quiet", "--input", str(REPO_DIR / "examples/writing_prompts.jsonl"), "--output", str(tmp_path)]
-    ) == 0
+    assert (
+        build_parquet(
+            [
+                "writing-rl",
+                "--quiet",
+                "--input",
+                str(REPO_DIR / "examples/writing_prompts.jsonl"),
+                "--output",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     return tmp_path / "train.parquet"
 
 
@@ -28,9 +39,20 @@ def test_scores_the_bundled_rollouts(tmp_path, sample_data, judge_server, tokeni
     out = tmp_path / "out"
     rc = cli(
         [
-            "score", "--data", str(sample_data), "--responses", str(REPO_DIR / "examples/rollouts.jsonl"),
-            "--out", str(out), "--tokenizer", str(tokenizer_dir), "--judge-url", server.base_url,
-            "--judge-model", "scripted", "reward.custom_reward_function.reward_kwargs.strategy=both",
+            "score",
+            "--data",
+            str(sample_data),
+            "--responses",
+            str(REPO_DIR / "examples/rollouts.jsonl"),
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--judge-url",
+            server.base_url,
+            "--judge-model",
+            "scripted",
+            "reward.custom_reward_function.reward_kwargs.strategy=both",
         ]
     )
     assert rc == 0
@@ -66,8 +88,23 @@ def test_scores_the_bundled_rollouts(tmp_path, sample_data, judge_server, tokeni
 def test_responses_matched_by_index(tmp_path, sample_data, judge_server, tokenizer_dir):
     server = judge_server()
     responses = write_jsonl(tmp_path / "r.jsonl", [{"index": 2, "response": "good"}, {"index": 2, "response": "bad"}])
-    rc = cli(["score", "--data", str(sample_data), "--responses", str(responses), "--out", str(tmp_path / "o"),
-              "--tokenizer", str(tokenizer_dir), "--judge-url", server.base_url, "--judge-model", "m"])
+    rc = cli(
+        [
+            "score",
+            "--data",
+            str(sample_data),
+            "--responses",
+            str(responses),
+            "--out",
+            str(tmp_path / "o"),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--judge-url",
+            server.base_url,
+            "--judge-model",
+            "m",
+        ]
+    )
     assert rc == 0
     records = [json.loads(line) for line in (tmp_path / "o/scores.jsonl").read_text().splitlines()]
     assert [(r["key"], r["row"], r["reward"]) for r in records] == [("index=2", 2, 1.0), ("index=2", 2, 0.0)]
@@ -84,8 +121,23 @@ def test_responses_matched_by_index(tmp_path, sample_data, judge_server, tokeniz
 def test_bad_response_lines_are_named(tmp_path, sample_data, tokenizer_dir, line, message, capsys):
     responses = write_jsonl(tmp_path / "r.jsonl", [{"id": 0, "response": "fine"}, line])
     out = tmp_path / "o"
-    rc = cli(["score", "--data", str(sample_data), "--responses", str(responses), "--out", str(out),
-              "--tokenizer", str(tokenizer_dir), "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "m"])
+    rc = cli(
+        [
+            "score",
+            "--data",
+            str(sample_data),
+            "--responses",
+            str(responses),
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--judge-url",
+            "http://127.0.0.1:9/v1",
+            "--judge-model",
+            "m",
+        ]
+    )
     assert rc == 2
     assert re.search(message, capsys.readouterr().err)
     assert not out.exists()
@@ -93,6 +145,17 @@ def test_bad_response_lines_are_named(tmp_path, sample_data, tokenizer_dir, line
 
 def test_missing_judge_is_a_clear_error(tmp_path, sample_data, tokenizer_dir, capsys):
     responses = write_jsonl(tmp_path / "r.jsonl", [{"id": 0, "response": "fine"}])
-    rc = cli(["score", "--data", str(sample_data), "--responses", str(responses), "--out", str(tmp_path / "o"),
-              "--tokenizer", str(tokenizer_dir)])
+    rc = cli(
+        [
+            "score",
+            "--data",
+            str(sample_data),
+            "--responses",
+            str(responses),
+            "--out",
+            str(tmp_path / "o"),
+            "--tokenizer",
+            str(tokenizer_dir),
+        ]
+    )
     assert rc == 2 and "judge.base_url is not set" in capsys.readouterr().err

@@ -4,11 +4,12 @@ GroupRewardManager and the Ray group collector (each row's responses form one gr
 import json
 
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
+
+from writing_rl.cli import main as cli
 
 from judge_server import quality
-from writing_rl.cli import main as cli
 
 
 def write_rows(path, rows):
@@ -38,13 +39,25 @@ def test_group_ranking_scores_mt_groups(ray_cluster, judge_server, tokenizer_dir
     ]
     responses = [(0, "good sentence"), (0, "bad sentence"), (0, "good sentence"), (1, "plain"), (1, "good good")]
     out = tmp_path / "out"
-    rc = cli([
-        "score", "--config-name", "grrm_mt_grpo",
-        "--data", str(write_rows(tmp_path / "rows.parquet", rows)),
-        "--responses", str(write_responses(tmp_path / "r.jsonl", responses)),
-        "--out", str(out), "--tokenizer", str(tokenizer_dir),
-        "--judge-url", server.base_url, "--judge-model", "grrm",
-    ])
+    rc = cli(
+        [
+            "score",
+            "--config-name",
+            "grrm_mt_grpo",
+            "--data",
+            str(write_rows(tmp_path / "rows.parquet", rows)),
+            "--responses",
+            str(write_responses(tmp_path / "r.jsonl", responses)),
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--judge-url",
+            server.base_url,
+            "--judge-model",
+            "grrm",
+        ]
+    )
     assert rc == 0
     records = scores(out)
     assert [r["rank_score"] for r in records] == [6, 4, 6, 5, 7]
@@ -68,13 +81,25 @@ def test_brpo_scores_each_group_against_one_reference(ray_cluster, judge_server,
     ]
     texts = ["good toast", "bad toast", "plain toast", "good good toast"]
     out = tmp_path / "out"
-    rc = cli([
-        "score", "--config-name", "brpo",
-        "--data", str(write_rows(tmp_path / "rows.parquet", rows)),
-        "--responses", str(write_responses(tmp_path / "r.jsonl", [(0, t) for t in texts])),
-        "--out", str(out), "--tokenizer", str(tokenizer_dir),
-        "--judge-url", server.base_url, "--judge-model", "pairwise-genrm",
-    ])
+    rc = cli(
+        [
+            "score",
+            "--config-name",
+            "brpo",
+            "--data",
+            str(write_rows(tmp_path / "rows.parquet", rows)),
+            "--responses",
+            str(write_responses(tmp_path / "r.jsonl", [(0, t) for t in texts])),
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--judge-url",
+            server.base_url,
+            "--judge-model",
+            "pairwise-genrm",
+        ]
+    )
     assert rc == 0
     records = scores(out)
     (reference,) = [t for t, r in zip(texts, records) if r["is_reference"]]

@@ -8,9 +8,6 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import writing_row
-from judge_server import Reply, default_script
-from offline_helpers import first_position_judge, pair_of, write_jsonl
 from writing_rl.cli import main as cli
 from writing_rl.config import JudgeConfig
 from writing_rl.offline import JudgeFailures, JudgeSettings
@@ -25,6 +22,10 @@ from writing_rl.selection import (
     run_select,
     tie_key,
 )
+
+from conftest import writing_row
+from judge_server import Reply, default_script
+from offline_helpers import first_position_judge, pair_of, write_jsonl
 
 # ---- pure functions --------------------------------------------------------------------------------
 
@@ -47,7 +48,15 @@ def test_response_score(outcomes, expected):
 
 @pytest.mark.parametrize(
     "judged, top_k, top_percent, expected",
-    [(10, 3, None, 3), (10, 30, None, 10), (10, None, 25, 3), (10, None, 35, 4), (10, None, 100, 10), (7, None, 50, 4), (0, None, 50, 0)],
+    [
+        (10, 3, None, 3),
+        (10, 30, None, 10),
+        (10, None, 25, 3),
+        (10, None, 35, 4),
+        (10, None, 100, 10),
+        (7, None, 50, 4),
+        (0, None, 50, 0),
+    ],
 )
 def test_budget(judged, top_k, top_percent, expected):
     assert budget(judged, top_k, top_percent) == expected
@@ -185,7 +194,9 @@ def test_selects_the_ids_that_trail_the_best_reference_most(tmp_path, judge_serv
     selected = pq.read_table(out / "selected.parquet")
     original = pq.read_table(data)
     assert selected.schema == original.schema
-    assert selected.to_pylist() == [r for r in original.to_pylist() if r["reward_model"]["ground_truth"]["id"] in (0, 1, 5)]
+    assert selected.to_pylist() == [
+        r for r in original.to_pylist() if r["reward_model"]["ground_truth"]["id"] in (0, 1, 5)
+    ]
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["selected"] == 3 and summary["cut_margin"] == 0.75 and summary["ids_no_responses"] == 1
@@ -202,14 +213,18 @@ def test_quotas_by_domain(tmp_path, judge_server):
     cache = tmp_path / "shared.sqlite"
 
     out = tmp_path / "explicit"
-    run_select(data, responses, out, settings_for(server), quotas={"creative": 1, "business": 2}, cache=cache, progress=False)
+    run_select(
+        data, responses, out, settings_for(server), quotas={"creative": 1, "business": 2}, cache=cache, progress=False
+    )
     selected = {i for i, r in read_margins(out).items() if r["selected"] == "1"}
     # creative: 0 (1.0); business: 5 (1.0), then 3 (0.5) - business' best after 5
     assert selected == {0, 5, 3}
 
     out = tmp_path / "proportional"
     calls = len(server.requests)
-    report = run_select(data, responses, out, settings_for(server), top_k=4, quotas="proportional", cache=cache, progress=False)
+    report = run_select(
+        data, responses, out, settings_for(server), top_k=4, quotas="proportional", cache=cache, progress=False
+    )
     assert len(server.requests) == calls  # every judgment came from the shared cache
     assert {i for i, r in read_margins(out).items() if r["selected"] == "1"} == {0, 1, 5, 3}
     assert report.summary["selected_by_domain"] == {"creative": 2, "business": 2}
@@ -219,7 +234,9 @@ def test_quotas_by_domain(tmp_path, judge_server):
     assert report.summary["quota_shortfall"] == {"creative": 2} and report.summary["selected"] == 3
 
     with pytest.raises(ValueError, match=r"domain\(s\) \['poetry'\]"):
-        run_select(data, responses, tmp_path / "x", settings_for(server), quotas={"poetry": 1}, cache=cache, progress=False)
+        run_select(
+            data, responses, tmp_path / "x", settings_for(server), quotas={"poetry": 1}, cache=cache, progress=False
+        )
 
 
 def test_ties_are_broken_reproducibly_by_the_seed(tmp_path, judge_server):

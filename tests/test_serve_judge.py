@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from genrm_helpers import LoopThread, start_site
 from writing_rl.judge.base import JudgeConnectionError, JudgeTimeout
 from writing_rl.judge.engine import Generation, Sampling
 from writing_rl.judge.pool import JudgeEngineError, JudgeRequestError, PoolReply
 from writing_rl.serve import JudgeServer, RequestError, parse_chat_request
+
+from genrm_helpers import LoopThread, start_site
 
 MODEL = "judge-x"
 USER = [{"role": "user", "content": "Which is better? [[A]] or [[B]]"}]
@@ -38,7 +39,11 @@ def body(**fields):
         (body(messages="hi"), 400, "messages"),
         (body(messages=[{"role": "tool", "content": "x"}]), 400, "messages[0].role"),
         (body(messages=[{"role": "user"}]), 400, "messages[0].content"),
-        (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]), 400, "messages[0].content[0]"),
+        (
+            body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]),
+            400,
+            "messages[0].content[0]",
+        ),
         (body(stream=True), 400, "stream"),
         (body(n=2), 400, "n"),
         (body(max_tokens=0), 400, "max_tokens"),
@@ -68,10 +73,18 @@ def test_invalid_requests_name_the_field(request_body, status, param):
         (body(), Sampling(max_tokens=None, temperature=1.0, top_p=1.0), USER),
         (body(max_tokens=64, temperature=0, top_p=0.5, seed=3), Sampling(64, 0.0, 0.5, 3), USER),
         # max_completion_tokens wins over the deprecated max_tokens; explicit "off" values are fine.
-        (body(max_tokens=64, max_completion_tokens=32, stop=None, logprobs=False, n=1, stream=False), Sampling(32, 1.0), USER),
         (
-            body(messages=[{"role": "system", "content": "S"}, {"role": "user", "content": [
-                {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]),
+            body(max_tokens=64, max_completion_tokens=32, stop=None, logprobs=False, n=1, stream=False),
+            Sampling(32, 1.0),
+            USER,
+        ),
+        (
+            body(
+                messages=[
+                    {"role": "system", "content": "S"},
+                    {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                ]
+            ),
             Sampling(temperature=1.0),
             [{"role": "system", "content": "S"}, {"role": "user", "content": "a\nb"}],
         ),
@@ -143,7 +156,11 @@ def test_openai_sdk_completion_and_errors(served):
     completion = client.chat.completions.create(model=MODEL, messages=USER, max_tokens=5, temperature=0, seed=1)
     assert completion.choices[0].message.content == f"echo: {USER[0]['content']}"
     assert completion.choices[0].finish_reason == "stop"
-    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (7, 3, 10)
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
+        7,
+        3,
+        10,
+    )
     assert pool.calls[-1][1] == Sampling(max_tokens=5, temperature=0.0, top_p=1.0, seed=1)
 
     with pytest.raises(openai.BadRequestError) as info:

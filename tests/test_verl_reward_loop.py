@@ -6,9 +6,10 @@ import pytest
 import ray
 import torch
 
+from writing_rl.batch import build_reward_batch
+
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply
-from writing_rl.batch import build_reward_batch
 
 RESPONSES = ["good good story", "a bad story", "<think>still thinking", "plain story", "good story"]
 
@@ -24,7 +25,10 @@ def test_validate_config_accepts_the_overlay(tokenizer_dir):
 def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_server, tokenizer_dir, tokenizer):
     server = judge_server()
     config = compose_writing_rl(
-        tokenizer_dir, server.base_url, "reward.num_workers=2", "reward.custom_reward_function.reward_kwargs.strategy=both"
+        tokenizer_dir,
+        server.base_url,
+        "reward.num_workers=2",
+        "reward.custom_reward_function.reward_kwargs.strategy=both",
     )
     # 5 samples over 2 workers: verl pads the batch to 6 by repeating the first sample.
     batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(5)], RESPONSES)
@@ -42,8 +46,15 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
 
     extra = output.non_tensor_batch
     assert set(output.meta_info["reward_extra_keys"]) == {
-        "win", "tie", "loss", "parse_error", "format_error", "position_consistent",
-        "judge_error", "judge_latency_s", "judge_calls",
+        "win",
+        "tie",
+        "loss",
+        "parse_error",
+        "format_error",
+        "position_consistent",
+        "judge_error",
+        "judge_latency_s",
+        "judge_calls",
     }
     assert extra["format_error"].tolist() == [0, 0, 1, 0, 0]
     assert extra["position_consistent"].tolist() == [1, 1, -1, 1, 1]

@@ -1,2 +1,3 @@
 """writing-rl: judge-based rewards for stock verl."""
+
 __version__ = "0.1.0"

@@ -17,6 +17,7 @@ def check_config(config) -> list[str]:
     from verl.utils.config import validate_config
 
     from .config import ConfigError, ManagerConfig, worker_concurrency
+    from .group_manager import GroupRewardManager, check_streaming_capacity
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     checked = ["verl validate_config"]
@@ -28,7 +29,9 @@ def check_config(config) -> list[str]:
     if manager_cls.__module__.startswith("writing_rl."):
         hosted = bool(config.reward.reward_model.enable)
         if hosted and not config.reward.reward_model.get("model_path"):
-            raise ConfigError("reward.reward_model.enable=true: set reward.reward_model.model_path to the GenRM to host")
+            raise ConfigError(
+                "reward.reward_model.enable=true: set reward.reward_model.model_path to the GenRM to host"
+            )
         if hosted and not config.reward.reward_model.enable_resource_pool and config.trainer.get("use_v1", False):
             # verl's v1 trainer gives a colocated reward model only prompts/responses (no ground truth, uid).
             raise ConfigError(
@@ -50,6 +53,9 @@ def check_config(config) -> list[str]:
             f"judge {judge} model {settings.judge.model}: {share} requests in flight per reward worker "
             f"x {config.reward.num_workers} workers"
         )
+        if issubclass(manager_cls, GroupRewardManager):
+            check_streaming_capacity(config)
+            checked.append("group rewards: reward workers have room for every waiting rollout of a step")
         if settings.judge.api_key_env:
             state = "set" if os.environ.get(settings.judge.api_key_env) else "NOT set in this shell"
             checked.append(f"API key env var ${settings.judge.api_key_env}: {state} (reward workers need it)")

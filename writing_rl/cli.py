@@ -68,7 +68,9 @@ def _run_score(args) -> int:
 
 
 def print_score_report(records: list[dict], summary: dict, max_rows: int = 20) -> None:
-    columns = [c for c in ("reward", "win", "tie", "loss", "parse_error", "format_error", "judge_error") if c in records[0]]
+    columns = [
+        c for c in ("reward", "win", "tie", "loss", "parse_error", "format_error", "judge_error") if c in records[0]
+    ]
     if len(records) <= max_rows:
         print(f"{'sample':<14}" + "".join(f"{c:>13}" for c in columns))
         for r in records:
@@ -122,29 +124,43 @@ def _add_serve_judge(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--model", required=True, help="GenRM: local model directory (or hub id the nodes can download)")
-    p.add_argument("--engine", required=True, choices=["vllm", "hf"], help="vllm: GPUs only; hf: transformers, CPU or GPU")
+    p.add_argument(
+        "--engine", required=True, choices=["vllm", "hf"], help="vllm: GPUs only; hf: transformers, CPU or GPU"
+    )
     p.add_argument("--replicas", type=int, default=1, help="number of replicas (default 1)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface; default 127.0.0.1)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface; default 127.0.0.1)"
+    )
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--served-model-name", help="name clients send as 'model' (default: --model)")
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per replica (default 1)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vllm: GPU memory fraction per replica")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="hf: cpu, cuda (one GPU per replica) or auto (cuda when the cluster has one per replica)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="hf: cpu, cuda (one GPU per replica) or auto (cuda when the cluster has one per replica)",
+    )
     p.add_argument("--num-cpus", type=float, default=1.0, help="CPUs reserved per replica (hf on CPU: its threads)")
     p.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
     p.add_argument("--max-model-len", type=int, help="longest prompt + completion in tokens (default: the model's)")
     p.add_argument("--default-max-tokens", type=int, default=4096, help="completion budget when a request sets none")
     p.add_argument("--max-batch-size", type=int, default=16, help="hf: most requests per generate call")
     p.add_argument("--max-batch-tokens", type=int, help="hf: most padded tokens (prompt + new) per generate call")
-    p.add_argument("--chat-template-kwargs", type=json.loads, default={},
-                   help='JSON passed to the chat template, e.g. \'{"enable_thinking": false}\'')
+    p.add_argument(
+        "--chat-template-kwargs",
+        type=json.loads,
+        default={},
+        help="JSON passed to the chat template, e.g. '{\"enable_thinking\": false}'",
+    )
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--seed", type=int, default=0, help="base seed of the replicas' samplers")
     p.add_argument("--max-pending", type=int, default=256, help="requests admitted at once; beyond: 429 + Retry-After")
     p.add_argument("--retry-after-s", type=float, default=1.0, help="Retry-After sent with 429 and 503")
     p.add_argument("--request-timeout-s", type=float, default=600.0, help="per request, retries included")
-    p.add_argument("--api-key-env", help="require 'Authorization: Bearer $THIS_VAR' on /v1/* (the key never leaves the env)")
+    p.add_argument(
+        "--api-key-env", help="require 'Authorization: Bearer $THIS_VAR' on /v1/* (the key never leaves the env)"
+    )
     p.add_argument("--ray-address", help="Ray cluster to use (default: $RAY_ADDRESS, else a new local Ray)")
     p.set_defaults(handler=_run_serve_judge)
 
@@ -191,12 +207,16 @@ def _offline_judge_args(p) -> None:
     g.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=...")
     g.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=...")
     g.add_argument("--api-key-env", help="env var holding the API key (reward.reward_kwargs.judge.api_key_env)")
-    g.add_argument("--max-concurrency", type=int, help="judge requests in flight (reward.reward_kwargs.judge.max_concurrency)")
+    g.add_argument(
+        "--max-concurrency", type=int, help="judge requests in flight (reward.reward_kwargs.judge.max_concurrency)"
+    )
     g.add_argument("--timeout-s", type=float, help="seconds per attempt (reward.reward_kwargs.judge.timeout_s)")
     g.add_argument("--max-retries", type=int, help="retries per call (reward.reward_kwargs.judge.max_retries)")
     g.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
     g.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
-    g.add_argument("--cache", help="judge cache file (default: OUT/judge_cache.sqlite); a rerun repeats no answered call")
+    g.add_argument(
+        "--cache", help="judge cache file (default: OUT/judge_cache.sqlite); a rerun repeats no answered call"
+    )
     g.add_argument(
         "--allow-judge-errors", action="store_true",
         help="write results even if some judge calls failed after retries (they are counted, never scored)",
@@ -230,7 +250,9 @@ def _add_select(subparsers) -> None:
         ),
     )
     p.add_argument("--data", required=True, help="Writing-RL parquet (build_parquet.py writing-rl)")
-    p.add_argument("--responses", required=True, help="JSONL: {'id': <ground_truth.id>, 'response': ...}, one or more per id")
+    p.add_argument(
+        "--responses", required=True, help="JSONL: {'id': <ground_truth.id>, 'response': ...}, one or more per id"
+    )
     p.add_argument("--out", required=True, help="output directory")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--top-k", type=int, help="keep this many ids")
@@ -240,7 +262,9 @@ def _add_select(subparsers) -> None:
         help="per-domain counts (repeat; replaces --top-k/--top-percent; unnamed domains get none), or "
         "'proportional' to split the top-k/top-percent budget by each domain's share",
     )  # fmt: skip
-    p.add_argument("--domain-key", default="data_source", help="column of the domain; dots reach into structs (extra_info.domain)")
+    p.add_argument(
+        "--domain-key", default="data_source", help="column of the domain; dots reach into structs (extra_info.domain)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the tie-breaking among equal margins")
     p.add_argument("--bins", type=int, default=20, help="histogram bins over [0, 1]")
     _offline_judge_args(p)
@@ -291,7 +315,9 @@ def _add_order_references(subparsers) -> None:
     p.add_argument("--criteria-key", default="criteria")
     p.add_argument("--data-source", default="writing", help="data_source when the row has none")
     p.add_argument("--system-prompt", help="system message put before each prompt")
-    p.add_argument("--method", choices=["bt", "copeland"], default="bt", help="aggregation (default: bt = Bradley-Terry)")
+    p.add_argument(
+        "--method", choices=["bt", "copeland"], default="bt", help="aggregation (default: bt = Bradley-Terry)"
+    )
     p.add_argument("--prior", type=float, default=1.0, help="Bradley-Terry: virtual tied comparisons per pair (> 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test split")
     p.add_argument("--test-size", type=float, default=0.0, help="test split: a fraction in [0, 1) or a number of rows")

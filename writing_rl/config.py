@@ -183,7 +183,10 @@ class CurriculumConfig:
             raw["resume_step"] = int(path.rstrip("/").split("global_step_")[-1]) if "global_step_" in path else None
         settings = _build(cls, raw, "reward.reward_kwargs.curriculum")
         prefix = "reward.reward_kwargs.curriculum"
-        _require(not settings.enable or bool(settings.state_dir), f"{prefix}.state_dir is not set and no trainer.default_local_dir")
+        _require(
+            not settings.enable or bool(settings.state_dir),
+            f"{prefix}.state_dir is not set and no trainer.default_local_dir",
+        )
         _require(settings.snapshot_interval_s >= 0, f"{prefix}.snapshot_interval_s must be >= 0")
         _require(settings.keep_steps >= 1, f"{prefix}.keep_steps must be >= 1")
         return settings

@@ -120,6 +120,18 @@ def checkpointed_step(checkpoint_dir: str | None) -> int | None:
         return None
 
 
+def checkpoint_marker(checkpoint_dir: str | None) -> tuple[int, int] | None:
+    """(step, mtime_ns) of verl's tracker file. verl rewrites it at every save, so a save is noticed even
+    when its step equals the one already there (a fresh run in an old run's checkpoint dir)."""
+    step = checkpointed_step(checkpoint_dir)
+    if step is None:
+        return None
+    try:
+        return step, Path(checkpoint_dir, TRACKER).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def initial_levels(settings: CurriculumConfig) -> tuple[LevelTable, str]:
     """The levels a (re)started run begins with, and where they came from."""
     if not settings.resume:
@@ -143,7 +155,7 @@ class ReferenceScheduler:
         self.settings = settings
         self.table, self.source = initial_levels(settings)
         self.dirty = False
-        self.last_step = checkpointed_step(settings.checkpoint_dir)
+        self.last_checkpoint = checkpoint_marker(settings.checkpoint_dir)
         self._writer: asyncio.Task | None = None
         Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
 
@@ -168,15 +180,15 @@ class ReferenceScheduler:
 
     async def flush(self) -> None:
         """Write what changed, and a step snapshot if verl has checkpointed a new step."""
-        step = checkpointed_step(self.settings.checkpoint_dir)
-        new_step = step is not None and step != self.last_step
+        checkpoint = checkpoint_marker(self.settings.checkpoint_dir)
+        new_step = checkpoint is not None and checkpoint != self.last_checkpoint
         if not (self.dirty or new_step):
             return
         self.dirty = False
         arrays = self.table.arrays()
-        await asyncio.get_running_loop().run_in_executor(None, self._write, arrays, step if new_step else None)
+        await asyncio.get_running_loop().run_in_executor(None, self._write, arrays, checkpoint[0] if new_step else None)
         if new_step:
-            self.last_step = step
+            self.last_checkpoint = checkpoint
 
     def _write(self, arrays, step: int | None) -> None:
         state_dir = Path(self.settings.state_dir)
@@ -200,15 +212,22 @@ class ReferenceScheduler:
 
 
 class Curriculum:
-    """What a reward fn holds: async ``pin`` / ``advance`` on the run's scheduler actor."""
+    """What a reward fn holds: async ``pin`` / ``advance`` on the run's scheduler actor.
 
-    def __init__(self, handle):
+    ``can_advance=False`` for a late member scored on its own after its group: its group already had
+    its one chance to move the level.
+    """
+
+    def __init__(self, handle, can_advance: bool = True):
         self.handle = handle
+        self.can_advance = can_advance
 
     async def pin(self, key: str, references: int) -> int:
         return await self.handle.pin.remote(key, references)
 
     async def advance(self, key: str, pinned: int) -> bool:
+        if not self.can_advance:
+            return False
         return await self.handle.advance.remote(key, pinned)
 
 

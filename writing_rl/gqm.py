@@ -27,7 +27,8 @@ API (pure functions; model output never raises, it gives a reason string):
   (``reward_fns.ranking_accuracy``), and ``**LENIENT``, for judging policy rollouts: headers
   optional, flexible spacing, markdown emphasis around the final lines ignored.
 - ``GroupPrompter(candidates, ...).prompt(order)``: ``build_prompt`` for many orders/subsets of one
-  group (position shuffling, augmentation) without redoing the shared work.
+  group (position shuffling, augmentation) without redoing the shared work; ``.prompts_utf8(orders)``
+  gives them already encoded, for dataset writers.
 - ``ranking_from_scores``, ``format_ranking``, ``format_scores``, ``gqm_response``: the canonical
   text of a final block (what SFT targets and RL ground truths hold).
 """
@@ -38,7 +39,7 @@ import re
 import string
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence, Union
+from typing import AnyStr, Iterable, Mapping, Sequence, Union
 
 LABELS = string.ascii_uppercase
 MAX_CANDIDATES = len(LABELS)
@@ -55,31 +56,151 @@ Ranking = tuple[tuple[str, ...], ...]  # tiers, best first; labels in label orde
 
 # ISO 639-1 codes -> English names (the names GenRM prompts use).
 LANGUAGES = {
-    "af": "Afrikaans", "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
-    "da": "Danish", "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
-    "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish", "gu": "Gujarati", "he": "Hebrew",
-    "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian",
-    "is": "Icelandic", "it": "Italian", "ja": "Japanese", "ka": "Georgian", "kk": "Kazakh", "km": "Khmer",
-    "kn": "Kannada", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian",
-    "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi", "ms": "Malay", "my": "Burmese", "ne": "Nepali",
-    "nl": "Dutch", "no": "Norwegian", "pa": "Punjabi", "pl": "Polish", "ps": "Pashto", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "sq": "Albanian",
-    "sr": "Serbian", "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai",
-    "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek", "vi": "Vietnamese",
-    "yue": "Cantonese", "zh": "Chinese", "zu": "Zulu",
+    "af": "Afrikaans",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "ga": "Irish",
+    "gu": "Gujarati",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "kk": "Kazakh",
+    "km": "Khmer",
+    "kn": "Kannada",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "mk": "Macedonian",
+    "ml": "Malayalam",
+    "mn": "Mongolian",
+    "mr": "Marathi",
+    "ms": "Malay",
+    "my": "Burmese",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pa": "Punjabi",
+    "pl": "Polish",
+    "ps": "Pashto",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "si": "Sinhala",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sq": "Albanian",
+    "sr": "Serbian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "te": "Telugu",
+    "th": "Thai",
+    "tl": "Tagalog",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "uz": "Uzbek",
+    "vi": "Vietnamese",
+    "yue": "Cantonese",
+    "zh": "Chinese",
+    "zu": "Zulu",
 }
 # ISO 639-3 / FLORES-style codes (``zho_Hans``, ``eng_Latn``) of the same languages.
 _ISO3 = {
-    "afr": "af", "als": "sq", "ara": "ar", "arb": "ar", "ben": "bn", "bul": "bg", "cat": "ca", "ces": "cs",
-    "cmn": "zh", "dan": "da", "deu": "de", "ell": "el", "eng": "en", "est": "et", "fas": "fa", "fin": "fi",
-    "fra": "fr", "gle": "ga", "guj": "gu", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "hye": "hy",
-    "ind": "id", "isl": "is", "ita": "it", "jpn": "ja", "kan": "kn", "kat": "ka", "kaz": "kk", "khk": "mn",
-    "khm": "km", "kor": "ko", "lit": "lt", "lav": "lv", "lvs": "lv", "mal": "ml", "mar": "mr", "mkd": "mk",
-    "mon": "mn", "msa": "ms", "mya": "my", "nld": "nl", "nob": "no", "nor": "no", "npi": "ne", "pan": "pa",
-    "pbt": "ps", "pes": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "sin": "si", "slk": "sk",
-    "slv": "sl", "spa": "es", "sqi": "sq", "srp": "sr", "swa": "sw", "swe": "sv", "swh": "sw", "tam": "ta",
-    "tel": "te", "tgl": "tl", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "uzn": "uz", "vie": "vi",
-    "zho": "zh", "zsm": "ms", "zul": "zu",
+    "afr": "af",
+    "als": "sq",
+    "ara": "ar",
+    "arb": "ar",
+    "ben": "bn",
+    "bul": "bg",
+    "cat": "ca",
+    "ces": "cs",
+    "cmn": "zh",
+    "dan": "da",
+    "deu": "de",
+    "ell": "el",
+    "eng": "en",
+    "est": "et",
+    "fas": "fa",
+    "fin": "fi",
+    "fra": "fr",
+    "gle": "ga",
+    "guj": "gu",
+    "heb": "he",
+    "hin": "hi",
+    "hrv": "hr",
+    "hun": "hu",
+    "hye": "hy",
+    "ind": "id",
+    "isl": "is",
+    "ita": "it",
+    "jpn": "ja",
+    "kan": "kn",
+    "kat": "ka",
+    "kaz": "kk",
+    "khk": "mn",
+    "khm": "km",
+    "kor": "ko",
+    "lit": "lt",
+    "lav": "lv",
+    "lvs": "lv",
+    "mal": "ml",
+    "mar": "mr",
+    "mkd": "mk",
+    "mon": "mn",
+    "msa": "ms",
+    "mya": "my",
+    "nld": "nl",
+    "nob": "no",
+    "nor": "no",
+    "npi": "ne",
+    "pan": "pa",
+    "pbt": "ps",
+    "pes": "fa",
+    "pol": "pl",
+    "por": "pt",
+    "ron": "ro",
+    "rus": "ru",
+    "sin": "si",
+    "slk": "sk",
+    "slv": "sl",
+    "spa": "es",
+    "sqi": "sq",
+    "srp": "sr",
+    "swa": "sw",
+    "swe": "sv",
+    "swh": "sw",
+    "tam": "ta",
+    "tel": "te",
+    "tgl": "tl",
+    "tha": "th",
+    "tur": "tr",
+    "ukr": "uk",
+    "urd": "ur",
+    "uzn": "uz",
+    "vie": "vi",
+    "zho": "zh",
+    "zsm": "ms",
+    "zul": "zu",
 }
 _NAMES = {name.lower(): name for name in LANGUAGES.values()}
 _CODE_LIKE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
@@ -471,7 +592,8 @@ def build_prompt(
 class GroupPrompter:
     """``build_prompt`` for many orderings and subsets of one group's candidates (what augmentation and
     position shuffling need): the task and each candidate's fenced text are prepared once.
-    ``prompter.prompt(order)`` is ``build_prompt([candidates[i] for i in order], ...)``."""
+    ``prompter.prompt(order)`` is ``build_prompt([candidates[i] for i in order], ...)``;
+    ``prompter.prompts_utf8(orders)`` gives many of them encoded as UTF-8, for writers that store bytes."""
 
     def __init__(
         self,
@@ -503,7 +625,13 @@ class GroupPrompter:
         self._source = fence(task_text)
         self._noun = CANDIDATE_NOUN[self.kind]
         self._fenced = [fence(text) for text in candidates]
-        self._table: list[list[str]] | None = None  # [position][candidate] blocks, built on first prompt()
+        # Built on first use: [position][candidate] blocks, and per shown count the template text around
+        # the candidates (source filled in), as str and as UTF-8.
+        self._table: list[list[str]] | None = None
+        self._table_utf8: list[list[bytes]] | None = None
+        self._around: dict[int, list[str]] = {}
+        self._around_utf8: dict[int, list[bytes]] = {}
+        self._source_utf8: bytes | None = None
 
     def block(self, position: int, index: int) -> str:
         """Candidate ``index`` shown at ``position``: its label line and fenced text."""
@@ -511,17 +639,53 @@ class GroupPrompter:
 
     def prompt(self, order: Sequence[int]) -> str:
         """The request showing candidates ``order[0]``, ``order[1]``, ... as A, B, ..."""
-        if self._table is None:
-            n = len(self._fenced)
-            self._table = [[self.block(p, i) for i in range(n)] for p in range(n)]
-        return self.render(list(map(list.__getitem__, self._table, order)))
+        table = self._table or self._blocks()
+        around = self._around.get(len(order)) or self._text_around(len(order))
+        return "\n\n".join(map(list.__getitem__, table, order)).join(around)
+
+    def prompts_utf8(self, orders: Iterable[Sequence[int]]) -> list[bytes]:
+        """``[prompt(order).encode() for order in orders]``, joined from pieces encoded once per group."""
+        table = self._table_utf8
+        if table is None:
+            fenced = [text.encode() for text in self._fenced]
+            heads = _label_lines_utf8(self._noun)[: len(fenced)]
+            table = self._table_utf8 = [[head + text for text in fenced] for head in heads]
+        arounds, join, pick = self._around_utf8, b"\n\n".join, list.__getitem__
+        prompts = []
+        for order in orders:
+            around = arounds.get(len(order)) or self._bytes_around(len(order))
+            prompts.append(join(map(pick, table, order)).join(around))
+        return prompts
 
     def render(self, blocks: list[str]) -> str:
         """The request around already-built candidate blocks (``block``), in the order shown."""
-        template, kind, source, target, prompt_type, cot = self._shape
-        frame = _frame(template, kind, len(blocks), source, target, prompt_type, cot)
-        fill = (self._source, "\n\n".join(blocks))
-        return "".join([part if part.__class__ is str else fill[part] for part in frame])
+        return "\n\n".join(blocks).join(self._text_around(len(blocks)))
+
+    def _blocks(self) -> list[list[str]]:
+        n = len(self._fenced)
+        self._table = [[self.block(p, i) for i in range(n)] for p in range(n)]
+        return self._table
+
+    def _text_around(self, n: int) -> list[str]:
+        """The filled template split where the candidates go: joining the candidate blocks with it
+        (``blocks.join(around)``) gives the prompt in one call."""
+        around = self._around.get(n)
+        if around is None:
+            around = self._around[n] = list(map(self._source.join, _layout(self._shape, n, False)))
+        return around
+
+    def _bytes_around(self, n: int) -> list[bytes]:
+        """``_text_around`` as UTF-8, from template pieces encoded once per group shape."""
+        if self._source_utf8 is None:
+            self._source_utf8 = self._source.encode()
+        around = self._around_utf8[n] = list(map(self._source_utf8.join, _layout(self._shape, n, True)))
+        return around
+
+
+@lru_cache(maxsize=64)
+def _label_lines_utf8(noun: str) -> tuple[bytes, ...]:
+    """``b"Translation A:\\n"``, ``b"Translation B:\\n"``, ...: the line above each candidate's block."""
+    return tuple(f"{noun} {label}:\n".encode() for label in LABELS)
 
 
 def build_messages(candidates: Sequence[str], *, system: str | None = None, **prompt_args) -> list[dict[str, str]]:
@@ -608,7 +772,7 @@ def _frame(
     template: str, kind: str, n: int, source: str | None, target: str | None, prompt_type: str, cot: bool
 ) -> tuple[str | int, ...]:
     """The template with every placeholder filled but ``{source}`` and ``{candidates}``: literal pieces,
-    and 0 / 1 where the source / candidates go. One per group shape, so a prompt costs one join."""
+    and 0 / 1 where the source / candidates go. One per group shape (``_layout`` splits it for joins)."""
     labels = labels_for(n)
     values = {
         "intro": _intro(kind, labels, source, target),
@@ -632,6 +796,24 @@ def _frame(
         else:
             frame.append(text)
     return tuple(frame)
+
+
+@lru_cache(maxsize=1024)
+def _layout(shape: tuple, n: int, utf8: bool) -> tuple[tuple[AnyStr, ...], ...]:
+    """``_frame`` for ``n`` candidates as the literal pieces between source slots, one tuple per stretch
+    between candidate slots: ``source.join(stretch)`` for each stretch is the text around the candidates."""
+    template, kind, source, target, prompt_type, cot = shape
+    stretches: list[tuple] = []
+    pieces = [""]
+    for part in _frame(template, kind, n, source, target, prompt_type, cot) + (1,):
+        if part == 1:  # candidates: close this stretch
+            stretches.append(tuple(piece.encode() if utf8 else piece for piece in pieces))
+            pieces = [""]
+        elif part == 0:  # source: a join point
+            pieces.append("")
+        else:
+            pieces[-1] += part
+    return tuple(stretches)
 
 
 @lru_cache(maxsize=16)

@@ -36,14 +36,53 @@ from typing import Any
 import numpy as np
 import ray
 
-from .config import ConfigError, CurriculumConfig, GroupConfig
 from .actors import SharedActor
+from .config import ConfigError, CurriculumConfig, GroupConfig
 from .curriculum import Curriculum, get_or_create_scheduler
 from .groups import GroupError, Member, Ticket, get_or_create_collector, is_validation
 from .manager import ParallelRewardManager
 
+# Calls Ray runs at once in an async actor left at its default max_concurrency, as verl leaves
+# RewardLoopWorker (ray._common.ray_constants.DEFAULT_MAX_CONCURRENCY_ASYNC).
+RAY_ASYNC_ACTOR_CONCURRENCY = 1000
+# Share of those slots a step may need on average: the agent loop picks a worker at random for each
+# rollout, so some workers get more than the mean.
+STREAMING_SLOT_SHARE = 0.8
+
+
 class GroupCollectorLost(RuntimeError):
     """The collector actor died while this sample waited: the step fails instead of hanging."""
+
+
+def check_streaming_capacity(config) -> None:
+    """Fail fast when streaming rewards would run out of reward-worker slots.
+
+    In streaming mode (no reward model, or a standalone GenRM pool) every rollout is its own
+    ``compute_score`` call on a random reward worker, and a member waiting for its group holds that
+    call open. Once a worker holds ``RAY_ASYNC_ACTOR_CONCURRENCY`` waiting members, Ray queues the
+    next calls, which are the members the waiting groups need: nothing moves until
+    ``groups.timeout_s``, then every group is scored partial and the queued members alone.
+    """
+    reward_model = config.reward.reward_model
+    if reward_model.get("enable") and not reward_model.get("enable_resource_pool"):
+        return  # colocated: verl sends each worker its whole chunk in one call
+    rollout, data = config.actor_rollout_ref.rollout, config.data
+    train = max(int(data.get("gen_batch_size") or 0), int(data.train_batch_size)) * int(rollout.n)
+    # Validation groups of one never wait. With val_batch_size=null verl validates the whole set in one
+    # batch, a size this check cannot see.
+    val = int(data.get("val_batch_size") or 0) * int(rollout.val_kwargs.n) if int(rollout.val_kwargs.n) > 1 else 0
+    rollouts, what = max((train, "data.train_batch_size x rollout.n"), (val, "data.val_batch_size x val_kwargs.n"))
+    workers = int(config.reward.get("num_workers") or 1)
+    per_worker = int(RAY_ASYNC_ACTOR_CONCURRENCY * STREAMING_SLOT_SHARE)
+    if rollouts > workers * per_worker:
+        needed = -(-rollouts // per_worker)
+        raise ConfigError(
+            f"group rewards in streaming mode: {rollouts} rollouts per step ({what}) over "
+            f"reward.num_workers={workers} is {rollouts // workers} per worker, but a reward worker runs at "
+            f"most {RAY_ASYNC_ACTOR_CONCURRENCY} calls at once and each rollout holds one while it waits for "
+            "its group; past that the step stalls until groups.timeout_s and scores partial groups. "
+            f"Set reward.num_workers>={needed}"
+        )
 
 
 class GroupRewardManager(ParallelRewardManager):
@@ -59,6 +98,8 @@ class GroupRewardManager(ParallelRewardManager):
         super().__init__(config, tokenizer, compute_score, reward_router_address, reward_model_tokenizer)
         if not inspect.iscoroutinefunction(compute_score):
             raise ConfigError("GroupRewardManager needs an async group reward fn (e.g. pkg://reward_fns.brpo)")
+        if _in_ray_actor():  # a verl reward worker (`writing-rl score` runs one in-process: no slot limit)
+            check_streaming_capacity(config)
         self.groups = GroupConfig.from_verl(config)
         rollout = config.actor_rollout_ref.rollout
         self.train_group_size = int(rollout.n)
@@ -104,10 +145,10 @@ class GroupRewardManager(ParallelRewardManager):
         mine = results[ticket.index]
         return self._output(mine["score"], mine["info"], judge.latencies, mine["transcripts"])
 
-    def _extras_for(self, judge) -> dict:
+    def _extras_for(self, judge, late: bool = False) -> dict:
         extras = {**self._fn_extras, "judge": judge}
         if "curriculum" in extras and self.scheduler is not None:
-            extras["curriculum"] = Curriculum(self.scheduler.get(self.batches_started))
+            extras["curriculum"] = Curriculum(self.scheduler.get(self.batches_started), can_advance=not late)
         return extras
 
     async def _join(self, member: Member, expected: int) -> Ticket:
@@ -124,7 +165,7 @@ class GroupRewardManager(ParallelRewardManager):
     async def _lead(self, uid: str, ticket: Ticket) -> tuple[list[dict], Any]:
         judge = self._new_judge()
         try:
-            raw = await self.compute_score(members=ticket.members, **self._extras_for(judge))
+            raw = await self.compute_score(members=ticket.members, **self._extras_for(judge, late=ticket.late))
             if not isinstance(raw, list) or len(raw) != len(ticket.members):
                 raise TypeError(
                     f"group reward fn returned {type(raw).__name__} of length {len(raw) if isinstance(raw, list) else '-'}"
@@ -150,6 +191,10 @@ class GroupRewardManager(ParallelRewardManager):
         return results, judge
 
 
+def _in_ray_actor() -> bool:
+    return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
+
+
 def reward_fn_parameters(config) -> set[str]:
     """The keyword parameters of the configured reward fn (verl wraps it, so load it as verl does)."""
     from verl.utils.import_utils import load_extern_object
@@ -171,4 +216,4 @@ def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:
     return ""
 
 
-__all__ = ["GroupRewardManager", "GroupCollectorLost", "GroupError", "prompt_text"]
+__all__ = ["GroupRewardManager", "GroupCollectorLost", "GroupError", "check_streaming_capacity", "prompt_text"]

@@ -14,12 +14,15 @@ its own judge client) and ``publish``es one result per member; the others receiv
   timeout, or a wrong expected size) is scored on its own and flagged ``late``.
 - A group still incomplete ``timeout_s`` after its first arrival is sealed with what arrived
   (``partial``). A leader that fails publishes the error, so its members fail too instead of hanging.
-- Finished groups leave the open table at once; their results stay in a bounded cache for late copies.
+- Finished groups leave the open table at once; their results stay in a bounded cache for late copies,
+  keyed by a digest of the response (long responses x thousands of groups would otherwise pin
+  gigabytes in this actor). A failed group is remembered too: its late copies fail at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -108,18 +111,28 @@ class _Group:
         return None
 
 
+def response_key(text: str) -> bytes:
+    """What the finished cache keys a response by: 16 bytes, however long the response."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+_FAILED = b"failed"  # under a finished uid: the leader's error message (response keys are 16 bytes)
+
+
 class GroupCollector:
     """The rendezvous actor. One asyncio loop, so no locks: every method runs to its next await."""
 
     def __init__(self, finished_cache: int = 4096):
         self.open: dict[str, _Group] = {}
-        self.finished: OrderedDict[str, dict[str, dict]] = OrderedDict()  # uid -> response -> result
+        self.finished: OrderedDict[str, dict[bytes, Any]] = OrderedDict()  # uid -> response_key -> result
         self.finished_cache = finished_cache
 
     async def join(self, uid: str, member: Member, expected: int, settings: GroupConfig) -> Ticket:
         group = self.open.get(uid)
         if group is None and uid in self.finished:  # the group is scored already
-            result = self.finished[uid].get(member.text)
+            if _FAILED in self.finished[uid]:
+                raise GroupError(f"group {uid} failed in its leader: {self.finished[uid][_FAILED]}")
+            result = self.finished[uid].get(response_key(member.text))
             if result is not None:
                 return Ticket(lead=False, index=0, result=result)
             return Ticket(lead=True, index=0, members=[member], late=True)
@@ -164,22 +177,23 @@ class GroupCollector:
     def publish(self, uid: str, results: list[dict], late_member: Member | None = None) -> None:
         """The leader's results, one per member (or the result of one late member)."""
         if late_member is not None:
-            self._remember(uid, {late_member.text: results[0]})
+            self._remember(uid, {response_key(late_member.text): results[0]})
             return
         group = self.open.pop(uid, None)
         if group is None:
             return
         group.results = results
         group.done.set()
-        self._remember(uid, {group.arrivals[n].text: r for n, r in zip(group.members, results)})
+        self._remember(uid, {response_key(group.arrivals[n].text): r for n, r in zip(group.members, results)})
 
     def fail(self, uid: str, message: str) -> None:
         group = self.open.pop(uid, None)
         if group is not None:
             group.error = message
             group.done.set()
+            self._remember(uid, {_FAILED: message})
 
-    def _remember(self, uid: str, results: dict[str, dict]) -> None:
+    def _remember(self, uid: str, results: dict[bytes, Any]) -> None:
         self.finished.setdefault(uid, {}).update(results)
         self.finished.move_to_end(uid)
         while len(self.finished) > self.finished_cache:

@@ -27,6 +27,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from .config import ConfigError, ManagerConfig, worker_concurrency
 from .judge import JudgeError, OpenAIJudge, SampleJudge
+from .parsing import THINK_CLOSE, THINK_OPEN
 from .summary import BatchSummary
 
 logger = logging.getLogger("writing_rl")
@@ -64,6 +65,9 @@ class ParallelRewardManager(RewardManagerBase):
             self.settings.judge, concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers)
         )
         self._fn_is_async = inspect.iscoroutinefunction(compute_score)
+        special = set(getattr(tokenizer, "all_special_tokens", []) or [])
+        self._special_think_tags = special & {THINK_OPEN, THINK_CLOSE}
+        self._other_special_tokens = sorted(special - self._special_think_tags, key=len, reverse=True)
         self.summary = BatchSummary(self.judge)
         self._expected_keys: set[str] | None = None
         self._in_flight = 0
@@ -92,8 +96,17 @@ class ParallelRewardManager(RewardManagerBase):
             )
         response_ids = item.batch["responses"]
         valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
-        response = self.tokenizer.decode(response_ids[:valid_length], skip_special_tokens=True)
-        return response, valid_length, non_tensor
+        return self._decode(response_ids[:valid_length]), valid_length, non_tensor
+
+    def _decode(self, token_ids) -> str:
+        """The response text without special tokens, except reasoning tags (``<think>``, ``</think>``)
+        that some tokenizers mark special: the reward fns need them to drop the reasoning."""
+        if not self._special_think_tags:
+            return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        text = self.tokenizer.decode(token_ids, skip_special_tokens=False)
+        for token in self._other_special_tokens:
+            text = text.replace(token, "")
+        return text
 
     async def _score(self, item) -> dict:
         response, _, non_tensor = self._read_sample(item)
@@ -160,7 +173,10 @@ class ParallelRewardManager(RewardManagerBase):
             )
 
     def _output(self, score: float, info: dict, latencies: list[float], transcripts: list[dict]) -> dict:
-        self.summary.add(score, info, latencies)
+        if self.settings.log_summary:  # only a logged summary is ever flushed
+            self.summary.add(score, info, latencies)
+            if self.summary.overdue():  # a worker that is never idle still logs
+                logger.info(self.summary.flush())
         output = {"reward_score": score, "reward_extra_info": info}
         if self.settings.keep_transcripts:
             output["judge_transcripts"] = transcripts

@@ -218,7 +218,9 @@ def read_prompts(
                 truth = builder.build({**row, _ORDERED: candidates}, 0, "train")[0]["reward_model"]["ground_truth"]
             except BadRow as bad:
                 if not skip_bad:
-                    raise ValueError(f"{path}: row {position} (0-based) rejected: {bad} (pass --skip-bad to skip)") from None
+                    raise ValueError(
+                        f"{path}: row {position} (0-based) rejected: {bad} (pass --skip-bad to skip)"
+                    ) from None
                 rejected.append({"row": position, "field": bad.field, "reason": bad.reason})
             else:
                 prompts.append(Prompt(position, row, candidates, names, truth["prompt"], truth["criteria"]))
@@ -357,7 +359,9 @@ def run_order_references(
         tables[split].extend(builder.build({**prompt.row, _ORDERED: ordered}, new_id, split))
         ids[index] = new_id
 
-    summary = _summary(prompts, results, orderings, tables, rejected, errors, verdict_share, judge, method, prior, wall_s)
+    summary = _summary(
+        prompts, results, orderings, tables, rejected, errors, verdict_share, judge, method, prior, wall_s
+    )
     report_csv = _report_csv(prompts, results, orderings, ids)
     outputs = _write(output_dir, builder, tables, report_csv, summary)
     return OrderReport(summary=summary, outputs=outputs)
@@ -365,12 +369,16 @@ def run_order_references(
 
 async def _judge(judge: CachedJudge, jobs, prompts, settings: JudgeSettings, bar: Progress):
     try:
-        return await judge_all(judge, jobs, job_messages(prompts, settings.template), settings.judge.max_concurrency, bar)
+        return await judge_all(
+            judge, jobs, job_messages(prompts, settings.template), settings.judge.max_concurrency, bar
+        )
     finally:
         await close_client(judge)
 
 
-def _summary(prompts, results, orderings, tables, rejected, errors, verdict_share, judge, method, prior, wall_s) -> dict:
+def _summary(
+    prompts, results, orderings, tables, rejected, errors, verdict_share, judge, method, prior, wall_s
+) -> dict:
     both = sum(r.pairs_both_orders for r in results)
     inconsistent = sum(len(r.inconsistent_pairs) for r in results)
     verdicts = sum(verdict_share.values())

@@ -119,7 +119,12 @@ class Canvas:
             b"\x00" + bytes(self.pixels[3 * y * self.width : 3 * (y + 1) * self.width]) for y in range(self.height)
         )
         header = struct.pack(">IIBBBBB", self.width, self.height, 8, 2, 0, 0, 0)  # 8-bit RGB
-        return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+        return (
+            b"\x89PNG\r\n\x1a\n"
+            + _chunk(b"IHDR", header)
+            + _chunk(b"IDAT", zlib.compress(raw, 9))
+            + _chunk(b"IEND", b"")
+        )
 
     def save(self, path: str | Path) -> None:
         with atomic_path(path) as tmp:
@@ -209,7 +214,9 @@ def histogram(
 PALETTE: tuple[Color, ...] = (BLUE, (230, 140, 40), (60, 160, 90), RED, (140, 90, 180), (120, 90, 60), GREY)
 
 
-def stacked_bars(categories: Sequence[str], series: Sequence[tuple[str, Sequence[int]]], title: str, x_label: str) -> Canvas:
+def stacked_bars(
+    categories: Sequence[str], series: Sequence[tuple[str, Sequence[int]]], title: str, x_label: str
+) -> Canvas:
     """One bar per category, ``series`` (label, one count per category) stacked bottom-up in PALETTE colours."""
     coloured = [Series(label, counts, PALETTE[i % len(PALETTE)]) for i, (label, counts) in enumerate(series)]
     return histogram(list(range(len(categories) + 1)), coloured, title, x_label, bin_labels=categories)

@@ -260,7 +260,9 @@ def judge_jobs(items: list[IdMargin], tasks: list[Task], samples) -> tuple[list[
 
 def job_messages(template: str | None):
     def build(job: Job):
-        first, second = (job.answer, job.task.best_reference) if job.response_slot == "A" else (job.task.best_reference, job.answer)
+        first, second = (
+            (job.answer, job.task.best_reference) if job.response_slot == "A" else (job.task.best_reference, job.answer)
+        )
         return pairwise_messages(job.task.prompt, first, second, criteria=job.task.criteria, template=template)
 
     return build
@@ -286,7 +288,9 @@ class SelectReport:
         if s["selected_by_domain"]:
             lines.append("by domain: " + ", ".join(f"{d} {n}" for d, n in sorted(s["selected_by_domain"].items())))
         if s["quota_shortfall"]:
-            lines.append("quota not filled: " + ", ".join(f"{d} short by {n}" for d, n in sorted(s["quota_shortfall"].items())))
+            lines.append(
+                "quota not filled: " + ", ".join(f"{d} short by {n}" for d, n in sorted(s["quota_shortfall"].items()))
+            )
         cache = s["cache"]
         lines.append(f"cache hits {cache['hits']}, misses {cache['misses']}; {s['calls_per_s']} calls/s")
         lines.extend(f"  {name}: {path}" for name, path in self.outputs.items())
@@ -324,7 +328,9 @@ def run_select(
         unknown = sorted(set(quotas) - {item.domain for item in items})
         if unknown:
             domains = sorted({item.domain for item in items})
-            raise ValueError(f"--quota names domain(s) {unknown} that no row has under '{domain_key}' (domains: {domains})")
+            raise ValueError(
+                f"--quota names domain(s) {unknown} that no row has under '{domain_key}' (domains: {domains})"
+            )
     samples = match_responses(rows, responses)
     jobs, outcomes = judge_jobs(items, tasks, samples)
 
@@ -372,7 +378,9 @@ async def _judge(judge: CachedJudge, jobs: list[Job], settings: JudgeSettings, b
         await close_client(judge)
 
 
-def _summary(items, ranked, choice: Choice, jobs, judgments, errors: Counter, judge: CachedJudge, wall_s: float) -> dict:
+def _summary(
+    items, ranked, choice: Choice, jobs, judgments, errors: Counter, judge: CachedJudge, wall_s: float
+) -> dict:
     chosen_margins = [m.margin for m in choice.chosen]
     both_orders: dict[tuple[int, int], list[str]] = {}
     for job, judgment in zip(jobs, judgments):

@@ -46,8 +46,15 @@ UNSUPPORTED_WHEN_SET = {
 class RequestError(Exception):
     """An error answered to the client in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, kind: str = "invalid_request_error",
-                 code: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        kind: str = "invalid_request_error",
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.param, self.kind, self.code = status, message, param, kind, code
         self.headers = headers or {}
@@ -250,8 +257,12 @@ class JudgeServer:
 
     async def chat_completions(self, request: web.Request) -> web.Response:
         if not self.ready:
-            raise RequestError(503, "the GenRM replicas are still starting", kind="service_unavailable",
-                               headers={"Retry-After": self.retry_after})
+            raise RequestError(
+                503,
+                "the GenRM replicas are still starting",
+                kind="service_unavailable",
+                headers={"Retry-After": self.retry_after},
+            )
         try:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as exc:
@@ -326,8 +337,15 @@ async def serve(pool, server: JudgeServer, host: str, port: int, on_listening=pr
         await pool.close()
 
 
-def run_serve_judge(pool_config, host: str, port: int, max_pending: int, retry_after_s: float,
-                    api_key_env: str | None, ray_address: str | None) -> None:
+def run_serve_judge(
+    pool_config,
+    host: str,
+    port: int,
+    max_pending: int,
+    retry_after_s: float,
+    api_key_env: str | None,
+    ray_address: str | None,
+) -> None:
     import ray
 
     from .judge.pool import GenRMPool

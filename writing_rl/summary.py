@@ -1,11 +1,17 @@
-"""One log line per batch of scored samples: outcomes, error counts, judge latency percentiles."""
+"""One log line per batch of scored samples: outcomes, error counts, judge latency percentiles.
+
+A batch ends when its worker goes idle; under continuous streaming (verl's async trainers), at the
+latest every ``MAX_BATCH_S`` seconds."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 OUTCOME_KEYS = ("win", "tie", "loss")
 ERROR_KEYS = ("judge_error", "parse_error", "format_error")
+MAX_BATCH_S = 60.0
 
 
 class BatchSummary:
@@ -15,6 +21,7 @@ class BatchSummary:
         self._reset()
 
     def _reset(self) -> None:
+        self.started = time.monotonic()
         self.count = 0
         self.score_sum = 0.0
         self.sums: dict[str, float] = {}
@@ -27,6 +34,9 @@ class BatchSummary:
             if key in info:
                 self.sums[key] = self.sums.get(key, 0.0) + info[key]
         self.latencies.extend(latencies)
+
+    def overdue(self) -> bool:
+        return self.count > 0 and time.monotonic() - self.started >= MAX_BATCH_S
 
     def flush(self) -> str:
         """The summary line of everything added since the last flush; starts a new batch."""

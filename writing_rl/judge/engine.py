@@ -80,6 +80,18 @@ def build_engine(engine: str, model: str, options: Mapping[str, Any]) -> Engine:
     raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
 
 
+def encode_chat(tokenizer, messages: list[dict[str, str]], chat_template_kwargs: Mapping[str, Any]) -> list[int]:
+    """Prompt token ids: the model's chat template with the generation prompt. The template already
+    holds any BOS the model wants, so no special tokens are added again."""
+    try:
+        text = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **chat_template_kwargs
+        )
+    except Exception as exc:  # jinja raises its own errors for messages the template refuses
+        raise RequestRejected(f"the model's chat template rejected the messages: {exc}") from None
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
 def resolve_max_tokens(sampling: Sampling, prompt_tokens: int, max_model_len: int, default_max_tokens: int) -> int:
     """The completion budget of one request, or ``RequestRejected`` naming the limit it breaks.
 

@@ -22,12 +22,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import Generation, RequestRejected, Sampling, resolve_max_tokens
+from .engine import Generation, Sampling, encode_chat, resolve_max_tokens
 
 _DTYPES = {
-    "float32": "float32", "fp32": "float32",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float16": "float16", "fp16": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
 }
 
 
@@ -112,13 +115,7 @@ class HFEngine:
     # ---------------------------------------------------------------- requests
 
     def encode(self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None = None) -> list[int]:
-        kwargs = {**self.chat_template_kwargs, **(chat_template_kwargs or {})}
-        try:
-            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
-        except Exception as exc:  # jinja raises its own errors for messages the template refuses
-            raise RequestRejected(f"the model's chat template rejected the messages: {exc}") from None
-        # The template already holds any BOS the model wants.
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return encode_chat(self.tokenizer, messages, {**self.chat_template_kwargs, **(chat_template_kwargs or {})})
 
     async def generate(
         self,

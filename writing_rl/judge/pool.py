@@ -393,7 +393,8 @@ class GenRMPool:
                 await asyncio.wait_for(self._ready.wait(), max(remaining, 0.001))
             except asyncio.TimeoutError:
                 raise JudgeTimeout(
-                    self.endpoint, f"no replica became ready within request_timeout_s={self.config.request_timeout_s}",
+                    self.endpoint,
+                    f"no replica became ready within request_timeout_s={self.config.request_timeout_s}",
                     attempt,
                 ) from None
 

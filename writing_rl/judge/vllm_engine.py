@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .engine import EngineUnavailable, Generation, RequestRejected, Sampling, resolve_max_tokens
+from .engine import EngineUnavailable, Generation, Sampling, encode_chat, resolve_max_tokens
 
 
 def _import_vllm():
@@ -81,12 +81,7 @@ class VLLMEngine:
         self._completion_tokens = 0
 
     def encode(self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None = None) -> list[int]:
-        kwargs = {**self.chat_template_kwargs, **(chat_template_kwargs or {})}
-        try:
-            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
-        except Exception as exc:  # jinja raises its own errors for messages the template refuses
-            raise RequestRejected(f"the model's chat template rejected the messages: {exc}") from None
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return encode_chat(self.tokenizer, messages, {**self.chat_template_kwargs, **(chat_template_kwargs or {})})
 
     async def generate(
         self,
