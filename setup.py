@@ -14,7 +14,7 @@ setup(
     install_requires=[
         # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (README).
         "verl>=0.9.1,<0.10",
-        "ray[default]>=2.40",
+        "ray>=2.40",  # `ray job submit` (RAY_ADDRESS in the train scripts) also needs ray[default] where you submit
         "aiohttp>=3.9",
         "hydra-core>=1.3",
         "omegaconf>=2.3",

@@ -180,6 +180,13 @@ def test_silent_leader_times_out_its_members():
 
     lead, follower = asyncio.run(scenario())
     assert lead.lead and isinstance(follower, GroupError) and "result_timeout_s" in str(follower)
+    assert collector.stats()["open"] == 0  # the abandoned group does not stay in the collector
+
+    async def late_copy():
+        return await collector.join("u1", member("b"), 2, settings)
+
+    with pytest.raises(GroupError, match="result_timeout_s"):
+        asyncio.run(late_copy())  # fails at once, no second wait
 
 
 def test_finished_groups_are_evicted_beyond_the_cache():

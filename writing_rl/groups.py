@@ -166,10 +166,9 @@ class GroupCollector:
         try:
             await asyncio.wait_for(group.done.wait(), timeout=settings.result_timeout_s)
         except asyncio.TimeoutError:
-            raise GroupError(
-                f"group {uid}: its leader published no result within groups.result_timeout_s="
-                f"{settings.result_timeout_s}"
-            ) from None
+            # The leader is gone (its worker died): fail the group once, so it leaves the open table and
+            # its other members and late copies fail at once instead of waiting in turn.
+            self.fail(uid, f"its leader published no result within groups.result_timeout_s={settings.result_timeout_s}")
         if group.error is not None:
             raise GroupError(f"group {uid} failed in its leader: {group.error}")
         return Ticket(lead=False, index=index, result=group.results[index], partial=group.partial)
