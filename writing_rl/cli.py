@@ -68,9 +68,8 @@ def _run_score(args) -> int:
 
 
 def print_score_report(records: list[dict], summary: dict, max_rows: int = 20) -> None:
-    columns = [
-        c for c in ("reward", "win", "tie", "loss", "parse_error", "format_error", "judge_error") if c in records[0]
-    ]
+    shown = ("reward", "win", "tie", "loss", "verdict", "is_reference", "rank_score", "reference_level")
+    columns = [c for c in (*shown, "parse_error", "format_error", "judge_error") if c in records[0]]
     if len(records) <= max_rows:
         print(f"{'sample':<14}" + "".join(f"{c:>13}" for c in columns))
         for r in records:
