@@ -81,11 +81,11 @@ def judge_without_cache(data, responses, settings) -> float:
     from writing_rl.judge import OpenAIJudge
     from writing_rl.offline import judge_all
     from writing_rl.score import match_responses
-    from writing_rl.selection import job_messages, judge_jobs, read_rows
+    from writing_rl.selection import MARGIN_KINDS, job_messages, judge_jobs, read_rows
 
     rows = pq.read_table(data).to_pylist()
     items, tasks = read_rows(rows, "data_source", need_domain=False)
-    jobs, _ = judge_jobs(items, tasks, match_responses(rows, responses))
+    jobs, _ = judge_jobs(items, tasks, match_responses(rows, responses), MARGIN_KINDS["win-rate"])
     judge = OpenAIJudge(settings.judge)
 
     async def run() -> float:

@@ -1,6 +1,6 @@
 import pytest
 
-from writing_rl.parsing import parse_verdict, strip_think
+from writing_rl.parsing import parse_score_pair, parse_verdict, strip_think
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,24 @@ def test_strip_think(response, answer):
 )
 def test_parse_verdict(output, verdict):
     assert parse_verdict(output) == verdict
+
+
+@pytest.mark.parametrize(
+    "output, scores",
+    [
+        ("Reasoning.\nA: 7, B: 4", (7, 4)),
+        ("Reasoning.\nB: 3, A: 9\n\n", (9, 3)),  # either order; trailing blank lines
+        ("**A: 7, B: 4**", (7, 4)),  # markdown emphasis
+        ("A:7,B:4", (7, 4)),
+        ("<think>A: 1, B: 2</think>\nA: 5, B: 5", (5, 5)),  # scores considered while thinking do not count
+        ("<think>A: 1, B: 2", None),  # reasoning never closed
+        ("A: 7", None),  # B missing
+        ("A: 7, A: 4", None),  # A twice
+        ("A: 11, B: 2", None),  # outside 0-10
+        ("A: 7, B: 4\nSo A wins.", None),  # not the last line
+        ("[[A]]", None),
+        ("", None),
+    ],
+)
+def test_parse_score_pair(output, scores):
+    assert parse_score_pair(output) == scores

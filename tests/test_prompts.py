@@ -60,6 +60,18 @@ def test_criteria_template_is_used_when_the_row_has_criteria():
     assert user.rstrip().endswith("equally good.")
 
 
+@pytest.mark.parametrize("criteria", [None, "- Be vivid"])
+def test_score_templates_ask_for_a_score_line_not_a_verdict(criteria):
+    user = pairwise_messages("Write.", "first", "second", criteria=criteria, output="scores")[1]["content"]
+    verdict_user = pairwise_messages("Write.", "first", "second", criteria=criteria)[1]["content"]
+    assert user.rstrip().endswith("as in: A: 7, B: 4") and "[[A]]" not in user
+    # the same request and responses as the verdict prompt; only the ending differs
+    shared = verdict_user[: verdict_user.index("Reason step by step")]
+    assert user.startswith(shared) and ("criterion by criterion" in user) == bool(criteria)
+    with pytest.raises(ValueError, match="output must be"):
+        pairwise_messages("Write.", "a", "b", output="ranking")
+
+
 def test_no_system_message_when_disabled():
     messages = pairwise_messages("Write.", "a", "b", system=None)
     assert [m["role"] for m in messages] == ["user"]

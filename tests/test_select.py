@@ -10,8 +10,9 @@ import pytest
 
 from writing_rl.cli import main as cli
 from writing_rl.config import JudgeConfig
-from writing_rl.offline import JudgeFailures, JudgeSettings
+from writing_rl.offline import JudgeFailures, JudgeSettings, Judgment, read_score_pair
 from writing_rl.selection import (
+    MARGIN_KINDS,
     IdMargin,
     budget,
     choose,
@@ -43,7 +44,25 @@ from offline_helpers import first_position_judge, pair_of, write_jsonl
     ],
 )
 def test_response_score(outcomes, expected):
-    assert response_score(outcomes) == expected
+    win_rate = MARGIN_KINDS["win-rate"]
+    slot_a = {"win": "A", "loss": "B", "tie": "C"}  # the response shown as A: its outcome -> the verdict
+    points = [win_rate.reference_points(Judgment(verdict=slot_a[o]), "A") for o in outcomes]
+    assert response_score(points) == expected
+
+
+@pytest.mark.parametrize(
+    "scores, response_slot, points",
+    [
+        ((7, 4), "A", -3.0),  # the response (A) scored 3 above the reference
+        ((7, 4), "B", 3.0),  # the reference (A) scored 3 above the response
+        ((5, 5), "A", 0.0),
+        ((0, 10), "A", 10.0),
+    ],
+)
+def test_score_gap_points(scores, response_slot, points):
+    judgment = read_score_pair(f"Weighed.\nA: {scores[0]}, B: {scores[1]}")
+    assert judgment.scores == scores
+    assert MARGIN_KINDS["score-gap"].reference_points(judgment, response_slot) == points
 
 
 @pytest.mark.parametrize(
@@ -304,6 +323,49 @@ def test_position_biased_judge_gives_no_signal(tmp_path, judge_server):
     judged = [m for m in report.margins if m.format_errors == 0]
     assert all(m.margin == 0.5 for m in judged)
     assert report.summary["position_consistency"] == 0.0
+
+
+def scoring_judge(request, index):
+    """Rates each response 5 + 2 x (its "good"s - its "bad"s), clamped to 0-10, on a score line."""
+    assert request["messages"][-1]["content"].rstrip().endswith("as in: A: 7, B: 4")
+
+    def rate(text: str) -> int:
+        return max(0, min(10, 5 + 2 * (text.count("good") - text.count("bad"))))
+
+    a, b = pair_of(request)
+    return Reply(
+        content=f"Both read.\n**A: {rate(a)}, B: {rate(b)}**"
+        if index % 2
+        else f"Both read.\nB: {rate(b)}, A: {rate(a)}"
+    )
+
+
+def test_score_gap_margin_tells_a_near_miss_from_a_rout(tmp_path, judge_server):
+    server = judge_server(script=scoring_judge)
+    data, responses = make_data(tmp_path)
+    out = tmp_path / "out"
+    report = run_select(data, responses, out, settings_for(server), top_k=4, margin="score-gap", progress=False)
+    # the best reference "good good" rates 9; the responses 3 ("bad"), 1 ("bad bad"), 9, 10 ("good good good")
+    expected = {0: 7.0, 1: 3.0, 2: 0.0, 3: 2.5, 4: -1.0, 5: 10.0}  # id 5 has no answer: the top of the range
+    assert {m.id: m.margin for m in report.margins} == expected
+    # win-rate ties ids 2 and 3 at 0.5; the score gap ranks 3 (one rout, one narrow win) above 2 (a draw)
+    assert {m.id for m in report.margins if m.selected} == {5, 0, 1, 3}
+    assert report.summary["margin"] == "score-gap" and report.summary["parse_failures"] == 0
+    assert report.summary["position_consistency"] == 1.0
+    assert float(read_margins(out)[3]["margin"]) == 2.5
+
+
+def test_score_gap_margin_counts_a_verdict_without_scores_as_a_parse_failure(tmp_path, judge_server):
+    server = judge_server()  # answers [[A]]/[[B]], never a score line
+    data, responses = make_data(tmp_path)
+    report = run_select(data, responses, tmp_path / "out", settings_for(server), top_k=3, margin="score-gap",
+                        progress=False)  # fmt: skip
+    assert report.summary["parse_failures"] == report.summary["judge_calls"] == 16
+    # only id 5 (no answer, no judge call) has a margin; the others are never selected
+    assert {m.id: m.status for m in report.margins} == {i: "no_verdict" for i in range(5)} | {5: "judged"}
+    assert [m.id for m in report.margins if m.selected] == [5]
+    with pytest.raises(ValueError, match="--margin must be one of"):
+        run_select(data, responses, tmp_path / "out", settings_for(server), top_k=1, margin="gap", progress=False)
 
 
 def test_cli_select_and_bad_input(tmp_path, judge_server, capsys):

@@ -239,8 +239,8 @@ def _add_select(subparsers) -> None:
         help="margin-aware selection: keep the prompts where the policy trails the best reference most",
         description=(
             "Judge each policy response against the row's best reference (last of target) in both orders. "
-            "Margin of an id = the reference's win rate (loss 1, tie 0.5, win 0 for the policy) averaged over "
-            "the id's responses. Keep the top-K or top-P% ids by margin, optionally with per-domain quotas. "
+            "Margin of an id = the reference's win rate (loss 1, tie 0.5, win 0 for the policy), or with "
+            "--margin score-gap its score minus the response's, averaged over the id's responses. Keep the top-K or top-P% ids by margin, optionally with per-domain quotas. "
             "Writes OUT/selected.parquet (same rows and schema), margins.csv, margins.png, summary.json."
         ),
         epilog=(
@@ -264,8 +264,13 @@ def _add_select(subparsers) -> None:
     p.add_argument(
         "--domain-key", default="data_source", help="column of the domain; dots reach into structs (extra_info.domain)"
     )
+    p.add_argument(
+        "--margin", choices=("win-rate", "score-gap"), default="win-rate",
+        help="win-rate: the reference's win rate from verdicts, in [0, 1]; score-gap: the judge rates both 0-10 "
+        "(last line 'A: 7, B: 4') and the margin is the reference's score minus the response's, in [-10, 10]",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the tie-breaking among equal margins")
-    p.add_argument("--bins", type=int, default=20, help="histogram bins over [0, 1]")
+    p.add_argument("--bins", type=int, default=20, help="histogram bins over the margin's range")
     _offline_judge_args(p)
     p.set_defaults(handler=_run_select)
 
@@ -281,7 +286,7 @@ def _run_select(args) -> int:
             args.data, args.responses, args.out, settings,
             top_k=args.top_k, top_percent=args.top_percent, quotas=quotas, domain_key=args.domain_key,
             seed=args.seed, cache=args.cache, allow_judge_errors=args.allow_judge_errors, bins=args.bins,
-            progress=not args.quiet,
+            progress=not args.quiet, margin=args.margin,
         )  # fmt: skip
     except JudgeFailures as exc:
         print(f"writing-rl select: error: {exc}", file=sys.stderr)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence, TypeVar
 from .config import ConfigError, JudgeConfig, ManagerConfig
 from .judge import Judge, JudgeError, Messages, OpenAIJudge
 from .judge.cache import CachedJudge
-from .parsing import parse_verdict
+from .parsing import parse_score_pair, parse_verdict
 
 T = TypeVar("T")
 
@@ -90,19 +90,33 @@ class Judgment:
 
     verdict: str | None = None
     error: str | None = None  # JudgeError kind: timeout, connection, http, bad_response
+    scores: tuple[int, int] | None = None  # (A, B) when the judge was asked for a score pair
 
     @property
     def parse_failure(self) -> bool:
         return self.verdict is None and self.error is None
 
 
-async def judge_once(judge: Judge, messages: Messages) -> Judgment:
+def read_verdict(text: str) -> Judgment:
+    return Judgment(verdict=parse_verdict(text))
+
+
+def read_score_pair(text: str) -> Judgment:
+    """A score pair, and the verdict it implies (the higher score wins, equal scores tie)."""
+    scores = parse_score_pair(text)
+    if scores is None:
+        return Judgment()
+    a, b = scores
+    return Judgment(verdict="A" if a > b else "B" if b > a else "C", scores=scores)
+
+
+async def judge_once(judge: Judge, messages: Messages, read: Callable[[str], Judgment] = read_verdict) -> Judgment:
     """A truncated reply or one with no final verdict counts as a parse failure, as in the reward."""
     try:
         reply = await judge.complete(messages)
     except JudgeError as err:
         return Judgment(error=err.kind)
-    return Judgment(verdict=None if reply.truncated else parse_verdict(reply.text))
+    return Judgment() if reply.truncated else read(reply.text)
 
 
 async def judge_all(
@@ -111,8 +125,10 @@ async def judge_all(
     build: Callable[[T], Messages],
     concurrency: int,
     on_done: Callable[[int], None] = lambda n: None,
+    read: Callable[[str], Judgment] = read_verdict,
 ) -> list[Judgment]:
-    """``build(job)`` judged for every job, at most ``concurrency`` at a time, results in job order.
+    """``build(job)`` judged for every job, at most ``concurrency`` at a time, results in job order;
+    ``read`` turns a reply into a judgment.
 
     Messages are built when a job starts, so memory holds ``concurrency`` requests, not all of them.
     """
@@ -121,7 +137,7 @@ async def judge_all(
 
     async def worker() -> None:
         for index in next_job:
-            results[index] = await judge_once(judge, build(jobs[index]))
+            results[index] = await judge_once(judge, build(jobs[index]), read)
             on_done(1)
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(jobs))))))

@@ -35,11 +35,30 @@ def parse_verdict(judge_output: str) -> str | None:
     wrote one (a verdict it considered while thinking is not its answer). A judge output whose reasoning
     block is never closed has no verdict.
     """
-    answer = judge_output
-    close = answer.rfind(THINK_CLOSE)
-    if close >= 0:
-        answer = answer[close + len(THINK_CLOSE) :]
-    elif THINK_OPEN in answer:
-        return None
-    matches = _VERDICT_RE.findall(answer)
+    answer = _judge_answer(judge_output)
+    matches = _VERDICT_RE.findall(answer) if answer is not None else []
     return matches[-1] if matches else None
+
+
+def parse_score_pair(judge_output: str) -> tuple[int, int] | None:
+    """The judge's final scores of Response A and Response B, ``(a, b)``; None when there are none.
+
+    They are the last non-empty line of the answer (after the judge's closed ``<think>`` block), both
+    labels once, in either order, integers 0-10: ``A: 7, B: 4``. Markdown emphasis around it is ignored.
+    """
+    from .gqm import parse_scores
+
+    answer = _judge_answer(judge_output)
+    lines = [line for line in (answer or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    scores = parse_scores(lines[-1], ("A", "B"), strict=False)
+    return None if isinstance(scores, str) else (scores["A"], scores["B"])
+
+
+def _judge_answer(judge_output: str) -> str | None:
+    """The judge output after its closed reasoning block; None when the block is never closed."""
+    close = judge_output.rfind(THINK_CLOSE)
+    if close >= 0:
+        return judge_output[close + len(THINK_CLOSE) :]
+    return None if THINK_OPEN in judge_output else judge_output

@@ -30,30 +30,41 @@ Two assistants answered the same writing request. Decide which answer is better.
 {response_b}
 """
 
-_PAIRWISE_ASK = """
+_WEIGH = """
 Weigh how well each response carries out the request: fidelity to what was asked, substance and \
 insight, structure and coherence, and the quality of the prose. Length is not a merit in itself, and \
 the order in which the responses appear says nothing about their quality.
-
-Reason step by step, comparing the two responses. Then end with a line holding only your verdict: \
-[[A]] if Response A is better, [[B]] if Response B is better, [[C]] if they are equally good.
 """
 
-_CRITERIA_ASK = """
+_CRITERIA_WEIGH = """
 [Evaluation criteria]
 {criteria}
 
 Judge the two responses against these criteria first, then against the overall quality of the writing. \
 Length is not a merit in itself, and the order in which the responses appear says nothing about their \
 quality.
-
-Reason step by step, criterion by criterion, comparing the two responses. Then end with a line holding \
-only your verdict: [[A]] if Response A is better, [[B]] if Response B is better, [[C]] if they are \
-equally good.
 """
 
-PAIRWISE_TEMPLATE = _PAIRWISE_TASK + _PAIRWISE_ASK
-PAIRWISE_CRITERIA_TEMPLATE = _PAIRWISE_TASK + _CRITERIA_ASK
+_END_WITH_VERDICT = """
+Reason step by step, {how}comparing the two responses. Then end with a line holding only your verdict: \
+[[A]] if Response A is better, [[B]] if Response B is better, [[C]] if they are equally good.
+"""
+
+_END_WITH_SCORES = """
+Reason step by step, {how}comparing the two responses. Then rate each response with a whole number \
+from 0 (worst) to 10 (best) and end with a line holding only the two scores, as in: A: 7, B: 4
+"""
+
+
+def _ending(text: str, criteria: bool) -> str:
+    return text.replace("{how}", "criterion by criterion, " if criteria else "")
+
+
+PAIRWISE_TEMPLATE = _PAIRWISE_TASK + _WEIGH + _ending(_END_WITH_VERDICT, False)
+PAIRWISE_CRITERIA_TEMPLATE = _PAIRWISE_TASK + _CRITERIA_WEIGH + _ending(_END_WITH_VERDICT, True)
+# Score-pair variants (``writing-rl select --margin score-gap``): the last line is ``A: <0-10>, B: <0-10>``.
+PAIRWISE_SCORES_TEMPLATE = _PAIRWISE_TASK + _WEIGH + _ending(_END_WITH_SCORES, False)
+PAIRWISE_CRITERIA_SCORES_TEMPLATE = _PAIRWISE_TASK + _CRITERIA_WEIGH + _ending(_END_WITH_SCORES, True)
 
 _PLACEHOLDER = re.compile(r"\{(prompt|response_a|response_b|criteria)\}")
 
@@ -88,12 +99,18 @@ def pairwise_messages(
     criteria: str | None = None,
     template: str | None = None,
     system: str | None = PAIRWISE_SYSTEM,
+    output: str = "verdict",
 ) -> Messages:
-    """Chat messages asking the judge to compare A and B. ``template`` is a file path; None = built-in."""
+    """Chat messages asking the judge to compare A and B. ``template`` is a file path; None = built-in,
+    ending with a verdict (``output="verdict"``) or a score pair (``output="scores"``)."""
     if template:
         body = load_template(template)
-    else:
+    elif output == "verdict":
         body = PAIRWISE_CRITERIA_TEMPLATE if criteria else PAIRWISE_TEMPLATE
+    elif output == "scores":
+        body = PAIRWISE_CRITERIA_SCORES_TEMPLATE if criteria else PAIRWISE_SCORES_TEMPLATE
+    else:
+        raise ValueError(f"output must be 'verdict' or 'scores', got {output!r}")
     user = render(body, prompt=prompt, response_a=response_a, response_b=response_b, criteria=criteria or "")
     messages: Messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": user})

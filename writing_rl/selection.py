@@ -6,11 +6,18 @@ easiest first) and the current policy's responses (JSONL, ``{"id": ..., "respons
 more lines per id; ``"index"`` works as in ``writing-rl score``).
 
 **Margin.** Each response is judged against the best reference (the last of ``target``) in both
-orders, with the pairwise prompt and verdict parser of the reward. Each order that yields a verdict
-gives the *reference* 1 (the policy lost), 0.5 (tie) or 0 (the policy won); a response's score is the
-mean over its judged orders, and an id's margin is the mean over its responses. A response with no
-answer (unclosed ``<think>``, empty) scores 1 without a judge call, as it loses in training. Margin 1:
-the policy never beats or ties the best reference; 0: it always beats it.
+orders. Each judged order gives the *reference* some points; a response's score is the mean over its
+judged orders, and an id's margin is the mean over its responses. Two kinds (``margin=``):
+
+- ``win-rate`` (default): the pairwise prompt and verdict parser of the reward; the reference gets 1
+  (the policy lost), 0.5 (tie) or 0 (the policy won). Margin in [0, 1]; 1: the policy never beats or
+  ties the best reference; 0: it always beats it.
+- ``score-gap``: the judge rates both responses 0-10 and ends with ``A: 7, B: 4`` (the built-in score
+  template asks for that); the reference gets its score minus the response's. Margin in [-10, 10]: it
+  also tells a near miss from a rout, which verdicts cannot.
+
+A response with no answer (unclosed ``<think>``, empty) gets the top of the range (1 or 10) without a
+judge call, as it loses in training.
 
 Orders with no verdict (parse failure, truncated reply) or a failed call (``JudgeError``) are counted
 and left out of the mean, never scored; an id with no verdict at all has no margin and is never
@@ -46,15 +53,58 @@ from typing import Any, Mapping, Sequence
 
 from reward_fns.pairwise import outcome, read_ground_truth
 
+from .gqm import MAX_SCORE, MIN_SCORE
 from .io import atomic_path
 from .judge.cache import CachedJudge
-from .offline import JudgeFailures, JudgeSettings, Progress, close_client, failure_message, judge_all, open_judge
+from .offline import (
+    JudgeFailures,
+    JudgeSettings,
+    Judgment,
+    Progress,
+    close_client,
+    failure_message,
+    judge_all,
+    open_judge,
+    read_score_pair,
+    read_verdict,
+)
 from .parsing import strip_think
 from .plot import BLUE, GREY, Series, histogram
 from .prompts import pairwise_messages
 
-# The response's outcome in one judged order -> the reference's points.
+# The response's outcome in one judged order -> the reference's points (win-rate margin).
 REFERENCE_POINTS = {"loss": 1.0, "tie": 0.5, "win": 0.0}
+
+
+@dataclass(frozen=True)
+class MarginKind:
+    name: str
+    judge_output: str  # what the built-in prompt asks the judge to end with: "verdict" or "scores"
+    low: float  # range of the margin; a response with no answer gets ``high``
+    high: float
+    label: str
+
+    def reference_points(self, judgment: Judgment, response_slot: str) -> float:
+        """The reference's points against the response in one judged order (a judgment with a verdict)."""
+        if self.judge_output == "verdict":
+            return REFERENCE_POINTS[outcome(judgment.verdict, response_slot)]
+        a, b = judgment.scores
+        return float(b - a if response_slot == "A" else a - b)
+
+    def read(self, text: str) -> Judgment:
+        return read_verdict(text) if self.judge_output == "verdict" else read_score_pair(text)
+
+
+MARGIN_KINDS = {
+    "win-rate": MarginKind("win-rate", "verdict", 0.0, 1.0, "margin (reference win rate vs policy)"),
+    "score-gap": MarginKind(
+        "score-gap",
+        "scores",
+        float(MIN_SCORE - MAX_SCORE),
+        float(MAX_SCORE - MIN_SCORE),
+        "margin (reference score - policy score)",
+    ),  # fmt: skip
+}
 PROPORTIONAL = "proportional"
 CSV_COLUMNS = (
     "id", "domain", "margin", "rank", "responses", "comparisons", "parse_failures", "judge_errors",
@@ -87,11 +137,11 @@ class IdMargin:
         return "judged" if self.response_scores else "no_verdict"
 
 
-def response_score(outcomes: Sequence[str]) -> float | None:
+def response_score(points: Sequence[float]) -> float | None:
     """The reference's mean points against one response over its judged orders; None if none judged."""
-    if not outcomes:
+    if not points:
         return None
-    return sum(REFERENCE_POINTS[o] for o in outcomes) / len(outcomes)
+    return sum(points) / len(points)
 
 
 def parse_quotas(specs: Sequence[str] | None) -> dict[str, int] | str | None:
@@ -239,31 +289,35 @@ def read_rows(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple
     return items, tasks
 
 
-def judge_jobs(items: list[IdMargin], tasks: list[Task], samples) -> tuple[list[Job], dict[tuple[int, int], list[str]]]:
+def judge_jobs(
+    items: list[IdMargin], tasks: list[Task], samples, kind: MarginKind
+) -> tuple[list[Job], dict[tuple[int, int], list[float]]]:
     """Two jobs (both orders) per response with an answer; responses with none get a loss now."""
     jobs: list[Job] = []
-    outcomes: dict[tuple[int, int], list[str]] = {}
+    points: dict[tuple[int, int], list[float]] = {}
     for sample in samples:
         item = items[sample.row]
         response = item.responses
         item.responses += 1
-        outcomes[(sample.row, response)] = []
+        points[(sample.row, response)] = []
         answer = strip_think(sample.response)
         if answer is None:
             item.format_errors += 1
-            outcomes[(sample.row, response)].append("loss")
+            points[(sample.row, response)].append(kind.high)
             continue
         for slot in ("A", "B"):
             jobs.append(Job(sample.row, response, tasks[sample.row], answer, slot))
-    return jobs, outcomes
+    return jobs, points
 
 
-def job_messages(template: str | None):
+def job_messages(template: str | None, judge_output: str = "verdict"):
     def build(job: Job):
         first, second = (
             (job.answer, job.task.best_reference) if job.response_slot == "A" else (job.task.best_reference, job.answer)
         )
-        return pairwise_messages(job.task.prompt, first, second, criteria=job.task.criteria, template=template)
+        return pairwise_messages(
+            job.task.prompt, first, second, criteria=job.task.criteria, template=template, output=judge_output
+        )
 
     return build
 
@@ -312,6 +366,7 @@ def run_select(
     allow_judge_errors: bool = False,
     bins: int = 20,
     progress: bool = True,
+    margin: str = "win-rate",
 ) -> SelectReport:
     """Judge, rank, choose and write the outputs. ``cache`` defaults to ``out/judge_cache.sqlite``."""
     import pyarrow.parquet as pq
@@ -319,6 +374,9 @@ def run_select(
     from .score import match_responses
 
     check_options(top_k, top_percent, quotas)
+    if margin not in MARGIN_KINDS:
+        raise ValueError(f"--margin must be one of {sorted(MARGIN_KINDS)}, got {margin!r}")
+    kind = MARGIN_KINDS[margin]
     if bins < 1:
         raise ValueError(f"--bins must be >= 1, got {bins}")
     table = pq.read_table(data)
@@ -332,14 +390,14 @@ def run_select(
                 f"--quota names domain(s) {unknown} that no row has under '{domain_key}' (domains: {domains})"
             )
     samples = match_responses(rows, responses)
-    jobs, outcomes = judge_jobs(items, tasks, samples)
+    jobs, points = judge_jobs(items, tasks, samples, kind)
 
     out = Path(out)
     judge = open_judge(settings.judge, cache or out / "judge_cache.sqlite")
     start = time.perf_counter()
     try:
         bar = Progress(len(jobs), judge, enabled=progress)
-        judgments = asyncio.run(_judge(judge, jobs, settings, bar))
+        judgments = asyncio.run(_judge(judge, jobs, settings, kind, bar))
     finally:
         judge.close()
     wall_s = time.perf_counter() - start
@@ -354,10 +412,10 @@ def run_select(
             item.parse_failures += 1
         else:
             item.comparisons += 1
-            outcomes[(job.item, job.response)].append(outcome(judgment.verdict, job.response_slot))
+            points[(job.item, job.response)].append(kind.reference_points(judgment, job.response_slot))
     if errors and not allow_judge_errors:
         raise JudgeFailures(failure_message(dict(errors), len(jobs), judge))
-    for (row, _), found in outcomes.items():
+    for (row, _), found in points.items():
         score = response_score(found)
         if score is not None:
             items[row].response_scores.append(score)
@@ -366,14 +424,15 @@ def run_select(
     if not ranked:
         raise ValueError("no id has a margin (every judgment failed or gave no verdict): nothing to select")
     choice = choose(ranked, top_k, top_percent, quotas)
-    summary = _summary(items, ranked, choice, jobs, judgments, errors, judge, wall_s)
-    outputs = _write_outputs(out, table, items, ranked, choice, summary, bins)
+    summary = {"margin": kind.name, **_summary(items, ranked, choice, jobs, judgments, errors, judge, wall_s)}
+    outputs = _write_outputs(out, table, items, ranked, choice, summary, kind, bins)
     return SelectReport(summary=summary, margins=items, outputs=outputs)
 
 
-async def _judge(judge: CachedJudge, jobs: list[Job], settings: JudgeSettings, bar: Progress):
+async def _judge(judge: CachedJudge, jobs: list[Job], settings: JudgeSettings, kind: MarginKind, bar: Progress):
     try:
-        return await judge_all(judge, jobs, job_messages(settings.template), settings.judge.max_concurrency, bar)
+        build = job_messages(settings.template, kind.judge_output)
+        return await judge_all(judge, jobs, build, settings.judge.max_concurrency, bar, read=kind.read)
     finally:
         await close_client(judge)
 
@@ -431,14 +490,17 @@ def margins_csv(items: Sequence[IdMargin]) -> str:
     return buffer.getvalue()
 
 
-def margin_histogram(ranked: Sequence[IdMargin], choice: Choice, bins: int):
-    edges = [i / bins for i in range(bins + 1)]
+def margin_histogram(
+    ranked: Sequence[IdMargin], choice: Choice, bins: int, kind: MarginKind = MARGIN_KINDS["win-rate"]
+):
+    width = kind.high - kind.low
+    edges = [kind.low + width * i / bins for i in range(bins + 1)]
 
     def counts(selected: bool) -> list[int]:
         found = [0] * bins
         for m in ranked:
             if m.selected == selected:
-                found[min(int(m.margin * bins), bins - 1)] += 1
+                found[min(int((m.margin - kind.low) / width * bins), bins - 1)] += 1
         return found
 
     cut = min((m.margin for m in choice.chosen), default=None) if choice.targets is None else None
@@ -446,13 +508,15 @@ def margin_histogram(ranked: Sequence[IdMargin], choice: Choice, bins: int):
         edges,
         [Series("selected", counts(True), BLUE), Series("not selected", counts(False), GREY)],
         title=f"margin of {len(ranked)} ids",
-        x_label="margin (reference win rate vs policy)",
+        x_label=kind.label,
         marker=cut,
         marker_label="" if cut is None else f"cut {cut:.3f}",
     )
 
 
-def _write_outputs(out: Path, table, items, ranked, choice: Choice, summary: dict, bins: int) -> dict[str, str]:
+def _write_outputs(
+    out: Path, table, items, ranked, choice: Choice, summary: dict, kind: MarginKind, bins: int
+) -> dict[str, str]:
     import pyarrow.parquet as pq
 
     paths = {
@@ -462,7 +526,7 @@ def _write_outputs(out: Path, table, items, ranked, choice: Choice, summary: dic
         "summary": out / "summary.json",
     }
     rows = sorted(m.row for m in choice.chosen)
-    png = margin_histogram(ranked, choice, bins).png()
+    png = margin_histogram(ranked, choice, bins, kind).png()
     # Every file goes to a temp path first; all are renamed only when all were written. Contexts exit
     # in reverse, so summary.json (entered first) is renamed last: its presence marks a complete set.
     with ExitStack() as stack:
