@@ -29,7 +29,8 @@ setup(
         "test": ["pytest>=7", "openai>=1.0"],
         # GPU-only: never needed on CPU machines, imported lazily.
         "vllm": ["vllm>=0.10"],
-        "gpu": ["vllm>=0.10", "flash-attn"],
+        # uvicorn and fastapi: verl's SFT trainer imports them without declaring them (vLLM brings both).
+        "gpu": ["vllm>=0.10", "flash-attn", "uvicorn", "fastapi"],
     },
     entry_points={"console_scripts": ["writing-rl=writing_rl.cli:main"]},
 )

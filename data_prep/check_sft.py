@@ -110,6 +110,20 @@ def longest_sample(path: str, config, tokenizer_dir: str, sample: int) -> int:
         return max(len(dataset[i]["input_ids"]) for i in range(len(dataset)))
 
 
+def trainer_import_problem() -> str | None:
+    """Why ``verl.trainer.sft_trainer`` cannot be imported here, or None. verl 0.9.1's SFT trainer imports
+    uvicorn and fastapi (through its rollout utilities) without declaring them; vLLM brings both, so
+    they are missing only where vLLM is not installed."""
+    try:
+        import verl.trainer.sft_trainer  # noqa: F401
+    except ImportError as exc:
+        return (
+            f"verl.trainer.sft_trainer cannot be imported here ({exc}); install what it needs where the run "
+            "starts (verl's SFT trainer imports uvicorn and fastapi: pip install uvicorn fastapi, or writing-rl[gpu])"
+        )
+    return None
+
+
 def _check_chat(chat, where: str) -> None:
     if not isinstance(chat, list) or not chat:
         raise ValueError(f"{where}: expected a non-empty list of {{role, content}} messages")
@@ -150,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in checked:
         print(f"ok  {line}")
+    problem = trainer_import_problem()  # a warning: the dry run may be on another machine than the run
+    if problem:
+        print(f"warn  {problem}")
     return 0
 
 

@@ -4,6 +4,7 @@ scripts compose what they promise, and ranking_accuracy runs in verl's real rewa
 import json
 import os
 import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -116,6 +117,18 @@ def test_sft_script_runs_verl_sft_trainer_under_torchrun_and_dry_run_checks_the_
 
     multi = run_script("train_genrm_sft.sh", {**env, "TORCHRUN": str(torchrun), "NNODES": "2"})
     assert multi.returncode == 2 and "NODE_RANK" in multi.stderr and "MASTER_ADDR" in multi.stderr
+
+    # The real dry run (PYTHON unset). verl's SFT trainer imports uvicorn, which verl does not declare: the
+    # dry run warns where it is missing (blocked here, so the check is the same with or without it).
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['uvicorn'] = None\n")
+    dry_env = {**env, "N_GPUS": "1", "PYTHONPATH": f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    result = run_script("train_genrm_sft.sh", {**dry_env, "DRY_RUN": "1", "PYTHON": sys.executable})
+    assert result.returncode == 0, result.stderr
+    assert "ok  global batch 64 over 1 ranks" in result.stdout
+    assert "warn  verl.trainer.sft_trainer cannot be imported here" in result.stdout
+    assert "pip install uvicorn fastapi" in result.stdout
 
 
 def test_ranking_accuracy_through_verls_reward_loop_manager(ray_cluster, tmp_path, tokenizer_dir, tokenizer):
