@@ -107,6 +107,45 @@ def test_hf_engine_seeded_sampling_is_reproducible(engine):
     assert first == second
 
 
+class OutOfMemoryAbove:
+    """Wraps ``model.generate``: a batch of more than ``rows`` rows raises torch's out-of-memory error."""
+
+    def __init__(self, generate, rows: int):
+        self.generate, self.rows, self.sizes = generate, rows, []
+
+    def __call__(self, input_ids, **kwargs):
+        import torch
+
+        self.sizes.append(len(input_ids))
+        if len(input_ids) > self.rows:
+            raise torch.OutOfMemoryError(f"CUDA out of memory (scripted above {self.rows} rows)")
+        return self.generate(input_ids=input_ids, **kwargs)
+
+
+def test_hf_engine_halves_a_batch_that_runs_out_of_memory(model_dir, expected):
+    engine = HFEngine(str(model_dir), max_batch_size=8)
+    engine.model.generate = OutOfMemoryAbove(engine.model.generate, rows=2)
+
+    async def scenario():
+        return await asyncio.gather(*(engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS))
+
+    replies = asyncio.run(scenario())
+    assert [r.to_dict() for r in replies] == expected  # every answer, the same as one at a time
+    # 8 -> 4 + 4 -> 2 + 2 + 2 + 2 (3 halvings), then the last 4 -> 2 + 2 (1): no batch above 2 ran
+    assert engine.model.generate.sizes == [8, 4, 2, 2, 4, 2, 2, 4, 2, 2]
+    stats = engine.stats()
+    assert stats["oom_splits"] == 4 and stats["largest_batch"] == 2 and stats["requests"] == len(PROMPTS)
+
+
+def test_hf_engine_fails_alone_a_request_that_does_not_fit(model_dir, expected):
+    engine = HFEngine(str(model_dir), max_batch_size=8)
+    engine.model.generate = OutOfMemoryAbove(engine.model.generate, rows=0)
+    with pytest.raises(RuntimeError, match="out of memory generating a batch of 1"):
+        asyncio.run(engine.generate(PROMPTS[0], Sampling(max_tokens=MAX_NEW)))
+    engine.model.generate = engine.model.generate.generate  # memory is back: the engine still serves
+    assert asyncio.run(engine.generate(PROMPTS[0], Sampling(max_tokens=MAX_NEW))).to_dict() == expected[0]
+
+
 # ---------------------------------------------------------------- the Ray pool
 
 

@@ -4,7 +4,9 @@
 One background task takes the oldest request plus every queued request with the same sampling
 settings (up to ``max_batch_size`` rows and ``max_batch_tokens`` padded tokens), runs one left-padded
 ``model.generate`` in a worker thread, and answers each request; whatever arrived meanwhile forms the
-next batch. Only the request's own sampling applies (no top-k or repetition penalty from the model's
+next batch. A batch that runs out of memory is halved and each half retried (a request that does not
+fit even alone fails alone), so one oversized batch costs time, not answers. Only the request's own
+sampling applies (no top-k or repetition penalty from the model's
 generation config), the same as the vLLM engine.
 
 Greedy outputs in float32 match one-request-at-a-time generation; in bfloat16 the padding and batch
@@ -16,6 +18,7 @@ requests draw from the replica's generator (seeded once at start).
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import time
 from collections import deque
@@ -52,6 +55,7 @@ class BatchStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     busy_s: float = 0.0
+    oom_splits: int = 0  # batches halved after running out of memory
 
 
 class HFEngine:
@@ -177,15 +181,35 @@ class HFEngine:
                 await self._wakeup.wait()
                 continue
             try:
-                results = await asyncio.to_thread(self.run_batch, batch)
-            except Exception as exc:  # one failed generate (e.g. out of memory) fails its batch only
-                for request in batch:
-                    if not request.future.done():
-                        request.future.set_exception(exc)
-                continue
+                results = await asyncio.to_thread(self.run_batch_or_split, batch)
+            except Exception as exc:  # one failed generate fails its batch only
+                results = [exc] * len(batch)
             for request, result in zip(batch, results):
-                if not request.future.done():
+                if request.future.done():
+                    continue
+                if isinstance(result, Exception):
+                    request.future.set_exception(result)
+                else:
                     request.future.set_result(result)
+
+    def run_batch_or_split(self, batch: list[_Request]) -> list[Generation | Exception]:
+        """``run_batch``; when it runs out of memory, each half of the batch on its own (recursively).
+        A single request that does not fit gets the out-of-memory error as its result."""
+        try:
+            return self.run_batch(batch)
+        except Exception as exc:
+            if not is_out_of_memory(exc):
+                raise
+            error = RuntimeError(f"out of memory generating a batch of {len(batch)}: {exc}")
+        # Past the except block, so the failed call's frames, and the tensors they hold, can be freed.
+        gc.collect()
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()
+        if len(batch) == 1:
+            return [error]
+        self._stats.oom_splits += 1
+        half = len(batch) // 2
+        return self.run_batch_or_split(batch[:half]) + self.run_batch_or_split(batch[half:])
 
     def run_batch(self, batch: list[_Request]) -> list[Generation]:
         """One left-padded ``model.generate`` over the batch (blocking; runs in a worker thread)."""
@@ -259,6 +283,7 @@ class HFEngine:
             "prompt_tokens": s.prompt_tokens,
             "completion_tokens": s.completion_tokens,
             "busy_s": round(s.busy_s, 4),
+            "oom_splits": s.oom_splits,
         }
 
     def close(self) -> None:
@@ -271,6 +296,17 @@ class HFEngine:
         self.model = None
         if self.device.startswith("cuda"):
             self._torch.cuda.empty_cache()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's out-of-memory error (CUDA and other accelerators), or the CPU allocator's failure."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and (
+        "out of memory" in str(exc).lower() or "can't allocate memory" in str(exc).lower()
+    )
 
 
 def _stop_token_ids(tokenizer, generation_config) -> set[int]:
