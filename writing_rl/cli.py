@@ -71,9 +71,10 @@ def print_score_report(records: list[dict], summary: dict, max_rows: int = 20) -
     shown = ("reward", "win", "tie", "loss", "verdict", "is_reference", "rank_score", "reference_level")
     columns = [c for c in (*shown, "parse_error", "format_error", "judge_error") if c in records[0]]
     if len(records) <= max_rows:
-        print(f"{'sample':<14}" + "".join(f"{c:>13}" for c in columns))
+        widths = [max(len(c), 8) + 2 for c in columns]
+        print(f"{'sample':<14}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
         for r in records:
-            print(f"{r['key']:<14}" + "".join(f"{r[c]:>13.3g}" for c in columns))
+            print(f"{r['key']:<14}" + "".join(f"{r[c]:>{w}.3g}" for c, w in zip(columns, widths)))
     width = max(map(len, summary))
     for key, value in summary.items():
         print(f"{key:<{width}}  {value:.4g}" if isinstance(value, float) else f"{key:<{width}}  {value}")
