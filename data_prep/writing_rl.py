@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -38,6 +39,7 @@ class WritingRLBuilder:
     data_source: str = "writing"
     system_prompt: str | None = None
     schema: pa.Schema = SCHEMA
+    counts: Counter = field(default_factory=Counter)
 
     def build(self, row: dict, source_id: int, split: str) -> list[dict]:
         prompt = fields.text(row, self.prompt_key)
@@ -48,6 +50,7 @@ class WritingRLBuilder:
         )
         chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         chat.append({"role": "user", "content": prompt})
+        self.counts[min(len(references), 2)] += 1  # the row is valid: it will be written
         return [
             {
                 "data_source": row.get("data_source") or self.data_source,
@@ -65,3 +68,13 @@ class WritingRLBuilder:
                 "extra_info": {"index": source_id, "split": split},
             }
         ]
+
+    def summary(self) -> list[str]:
+        none, one, several = (self.counts[k] for k in (0, 1, 2))
+        lines = [f"references per row: none {none}, one {one}, several {several} (a curriculum)"]
+        if none:
+            lines.append(
+                f"  {none} rows have no reference: fine for BRPO / group ranking, but the pairwise reward and "
+                "`writing-rl select` need one (`writing-rl order-references` writes rows with references)"
+            )
+        return lines

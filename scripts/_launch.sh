@@ -59,7 +59,8 @@ PY
 # trainings scored by a judge (writing_rl, brpo, grrm_mt_grpo) all take the same variables:
 #   MODEL_PATH TRAIN_FILES VAL_FILES, then the judge: JUDGE_BASE_URL + JUDGE_MODEL (an endpoint), or
 #   GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM: hydra_configs/genrm/*.yaml);
-#   optional JUDGE_API_KEY_ENV N_GPUS NNODES
+#   optional JUDGE_API_KEY_ENV, N_GPUS (the policy's GPUs per node; default: the config's, 8, or 4 with
+#   GENRM=standalone, whose GenRM takes reward.reward_model.n_gpus_per_node=4 more), NNODES
 train_with_judge() {
   CONFIG_NAME="$1"
   local train_hint="$2" judge_hint="$3"
@@ -79,9 +80,12 @@ train_with_judge() {
     "actor_rollout_ref.model.path=$MODEL_PATH"
     "data.train_files=$TRAIN_FILES"
     "data.val_files=$VAL_FILES"
-    "trainer.n_gpus_per_node=${N_GPUS:-8}"
     "trainer.nnodes=${NNODES:-1}"
   )
+  # Only when set: a default here would override the standalone preset's split of the node.
+  if [ -n "${N_GPUS:-}" ]; then
+    OVERRIDES+=("trainer.n_gpus_per_node=$N_GPUS")
+  fi
   if [ -n "${GENRM:-}" ]; then
     OVERRIDES+=("+genrm=$GENRM" "reward.reward_model.model_path=$GENRM_PATH")
   else

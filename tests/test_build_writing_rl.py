@@ -60,10 +60,13 @@ def test_split_is_deterministic_per_seed(tmp_path):
     assert any(test_ids(7) != test_ids(s) for s in (1, 2, 3))
 
 
-def test_unicode_and_optional_fields(tmp_path):
+def test_unicode_and_optional_fields(tmp_path, capsys):
     rows = [{"prompt": "写一首关于秋天的诗", "references": "秋风起"}, {"prompt": "No refs, no criteria"}]
     rc, out = run(tmp_path, rows, "--system-prompt", "You are a poet.")
     assert rc == 0
+    report = capsys.readouterr().out
+    assert "references per row: none 1, one 1, several 0" in report
+    assert "1 rows have no reference: fine for BRPO / group ranking, but the pairwise reward" in report
     first, second = pq.read_table(out / "train.parquet").to_pylist()
     assert first["reward_model"]["ground_truth"]["target"] == ["秋风起"]
     assert first["prompt"][0] == {"role": "system", "content": "You are a poet."}

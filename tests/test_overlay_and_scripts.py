@@ -91,6 +91,7 @@ def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
     assert ok == 0
     assert "ok  verl validate_config" in out and "writing_rl.group_manager.GroupRewardManager" in out
     assert "8 requests in flight per reward worker x 8 workers" in out
+    assert "ok  curriculum: levels in " in out and "keep 5 step snapshots" in out
     bad = cli(
         [
             "check-config",
@@ -100,6 +101,30 @@ def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
         ]
     )
     assert bad == 2 and "on_judge_error must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "overlay, override, error",
+    [
+        ("writing_rl", "reward.reward_kwargs.curriculum.keep_steps=0", "curriculum.keep_steps must be >= 1"),
+        ("writing_rl", "reward.reward_kwargs.groups.timeout_s=0", "groups.timeout_s must be > 0"),
+        # a typo fails even where the section is unused (BRPO schedules no references)
+        (
+            "brpo",
+            "+reward.reward_kwargs.curriculum.keepsteps=3",
+            "unknown key(s) under reward.reward_kwargs.curriculum",
+        ),
+        (
+            "brpo",
+            "+reward.reward_kwargs.groups.timeout=60",
+            "unknown key(s) under reward.reward_kwargs.groups: timeout",
+        ),
+    ],
+)
+def test_check_config_checks_the_groups_and_curriculum_sections(capsys, overlay, override, error):
+    judge = ["reward.reward_kwargs.judge.base_url=http://judge:8000/v1", "reward.reward_kwargs.judge.model=m"]
+    assert cli(["check-config", "--config-name", overlay, *judge, override]) == 2
+    assert error in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -127,3 +127,29 @@ def test_colocated_preset_composes_with_the_group_reward_overlays(overlay):
     config = compose(overlay, ["+genrm=colocated", f"reward.reward_model.model_path={GENRM}"])
     check_config(config)
     assert config.trainer.use_v1 is False and config.reward.reward_model.enable
+
+
+@pytest.mark.parametrize("n_gpus, trainer_gpus", [(None, 4), ("6", 6)])
+def test_script_keeps_the_standalone_split_unless_n_gpus_is_set(tmp_path, n_gpus, trainer_gpus):
+    """scripts/train_writing_rl.sh with GENRM=standalone: the arguments it hands main_ppo compose to
+    the preset's 4 + 4 split of a node; N_GPUS sets the policy's GPUs, the GenRM keeps its own."""
+    import os
+    import subprocess
+
+    from conftest import REPO_DIR
+
+    python = tmp_path / "python"  # records main_ppo's arguments instead of training
+    python.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "{tmp_path}/args"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "DRY_RUN", "N_GPUS", "JUDGE_BASE_URL")}
+    env.update(MODEL_PATH="/models/policy", TRAIN_FILES="/d/train.parquet", VAL_FILES="/d/val.parquet")
+    env.update(GENRM="standalone", GENRM_PATH=GENRM, PYTHON=str(python), **({"N_GPUS": n_gpus} if n_gpus else {}))
+    script = REPO_DIR / "scripts" / "train_writing_rl.sh"
+    result = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args[:6] == ["-m", "verl.trainer.main_ppo", "--config-path", str(REPO_DIR / "hydra_configs"),
+                        "--config-name", "writing_rl"]  # fmt: skip
+    config = compose("writing_rl", args[6:])
+    assert config.trainer.n_gpus_per_node == trainer_gpus
+    assert config.reward.reward_model.n_gpus_per_node == 4 and config.reward.reward_model.model_path == GENRM

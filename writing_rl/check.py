@@ -16,8 +16,8 @@ def check_config(config) -> list[str]:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from .config import ConfigError, ManagerConfig, worker_concurrency
-    from .group_manager import GroupRewardManager, check_streaming_capacity
+    from .config import ConfigError, CurriculumConfig, GroupConfig, ManagerConfig, worker_concurrency
+    from .group_manager import GroupRewardManager, check_streaming_capacity, reward_fn_parameters
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     checked = ["verl validate_config"]
@@ -54,8 +54,16 @@ def check_config(config) -> list[str]:
             f"x {config.reward.num_workers} workers"
         )
         if issubclass(manager_cls, GroupRewardManager):
+            groups = GroupConfig.from_verl(config)
             check_streaming_capacity(config)
-            checked.append("group rewards: reward workers have room for every waiting rollout of a step")
+            checked.append(
+                f"group rewards: reward workers have room for every waiting rollout of a step "
+                f"(groups.timeout_s={groups.timeout_s:g})"
+            )
+        curriculum = CurriculumConfig.from_verl(config)
+        scheduled = issubclass(manager_cls, GroupRewardManager) and "curriculum" in reward_fn_parameters(config)
+        if curriculum.enable and scheduled:
+            checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")
         if settings.judge.api_key_env:
             state = "set" if os.environ.get(settings.judge.api_key_env) else "NOT set in this shell"
             checked.append(f"API key env var ${settings.judge.api_key_env}: {state} (reward workers need it)")

@@ -14,7 +14,6 @@ from typing import Any, Mapping
 
 ON_JUDGE_ERROR = ("raise", "neutral")
 # Sub-sections of reward.reward_kwargs owned by other components (GroupConfig, the curriculum).
-SECTIONS = ("groups", "curriculum")
 
 
 class ConfigError(ValueError):
@@ -104,8 +103,10 @@ class ManagerConfig:
         reward = _get(config, "reward", {}) or {}
         raw = _plain(_get(reward, "reward_kwargs", {}) or {})
         judge_raw = dict(raw.pop("judge", None) or {})
-        for section in SECTIONS:  # read by the components that own them
-            raw.pop(section, None)
+        # groups / curriculum are read by the components that use them; their key names are checked
+        # here too, so a typo fails at start even in a run that never uses the section.
+        _build(GroupConfig, raw.pop("groups", None) or {}, "reward.reward_kwargs.groups")
+        _build(CurriculumConfig, raw.pop("curriculum", None) or {}, "reward.reward_kwargs.curriculum")
         if reward_router_address:
             judge_raw.setdefault("base_url", None)
             judge_raw["base_url"] = judge_raw["base_url"] or f"http://{reward_router_address}/v1"
