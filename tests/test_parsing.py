@@ -51,6 +51,13 @@ def test_parse_verdict(output, verdict):
         ("Reasoning.\nB: 3, A: 9\n\n", (9, 3)),  # either order; trailing blank lines
         ("**A: 7, B: 4**", (7, 4)),  # markdown emphasis
         ("A:7,B:4", (7, 4)),
+        ("**A: 7**, **B: 4**", (7, 4)),  # emphasis per item
+        ("A: **7**, B: `4`", (7, 4)),
+        ("Final scores: A: 7, B: 4", (7, 4)),
+        ("Scores: B: 2, A: 8.", (8, 2)),
+        ("Verdict below.\n```\nA: 6, B: 6\n```", (6, 6)),  # inside a code fence
+        ("A: 7\nB: 4", None),  # one score per line: the last line alone has one
+        ("Total: A: 7, B: 4", None),  # only a scores label is dropped
         ("<think>A: 1, B: 2</think>\nA: 5, B: 5", (5, 5)),  # scores considered while thinking do not count
         ("<think>A: 1, B: 2", None),  # reasoning never closed
         ("A: 7", None),  # B missing

@@ -107,24 +107,33 @@ def test_hf_engine_seeded_sampling_is_reproducible(engine):
     assert first == second
 
 
-class OutOfMemoryAbove:
-    """Wraps ``model.generate``: a batch of more than ``rows`` rows raises torch's out-of-memory error."""
+class ScriptedGenerate:
+    """Wraps ``model.generate``: ``fail(rows, call)`` returns the exception a call raises (or None);
+    each call sleeps ``delay_s`` first, as a slow failing generate would."""
 
-    def __init__(self, generate, rows: int):
-        self.generate, self.rows, self.sizes = generate, rows, []
+    def __init__(self, generate, fail, delay_s: float = 0.0):
+        self.generate, self.fail, self.delay_s, self.sizes = generate, fail, delay_s, []
 
     def __call__(self, input_ids, **kwargs):
-        import torch
-
         self.sizes.append(len(input_ids))
-        if len(input_ids) > self.rows:
-            raise torch.OutOfMemoryError(f"CUDA out of memory (scripted above {self.rows} rows)")
+        time.sleep(self.delay_s)
+        error = self.fail(len(input_ids), len(self.sizes))
+        if error is not None:
+            raise error
         return self.generate(input_ids=input_ids, **kwargs)
+
+
+def out_of_memory_above(rows: int):
+    import torch
+
+    return lambda n, call: (
+        torch.OutOfMemoryError(f"CUDA out of memory (scripted above {rows} rows)") if n > rows else None
+    )
 
 
 def test_hf_engine_halves_a_batch_that_runs_out_of_memory(model_dir, expected):
     engine = HFEngine(str(model_dir), max_batch_size=8)
-    engine.model.generate = OutOfMemoryAbove(engine.model.generate, rows=2)
+    engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(2))
 
     async def scenario():
         return await asyncio.gather(*(engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS))
@@ -139,11 +148,65 @@ def test_hf_engine_halves_a_batch_that_runs_out_of_memory(model_dir, expected):
 
 def test_hf_engine_fails_alone_a_request_that_does_not_fit(model_dir, expected):
     engine = HFEngine(str(model_dir), max_batch_size=8)
-    engine.model.generate = OutOfMemoryAbove(engine.model.generate, rows=0)
+    engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(0))
     with pytest.raises(RuntimeError, match="out of memory generating a batch of 1"):
         asyncio.run(engine.generate(PROMPTS[0], Sampling(max_tokens=MAX_NEW)))
     engine.model.generate = engine.model.generate.generate  # memory is back: the engine still serves
     assert asyncio.run(engine.generate(PROMPTS[0], Sampling(max_tokens=MAX_NEW))).to_dict() == expected[0]
+
+
+def test_hf_engine_split_halves_fail_on_their_own(model_dir, expected):
+    import torch
+
+    def fail(rows, call):  # the batch of 8 runs out of memory; its second half hits another error
+        if rows == 8:
+            return torch.OutOfMemoryError("CUDA out of memory")
+        return ValueError("device-side assert") if call == 3 else None
+
+    engine = HFEngine(str(model_dir), max_batch_size=8)
+    engine.model.generate = ScriptedGenerate(engine.model.generate, fail)
+
+    async def scenario():
+        calls = (engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS[:8])
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    replies = asyncio.run(scenario())
+    assert engine.model.generate.sizes == [8, 4, 4]
+    assert [r.to_dict() for r in replies[:4]] == expected[:4]  # the half that ran keeps its answers
+    assert all(isinstance(r, ValueError) for r in replies[4:])
+
+
+def test_hf_engine_does_not_generate_for_requests_cancelled_during_a_split(model_dir, expected):
+    engine = HFEngine(str(model_dir), max_batch_size=8)
+    engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(2), delay_s=0.3)
+
+    async def scenario():
+        tasks = [asyncio.ensure_future(engine.generate(m, Sampling(max_tokens=MAX_NEW))) for m in PROMPTS[:8]]
+        await asyncio.sleep(0.15)  # inside the first generate call, the one that runs out of memory
+        for task in tasks[4:]:
+            task.cancel()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    replies = asyncio.run(scenario())
+    assert [r.to_dict() for r in replies[:4]] == expected[:4]
+    assert all(isinstance(r, asyncio.CancelledError) for r in replies[4:])
+    assert engine.model.generate.sizes == [8, 4, 2, 2]  # nothing generated for the cancelled half
+
+
+@pytest.mark.parametrize(
+    "error, oom",
+    [
+        (MemoryError(), True),
+        (RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), True),
+        (RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"), True),
+        (RuntimeError("CUDA error: device-side assert triggered"), False),
+        (ValueError("out of memory"), False),  # not an allocator's error type
+    ],
+)
+def test_is_out_of_memory(error, oom):
+    from writing_rl.judge.hf_engine import is_out_of_memory
+
+    assert is_out_of_memory(error) is oom
 
 
 # ---------------------------------------------------------------- the Ray pool

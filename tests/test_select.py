@@ -14,6 +14,7 @@ from writing_rl.offline import JudgeFailures, JudgeSettings, Judgment, read_scor
 from writing_rl.selection import (
     MARGIN_KINDS,
     IdMargin,
+    bin_counts,
     budget,
     choose,
     parse_quotas,
@@ -353,6 +354,7 @@ def test_score_gap_margin_tells_a_near_miss_from_a_rout(tmp_path, judge_server):
     assert report.summary["margin"] == "score-gap" and report.summary["parse_failures"] == 0
     assert report.summary["position_consistency"] == 1.0
     assert float(read_margins(out)[3]["margin"]) == 2.5
+    assert not any("WARNING" in line for line in report.lines())
 
 
 def test_score_gap_margin_counts_a_verdict_without_scores_as_a_parse_failure(tmp_path, judge_server):
@@ -364,6 +366,7 @@ def test_score_gap_margin_counts_a_verdict_without_scores_as_a_parse_failure(tmp
     # only id 5 (no answer, no judge call) has a margin; the others are never selected
     assert {m.id: m.status for m in report.margins} == {i: "no_verdict" for i in range(5)} | {5: "judged"}
     assert [m.id for m in report.margins if m.selected] == [5]
+    assert any("WARNING most replies (16 of 16) did not end with a score line" in line for line in report.lines())
     with pytest.raises(ValueError, match="--margin must be one of"):
         run_select(data, responses, tmp_path / "out", settings_for(server), top_k=1, margin="gap", progress=False)
 
@@ -418,6 +421,18 @@ def decode_png(data: bytes) -> tuple[int, int, bytes]:
     stride = 1 + 3 * width
     assert len(raw) == height * stride and all(raw[y * stride] == 0 for y in range(height))
     return width, height, b"".join(raw[y * stride + 1 : (y + 1) * stride] for y in range(height))
+
+
+@pytest.mark.parametrize(
+    "values, low, high, bins, counts",
+    [
+        ([0.0, 0.5, 1.0], 0.0, 1.0, 2, [1, 2]),  # the top edge falls in the last bin
+        ([-10.0, 10.0, 5 / 3], -10.0, 10.0, 12, [1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]),  # 5/3 is an edge
+        ([-0.0, 9.5], -10.0, 10.0, 20, [0] * 10 + [1] + [0] * 8 + [1]),
+    ],
+)
+def test_bin_counts(values, low, high, bins, counts):
+    assert bin_counts(values, low, high, bins) == counts
 
 
 def test_margin_histogram_png(tmp_path):

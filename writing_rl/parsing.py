@@ -40,19 +40,24 @@ def parse_verdict(judge_output: str) -> str | None:
     return matches[-1] if matches else None
 
 
+_SCORES_LABEL = re.compile(r"^\s*(?:final\s+)?scores?\s*:\s*", re.I)
+
+
 def parse_score_pair(judge_output: str) -> tuple[int, int] | None:
     """The judge's final scores of Response A and Response B, ``(a, b)``; None when there are none.
 
-    They are the last non-empty line of the answer (after the judge's closed ``<think>`` block), both
-    labels once, in either order, integers 0-10: ``A: 7, B: 4``. Markdown emphasis around it is ignored.
+    They are the last non-empty line of the answer (after the judge's closed ``<think>`` block; a
+    closing code fence does not count as a line), both labels once, in either order, integers 0-10:
+    ``A: 7, B: 4``. Markdown emphasis and a leading ``Scores:`` / ``Final scores:`` are ignored.
     """
     from .gqm import parse_scores
 
     answer = _judge_answer(judge_output)
-    lines = [line for line in (answer or "").splitlines() if line.strip()]
+    lines = [line for line in (answer or "").splitlines() if line.strip() and not line.strip().startswith("```")]
     if not lines:
         return None
-    scores = parse_scores(lines[-1], ("A", "B"), strict=False)
+    line = _SCORES_LABEL.sub("", re.sub(r"[*_`]", "", lines[-1]))
+    scores = parse_scores(line, ("A", "B"), strict=False)
     return None if isinstance(scores, str) else (scores["A"], scores["B"])
 
 

@@ -339,6 +339,12 @@ class SelectReport:
             f"selected {s['selected']} ids; cut margin {s['cut_margin']}; mean margin selected {s['margin_mean_selected']}"
             f" vs all {s['margin_mean_all']}",
         ]
+        if s["judge_calls"] and s["parse_failures"] > s["judge_calls"] / 2:
+            ending = "a score line 'A: 7, B: 4'" if s["margin"] == "score-gap" else "a verdict [[A]]/[[B]]/[[C]]"
+            lines.append(
+                f"WARNING most replies ({s['parse_failures']} of {s['judge_calls']}) did not end with {ending}: "
+                "check that the judge template asks for it and that judge.max_tokens leaves room for it"
+            )
         if s["selected_by_domain"]:
             lines.append("by domain: " + ", ".join(f"{d} {n}" for d, n in sorted(s["selected_by_domain"].items())))
         if s["quota_shortfall"]:
@@ -490,18 +496,22 @@ def margins_csv(items: Sequence[IdMargin]) -> str:
     return buffer.getvalue()
 
 
+def bin_counts(values: Sequence[float], low: float, high: float, bins: int) -> list[int]:
+    """How many values fall in each of ``bins`` equal bins over [low, high] (the last bin holds ``high``)."""
+    found = [0] * bins
+    for value in values:
+        # the epsilon keeps a value on an edge (5/3 with 12 bins over [-10, 10]) out of the bin below
+        found[max(0, min(int((value - low) / (high - low) * bins + 1e-9), bins - 1))] += 1
+    return found
+
+
 def margin_histogram(
     ranked: Sequence[IdMargin], choice: Choice, bins: int, kind: MarginKind = MARGIN_KINDS["win-rate"]
 ):
-    width = kind.high - kind.low
-    edges = [kind.low + width * i / bins for i in range(bins + 1)]
+    edges = [kind.low + (kind.high - kind.low) * i / bins for i in range(bins + 1)]
 
     def counts(selected: bool) -> list[int]:
-        found = [0] * bins
-        for m in ranked:
-            if m.selected == selected:
-                found[min(int((m.margin - kind.low) / width * bins), bins - 1)] += 1
-        return found
+        return bin_counts([m.margin for m in ranked if m.selected == selected], kind.low, kind.high, bins)
 
     cut = min((m.margin for m in choice.chosen), default=None) if choice.targets is None else None
     return histogram(

@@ -187,12 +187,12 @@ class HFEngine:
             for request, result in zip(batch, results):
                 if request.future.done():
                     continue
-                if isinstance(result, Exception):
+                if isinstance(result, BaseException):
                     request.future.set_exception(result)
                 else:
                     request.future.set_result(result)
 
-    def run_batch_or_split(self, batch: list[_Request]) -> list[Generation | Exception]:
+    def run_batch_or_split(self, batch: list[_Request]) -> list[Generation | BaseException]:
         """``run_batch``; when it runs out of memory, each half of the batch on its own (recursively).
         A single request that does not fit gets the out-of-memory error as its result."""
         try:
@@ -209,7 +209,21 @@ class HFEngine:
             return [error]
         self._stats.oom_splits += 1
         half = len(batch) // 2
-        return self.run_batch_or_split(batch[:half]) + self.run_batch_or_split(batch[half:])
+        return self._run_part(batch[:half]) + self._run_part(batch[half:])
+
+    def _run_part(self, part: list[_Request]) -> list[Generation | BaseException]:
+        """One half of a split batch: its own failure fails only its requests; requests cancelled while
+        the whole batch was failing are not generated (their result is a ``CancelledError``)."""
+        results: list[Generation | BaseException] = [asyncio.CancelledError()] * len(part)
+        live = [i for i, request in enumerate(part) if not request.future.done()]
+        if live:
+            try:
+                answers = self.run_batch_or_split([part[i] for i in live])
+            except Exception as exc:
+                answers = [exc] * len(live)
+            for i, answer in zip(live, answers):
+                results[i] = answer
+        return results
 
     def run_batch(self, batch: list[_Request]) -> list[Generation]:
         """One left-padded ``model.generate`` over the batch (blocking; runs in a worker thread)."""
@@ -298,15 +312,17 @@ class HFEngine:
             self._torch.cuda.empty_cache()
 
 
+_OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cublas_status_alloc_failed")
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's out-of-memory error (CUDA and other accelerators), or the CPU allocator's failure."""
+    """torch's out-of-memory error (CUDA and other accelerators), Python's MemoryError, or an allocator
+    failure reported as a RuntimeError (CPU allocator, cuBLAS workspace)."""
     import torch
 
-    if isinstance(exc, torch.OutOfMemoryError):
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
         return True
-    return isinstance(exc, RuntimeError) and (
-        "out of memory" in str(exc).lower() or "can't allocate memory" in str(exc).lower()
-    )
+    return isinstance(exc, RuntimeError) and any(text in str(exc).lower() for text in _OUT_OF_MEMORY)
 
 
 def _stop_token_ids(tokenizer, generation_config) -> set[int]:
