@@ -14,7 +14,7 @@ import ray
 
 from writing_rl.judge.base import JudgeError
 from writing_rl.judge.engine import RequestRejected, Sampling, resolve_max_tokens
-from writing_rl.judge.hf_engine import HFEngine
+from writing_rl.judge.hf_engine import RAISE_CAP_AFTER, HFEngine
 from writing_rl.judge.pool import GenRMPool, JudgeRequestError, PoolConfig, PoolStartError
 from writing_rl.tiny import build_tiny_qwen2
 
@@ -135,15 +135,25 @@ def test_hf_engine_halves_a_batch_that_runs_out_of_memory(model_dir, expected):
     engine = HFEngine(str(model_dir), max_batch_size=8)
     engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(2))
 
-    async def scenario():
-        return await asyncio.gather(*(engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in PROMPTS))
-
-    replies = asyncio.run(scenario())
+    replies = asyncio.run(gather_all(engine, PROMPTS))
     assert [r.to_dict() for r in replies] == expected  # every answer, the same as one at a time
-    # 8 -> 4 + 4 -> 2 + 2 + 2 + 2 (3 halvings), then the last 4 -> 2 + 2 (1): no batch above 2 ran
-    assert engine.model.generate.sizes == [8, 4, 2, 2, 4, 2, 2, 4, 2, 2]
+    # 8 -> 4 + 4 -> 2 + 2 + 2 + 2 (3 halvings; the size limit falls to 2), then the last 4 as 2 + 2
+    assert engine.model.generate.sizes == [8, 4, 2, 2, 4, 2, 2, 2, 2]
     stats = engine.stats()
-    assert stats["oom_splits"] == 4 and stats["largest_batch"] == 2 and stats["requests"] == len(PROMPTS)
+    assert stats["oom_splits"] == 3 and stats["largest_batch"] == 2 and stats["requests"] == len(PROMPTS)
+    assert stats["batch_cap"] == 2
+
+    # Memory is back: after RAISE_CAP_AFTER full batches of 2 the limit grows to 3, and so on.
+    engine.model.generate = engine.model.generate.generate
+    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(2 * RAISE_CAP_AFTER)]
+    asyncio.run(gather_all(engine, prompts))
+    assert engine.stats()["batch_cap"] == 3
+    asyncio.run(gather_all(engine, PROMPTS[:3]))
+    assert engine.stats()["largest_batch"] == 3
+
+
+async def gather_all(engine, prompts):
+    return await asyncio.gather(*(engine.generate(m, Sampling(max_tokens=MAX_NEW)) for m in prompts))
 
 
 def test_hf_engine_fails_alone_a_request_that_does_not_fit(model_dir, expected):

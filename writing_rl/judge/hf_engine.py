@@ -5,7 +5,9 @@ One background task takes the oldest request plus every queued request with the 
 settings (up to ``max_batch_size`` rows and ``max_batch_tokens`` padded tokens), runs one left-padded
 ``model.generate`` in a worker thread, and answers each request; whatever arrived meanwhile forms the
 next batch. A batch that runs out of memory is halved and each half retried (a request that does not
-fit even alone fails alone), so one oversized batch costs time, not answers. Only the request's own
+fit even alone fails alone), so one oversized batch costs time, not answers; the batch size limit then
+drops to half the failed batch and creeps back up by one after every ``RAISE_CAP_AFTER`` full batches
+that fit, so steady memory pressure does not fail a ``generate`` call per batch. Only the request's own
 sampling applies (no top-k or repetition penalty from the model's
 generation config), the same as the vLLM engine.
 
@@ -26,6 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Generation, Sampling, encode_chat, resolve_max_tokens
+
+# Full batches that must fit before the batch size limit, lowered by an out-of-memory error, grows by one.
+RAISE_CAP_AFTER = 8
 
 _DTYPES = {
     "float32": "float32",
@@ -88,6 +93,8 @@ class HFEngine:
         self._torch = torch
         self.device = device
         self.max_batch_size = max_batch_size
+        self.batch_cap = max_batch_size  # lowered after an out-of-memory error, then regrown
+        self._fits_at_cap = 0
         self.max_batch_tokens = max_batch_tokens
         self.default_max_tokens = default_max_tokens
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -161,7 +168,7 @@ class HFEngine:
         for request in self._queue:
             if request.future.done():
                 continue
-            fits = len(batch) < self.max_batch_size and request.key == head.key
+            fits = len(batch) < self.batch_cap and request.key == head.key
             if fits and self.max_batch_tokens and batch:
                 new_width = max(width, len(request.ids))
                 fits = (len(batch) + 1) * (new_width + head.max_new_tokens) <= self.max_batch_tokens
@@ -208,6 +215,7 @@ class HFEngine:
         if len(batch) == 1:
             return [error]
         self._stats.oom_splits += 1
+        self.batch_cap, self._fits_at_cap = max(1, min(self.batch_cap, len(batch) // 2)), 0
         half = len(batch) // 2
         return self._run_part(batch[:half]) + self._run_part(batch[half:])
 
@@ -259,6 +267,10 @@ class HFEngine:
         new_tokens = output[:, width:].tolist()
         results = [self._finish(request, tokens) for request, tokens in zip(batch, new_tokens)]
 
+        if len(batch) >= self.batch_cap < self.max_batch_size:
+            self._fits_at_cap += 1
+            if self._fits_at_cap == RAISE_CAP_AFTER:
+                self.batch_cap, self._fits_at_cap = self.batch_cap + 1, 0
         stats = self._stats
         stats.batches += 1
         stats.requests += len(batch)
@@ -298,6 +310,7 @@ class HFEngine:
             "completion_tokens": s.completion_tokens,
             "busy_s": round(s.busy_s, 4),
             "oom_splits": s.oom_splits,
+            "batch_cap": self.batch_cap,
         }
 
     def close(self) -> None:
