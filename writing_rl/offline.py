@@ -77,11 +77,33 @@ def open_judge(settings: JudgeConfig, cache_path: str | Path) -> CachedJudge:
     return CachedJudge.for_config(OpenAIJudge(settings), settings, cache_path)
 
 
-async def close_client(judge: CachedJudge) -> None:
-    """Close the HTTP session behind the cache (in the event loop that used it)."""
-    close = getattr(judge.judge, "close", None)
-    if close is not None:
-        await close()
+def judge_through_cache(
+    settings: JudgeSettings,
+    jobs: Sequence[T],
+    build: Callable[[T], Messages],
+    cache_path: str | Path,
+    progress: bool = True,
+    read: Callable[[str], Judgment] | None = None,
+) -> tuple[list[Judgment], CachedJudge, float]:
+    """Judge every job (see ``judge_all``) through the on-disk cache, with a progress line on stderr.
+    Returns the judgments, the closed cache (its ``stats`` and ``path`` for reports) and the wall time."""
+    judge = open_judge(settings.judge, cache_path)
+    start = time.perf_counter()
+
+    async def run() -> list[Judgment]:
+        try:
+            bar = Progress(len(jobs), judge, enabled=progress)
+            return await judge_all(judge, jobs, build, settings.judge.max_concurrency, bar, read or read_verdict)
+        finally:
+            close = getattr(judge.judge, "close", None)  # the HTTP session, in the loop that used it
+            if close is not None:
+                await close()
+
+    try:
+        judgments = asyncio.run(run())
+    finally:
+        judge.close()
+    return judgments, judge, time.perf_counter() - start
 
 
 @dataclass(frozen=True)

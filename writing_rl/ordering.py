@@ -27,12 +27,10 @@ failed or gave no verdict cannot be ordered: they are left out of the output and
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import itertools
 import json
-import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -47,8 +45,7 @@ from data_prep.readers import iter_chunks
 from data_prep.writing_rl import WritingRLBuilder
 
 from .io import atomic_path
-from .judge.cache import CachedJudge
-from .offline import JudgeFailures, JudgeSettings, Progress, close_client, failure_message, judge_all, open_judge
+from .offline import JudgeFailures, JudgeSettings, failure_message, judge_through_cache
 from .prompts import pairwise_messages
 
 METHODS = ("bt", "copeland")
@@ -314,14 +311,10 @@ def run_order_references(
     jobs = pair_jobs(prompts)
 
     output_dir = Path(output_dir)
-    judge = open_judge(settings.judge, cache or output_dir / "judge_cache.sqlite")
-    start = time.perf_counter()
-    try:
-        bar = Progress(len(jobs), judge, enabled=progress)
-        judgments = asyncio.run(_judge(judge, jobs, prompts, settings, bar))
-    finally:
-        judge.close()
-    wall_s = time.perf_counter() - start
+    build = job_messages(prompts, settings.template)
+    judgments, judge, wall_s = judge_through_cache(
+        settings, jobs, build, cache or output_dir / "judge_cache.sqlite", progress
+    )
 
     results = [PromptResult(len(p.candidates)) for p in prompts]
     errors: Counter = Counter()
@@ -365,15 +358,6 @@ def run_order_references(
     report_csv = _report_csv(prompts, results, orderings, ids)
     outputs = _write(output_dir, builder, tables, report_csv, summary)
     return OrderReport(summary=summary, outputs=outputs)
-
-
-async def _judge(judge: CachedJudge, jobs, prompts, settings: JudgeSettings, bar: Progress):
-    try:
-        return await judge_all(
-            judge, jobs, job_messages(prompts, settings.template), settings.judge.max_concurrency, bar
-        )
-    finally:
-        await close_client(judge)
 
 
 def _summary(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .gqm import parse_scores
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
@@ -50,8 +52,6 @@ def parse_score_pair(judge_output: str) -> tuple[int, int] | None:
     closing code fence does not count as a line), both labels once, in either order, integers 0-10:
     ``A: 7, B: 4``. Markdown emphasis and a leading ``Scores:`` / ``Final scores:`` are ignored.
     """
-    from .gqm import parse_scores
-
     answer = _judge_answer(judge_output)
     lines = [line for line in (answer or "").splitlines() if line.strip() and not line.strip().startswith("```")]
     if not lines:

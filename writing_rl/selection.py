@@ -38,13 +38,11 @@ Outputs in ``out/``, each written to a temp file and renamed only once everythin
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import hashlib
 import io
 import json
 import math
-import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -60,11 +58,8 @@ from .offline import (
     JudgeFailures,
     JudgeSettings,
     Judgment,
-    Progress,
-    close_client,
     failure_message,
-    judge_all,
-    open_judge,
+    judge_through_cache,
     read_score_pair,
     read_verdict,
 )
@@ -399,14 +394,10 @@ def run_select(
     jobs, points = judge_jobs(items, tasks, samples, kind)
 
     out = Path(out)
-    judge = open_judge(settings.judge, cache or out / "judge_cache.sqlite")
-    start = time.perf_counter()
-    try:
-        bar = Progress(len(jobs), judge, enabled=progress)
-        judgments = asyncio.run(_judge(judge, jobs, settings, kind, bar))
-    finally:
-        judge.close()
-    wall_s = time.perf_counter() - start
+    build = job_messages(settings.template, kind.judge_output)
+    judgments, judge, wall_s = judge_through_cache(
+        settings, jobs, build, cache or out / "judge_cache.sqlite", progress, read=kind.read
+    )
 
     errors: Counter = Counter()
     for job, judgment in zip(jobs, judgments):
@@ -433,14 +424,6 @@ def run_select(
     summary = {"margin": kind.name, **_summary(items, ranked, choice, jobs, judgments, errors, judge, wall_s)}
     outputs = _write_outputs(out, table, items, ranked, choice, summary, kind, bins)
     return SelectReport(summary=summary, margins=items, outputs=outputs)
-
-
-async def _judge(judge: CachedJudge, jobs: list[Job], settings: JudgeSettings, kind: MarginKind, bar: Progress):
-    try:
-        build = job_messages(settings.template, kind.judge_output)
-        return await judge_all(judge, jobs, build, settings.judge.max_concurrency, bar, read=kind.read)
-    finally:
-        await close_client(judge)
 
 
 def _summary(
