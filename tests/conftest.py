@@ -69,6 +69,8 @@ def reward_loop(config):
     from verl.experimental.reward_loop import RewardLoopManager
 
     manager = RewardLoopManager(config)
+    # Every worker has finished __init__: a test's first call does not race the workers' start-up.
+    ray.get([worker.__ray_ready__.remote() for worker in manager.reward_loop_workers])
     try:
         yield manager
     finally:

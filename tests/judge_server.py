@@ -27,6 +27,7 @@ class Reply:
     headers: dict = field(default_factory=dict)
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    hold: bool = False  # answer only once the test calls server.release() (or stops the server)
 
 
 def quality(text: str) -> int:
@@ -100,10 +101,16 @@ class ScriptedJudgeServer:
         script: Callable[[dict, int], Reply] = default_script,
         latency_s: float = 0.0,
         capacity: int | None = None,
+        hold_until_in_flight: int | None = None,
+        hold_deadline_s: float = 120.0,
     ):
         self.script = script
         self.latency_s = latency_s
         self.capacity = capacity
+        # The first requests wait until this many are in flight at once (or hold_deadline_s passes):
+        # a test that needs concurrency observed gets it whatever the start-up order of its clients.
+        self.hold_until_in_flight = hold_until_in_flight
+        self.hold_deadline_s = hold_deadline_s
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.max_in_flight = 0
@@ -126,6 +133,7 @@ class ScriptedJudgeServer:
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
+            await self._hold_first_wave()
             if self._slots is not None:
                 async with self._slots:
                     return await self._respond(body, index)
@@ -133,8 +141,21 @@ class ScriptedJudgeServer:
         finally:
             self._in_flight -= 1
 
+    async def _hold_first_wave(self) -> None:
+        if self.hold_until_in_flight is None or self._wave.is_set():
+            return
+        if self._in_flight >= self.hold_until_in_flight:
+            self._wave.set()
+            return
+        try:
+            await asyncio.wait_for(self._wave.wait(), timeout=self.hold_deadline_s)
+        except asyncio.TimeoutError:
+            self._wave.set()  # the wave never formed: let everything through; the test's assertion says so
+
     async def _respond(self, body: dict, index: int) -> web.Response:
         reply = self.script(body, index)
+        if reply.hold:
+            await self._released.wait()
         delay = self.latency_s + reply.delay_s
         if delay:
             await asyncio.sleep(delay)
@@ -150,6 +171,8 @@ class ScriptedJudgeServer:
 
     async def _start(self) -> None:
         self._slots = asyncio.Semaphore(self.capacity) if self.capacity else None
+        self._wave = asyncio.Event()
+        self._released = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/stats", self._stats)
@@ -164,8 +187,13 @@ class ScriptedJudgeServer:
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
         return self
 
+    def release(self) -> None:
+        """Let every held reply (``Reply(hold=True)``) go, now and from now on."""
+        self._loop.call_soon_threadsafe(self._released.set)
+
     def stop(self) -> None:
         if self._runner is not None:
+            self.release()
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)

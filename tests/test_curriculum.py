@@ -24,6 +24,7 @@ from writing_rl.groups import Member
 from writing_rl.judge import JudgeReply, SampleJudge
 
 from judge_server import preference_verdict
+from waiting import until
 
 
 class LocalCurriculum:
@@ -159,7 +160,8 @@ def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
         for step in range(1, 5):
             await compute_group_score(group(["good"], gid=step), judge=judge, curriculum=curriculum)
             (checkpoints / "latest_checkpointed_iteration.txt").write_text(str(step))
-            await asyncio.sleep(0.2)  # the writer notices the change and the new checkpoint
+            # The writer notices the change and the new checkpoint before the next step starts.
+            await until(lambda: (tmp_path / "state" / f"levels.step_{step}.npz").exists())
 
     asyncio.run(train())
     assert sorted(step_snapshots(config.state_dir)) == [3, 4]  # keep_steps=2
@@ -184,10 +186,10 @@ def test_a_fresh_run_in_an_old_checkpoint_dir_snapshots_its_own_checkpoints(tmp_
         tracker.write_text("1")
         stat = tracker.stat()
         os.utime(tracker, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later save, however coarse the clock
-        await asyncio.sleep(0.3)
+        # The old run's step-1 snapshot ({"old": 2}) is replaced by this run's levels.
+        await until(lambda: load_levels(tmp_path / "state" / "levels.step_1.npz").as_dict() == {"5": 1})
 
     asyncio.run(step_one())
-    assert load_levels(tmp_path / "state" / "levels.step_1.npz").as_dict() == {"5": 1}  # not the old run's levels
 
 
 def test_restart_continues_and_resume_uses_the_checkpointed_step(tmp_path):

@@ -1,17 +1,17 @@
 """Integration: hydra_configs/writing_rl.yaml as shipped (curriculum on, no extra step) through verl's
 RewardLoopManager: levels advance across steps, the judge sees the harder reference, snapshots land."""
 
-import time
 import uuid
 
 import pytest
 import ray
 
 from writing_rl.batch import build_reward_batch
-from writing_rl.curriculum import LATEST, load_levels
+from writing_rl.curriculum import LATEST, load_levels, scheduler_name
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer
+from waiting import wait_until
 
 REFS = ["easy reference", "medium good reference", "hard good good good reference"]
 
@@ -48,7 +48,7 @@ def loop(ray_cluster, tokenizer_dir, tmp_path_factory):
             server.base_url,
             "reward.num_workers=2",
             "actor_rollout_ref.rollout.n=2",
-            "reward.reward_kwargs.groups.timeout_s=2",
+            "reward.reward_kwargs.groups.timeout_s=5",
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
             "reward.reward_kwargs.curriculum.snapshot_interval_s=0.1",
             f"trainer.default_local_dir={tmp_path / 'ckpt'}",
@@ -59,11 +59,7 @@ def loop(ray_cluster, tokenizer_dir, tmp_path_factory):
 
 
 def wait_for_level(state_dir, key, level):
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if (state_dir / LATEST).exists() and load_levels(state_dir / LATEST).level(key) == level:
-            return
-        time.sleep(0.2)
+    assert wait_until(lambda: (state_dir / LATEST).exists() and load_levels(state_dir / LATEST).level(key) == level)
 
 
 def test_levels_advance_between_steps_through_verls_reward_loop(loop, tokenizer):
@@ -94,6 +90,7 @@ def test_a_late_member_never_moves_its_ids_level_a_second_time(loop, tokenizer):
     assert first["reward_extra_info"]["partial_group"] == 1 and first["reward_score"] == 1.0
     late = ray.get(worker.compute_score.remote(step_batch(tokenizer, {9: ["good good good good"]}, uid=uid)[0:1]))
     assert late["reward_extra_info"]["late_member"] == 1 and late["reward_score"] == 1.0
-    wait_for_level(state_dir, "9", 1)
-    time.sleep(0.5)  # a second (wrong) advance would be snapshotted by now
-    assert load_levels(state_dir / LATEST).level("9") == 1
+    # The scheduler's live table: a second (wrong) advance would be there before `late` returned.
+    scheduler = ray.get_actor(scheduler_name())
+    assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 1
+    assert wait_until(lambda: load_levels(state_dir / LATEST).level("9") == 1)

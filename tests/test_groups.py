@@ -63,7 +63,10 @@ def test_padded_copy_arriving_early_does_not_take_a_real_members_place():
     # verl pads by repeating the first samples: "a" arrives twice before "late real" does.
     collector = GroupCollector()
     texts = ["a", "b", "a", "c"]  # expected 3 real members a, b, c plus one copy of a
-    outcomes, leads = asyncio.run(run_group(collector, "u1", texts, expected=3, delays=[0, 0, 0, 0.02]))
+    # "c" seals the group as soon as it arrives (3 distinct responses), long before settle_s.
+    patient = GroupConfig(timeout_s=120.0, settle_s=60.0, result_timeout_s=5.0)
+    grouped = run_group(collector, "u1", texts, expected=3, settings=patient, delays=[0, 0, 0, 0.02])
+    outcomes, leads = asyncio.run(asyncio.wait_for(grouped, timeout=30))  # not settle_s
     assert leads == [["a", "b", "c"]]
     assert [r["text"] for _, r in outcomes] == ["a", "b", "a", "c"]  # the copy gets its original's result
 

@@ -18,6 +18,7 @@ from writing_rl.judge.cache import CachedJudge, cache_key, sampling_of
 
 from conftest import REPO_DIR
 from judge_server import Reply, default_script, preference_verdict
+from waiting import until
 
 
 def messages(text: str) -> list[dict]:
@@ -116,16 +117,17 @@ def test_failures_are_not_cached_and_reach_every_waiter(tmp_path, judge_server):
 
 
 def test_a_cancelled_first_caller_does_not_strand_waiters(tmp_path, judge_server):
-    server = judge_server(latency_s=0.1)
+    # The first call's reply is held: it is still in flight when its caller is cancelled.
+    server = judge_server(script=lambda body, i: Reply(content=preference_verdict(body["messages"][-1]["content"]), hold=i == 0))
     config = make_config(server)
 
     async def scenario(judge):
         first = asyncio.create_task(judge.complete(messages("good")))
-        await asyncio.sleep(0.02)
+        await until(lambda: len(server.requests) == 1)
         waiter = asyncio.create_task(judge.complete(messages("good")))
-        await asyncio.sleep(0.02)
+        await until(lambda: judge.stats.shared == 1)  # the waiter waits on the first call
         first.cancel()
-        reply = await asyncio.wait_for(waiter, timeout=5)
+        reply = await asyncio.wait_for(waiter, timeout=60)
         await judge.judge.close()
         return first, reply
 

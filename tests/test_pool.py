@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import threading
 import time
 
 import pytest
@@ -19,6 +20,7 @@ from writing_rl.judge.pool import GenRMPool, JudgeRequestError, PoolConfig, Pool
 from writing_rl.tiny import build_tiny_qwen2
 
 from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
+from waiting import until, wait_until
 
 MAX_NEW = 24
 
@@ -108,15 +110,20 @@ def test_hf_engine_seeded_sampling_is_reproducible(engine):
 
 
 class ScriptedGenerate:
-    """Wraps ``model.generate``: ``fail(rows, call)`` returns the exception a call raises (or None);
-    each call sleeps ``delay_s`` first, as a slow failing generate would."""
+    """Wraps ``model.generate``: ``fail(rows, call)`` returns the exception a call raises (or None).
+    With ``hold=True`` each call first waits for ``release`` (a slow failing generate, whose length
+    the test decides); ``started`` is set once a call is running."""
 
-    def __init__(self, generate, fail, delay_s: float = 0.0):
-        self.generate, self.fail, self.delay_s, self.sizes = generate, fail, delay_s, []
+    def __init__(self, generate, fail, hold: bool = False):
+        self.generate, self.fail, self.sizes = generate, fail, []
+        self.started, self.release = threading.Event(), threading.Event()
+        if not hold:
+            self.release.set()
 
     def __call__(self, input_ids, **kwargs):
         self.sizes.append(len(input_ids))
-        time.sleep(self.delay_s)
+        self.started.set()
+        assert self.release.wait(timeout=120), "the test never released generate"
         error = self.fail(len(input_ids), len(self.sizes))
         if error is not None:
             raise error
@@ -188,13 +195,14 @@ def test_hf_engine_split_halves_fail_on_their_own(model_dir, expected):
 
 def test_hf_engine_does_not_generate_for_requests_cancelled_during_a_split(model_dir, expected):
     engine = HFEngine(str(model_dir), max_batch_size=8)
-    engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(2), delay_s=0.3)
+    scripted = engine.model.generate = ScriptedGenerate(engine.model.generate, out_of_memory_above(2), hold=True)
 
     async def scenario():
         tasks = [asyncio.ensure_future(engine.generate(m, Sampling(max_tokens=MAX_NEW))) for m in PROMPTS[:8]]
-        await asyncio.sleep(0.15)  # inside the first generate call, the one that runs out of memory
+        await until(scripted.started.is_set)  # inside the first generate call, the one that runs out of memory
         for task in tasks[4:]:
             task.cancel()
+        scripted.release.set()
         return await asyncio.gather(*tasks, return_exceptions=True)
 
     replies = asyncio.run(scenario())
@@ -256,15 +264,6 @@ def test_pool_request_errors_are_typed_and_not_retried(pool):
     assert genrm.health()["ready"] == 2
 
 
-def wait_until(condition, timeout_s: float, step_s: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step_s)
-    return True
-
-
 def test_replicas_killed_mid_request_are_replaced_and_requests_retried(pool):
     runner, genrm = pool
     before = {s["index"]: s["pid"] for s in genrm.health()["slots"]}
@@ -284,8 +283,9 @@ def test_replicas_killed_mid_request_are_replaced_and_requests_retried(pool):
     replies = future.result(timeout=180)
     assert len(replies) == len(PROMPTS)
     assert all(r.attempts >= 2 for r in replies)
+    # The retries may all have been served by the first replacement up; the other one is still loading.
+    assert wait_until(lambda: genrm.health()["ready"] == 2, 180), genrm.health()
     health = genrm.health()
-    assert health["ready"] == 2
     for slot in health["slots"]:
         assert slot["state"] == "ready" and slot["replacements"] == 1 and slot["pid"] != before[slot["index"]]
     again = runner.run(gather(*(genrm.generate(m, Sampling(max_tokens=4)) for m in PROMPTS[:4])))

@@ -93,7 +93,8 @@ def test_neutral_policy_marks_every_failed_sample(ray_cluster, judge_server, tok
 
 
 def test_total_concurrency_holds_across_workers(ray_cluster, judge_server, tokenizer_dir, tokenizer):
-    server = judge_server(latency_s=0.1)
+    # The first 4 requests are held until all 4 are in flight, however late the second worker starts.
+    server = judge_server(latency_s=0.02, hold_until_in_flight=4)
     config = compose_writing_rl(
         tokenizer_dir, server.base_url, "reward.num_workers=2", "reward.reward_kwargs.judge.max_concurrency=4"
     )
@@ -101,7 +102,7 @@ def test_total_concurrency_holds_across_workers(ray_cluster, judge_server, token
     with reward_loop(config) as manager:
         manager.compute_rm_score(batch)
     assert len(server.requests) == 24
-    assert server.max_in_flight == 4  # 2 per worker, both workers busy at once
+    assert server.max_in_flight == 4  # 2 per worker, both workers busy at once, never more
 
 
 def test_streaming_mode_per_sample_calls_in_random_order(ray_cluster, judge_server, tokenizer_dir, tokenizer):

@@ -6,9 +6,10 @@ rollout finishes, so no worker ever holds a whole group. Every sample of a group
 becomes the *leader*: it receives every member, runs the group reward fn once (in its own worker, with
 its own judge client) and ``publish``es one result per member; the others receive theirs from ``join``.
 
-- A group is complete with ``expected`` arrivals. If those hold identical responses, sealing waits
-  ``settle_s`` for more: verl pads a batch by repeating its first samples, and a padded copy that
-  arrived early must not take the place of a real member that is still on its way.
+- A group is complete with ``expected`` distinct responses. With ``expected`` arrivals but fewer
+  distinct responses, sealing waits ``settle_s`` for more: verl pads a batch by repeating its first
+  samples, and a padded copy that arrived early must not take the place of a real member that is
+  still on its way (identical real rollouts are sealed after ``settle_s``).
 - An arrival after the group is sealed gets the result of the member with the same response (a padded
   copy or an identical rollout). An arrival with a new response (the group was sealed without it:
   timeout, or a wrong expected size) is scored on its own and flagged ``late``.
@@ -83,8 +84,8 @@ class _Group:
     error: str | None = None
     settling: bool = False
 
-    def has_duplicates(self) -> bool:
-        return len({m.text for m in self.arrivals}) < len(self.arrivals)
+    def distinct(self) -> int:
+        return len({m.text for m in self.arrivals})
 
     def seal(self, partial: bool = False) -> None:
         """Choose the members: every distinct response first, then repeats, up to ``expected``."""
@@ -145,7 +146,8 @@ class GroupCollector:
             if index is None:  # a new response after sealing: score it on its own
                 return Ticket(lead=True, index=0, members=[member], late=True)
         elif len(group.arrivals) >= group.expected:
-            if settings.settle_s > 0 and group.has_duplicates():
+            # `expected` distinct responses: nobody can be missing. Fewer: a copy may hold a real member's place.
+            if settings.settle_s > 0 and group.distinct() < group.expected:
                 if not group.settling:
                     group.settling = True
                     asyncio.get_running_loop().call_later(settings.settle_s, group.seal)
