@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeError, SampleJudge
@@ -150,3 +151,14 @@ def _result(
         "judge_error": judge_error,
         "format_error": format_error,
     }
+
+
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/preflight.py)
+
+
+def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
+    """One BRPO call: two rollouts of this row's prompt."""
+    truth = row.ground_truth if isinstance(row.ground_truth, dict) else {}
+    criteria = truth.get("criteria")
+    criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
+    return pairwise_messages(row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import re
 from functools import lru_cache
+from typing import Any, Mapping
 
 from writing_rl import gqm
 from writing_rl.groups import Member
@@ -174,3 +175,23 @@ def _result(score: float, penalty: float, outcome: dict, rank_score: int = -1, f
         "prompt_too_long": outcome.get("prompt_too_long", 0),
         "too_many_candidates": outcome.get("too_many_candidates", 0),
     }
+
+
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/preflight.py)
+
+
+def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
+    """A row the GenRM can rank against: a source text (translation) or a prompt (writing)."""
+    info = extra_info or {}
+    if "src_text" in info and not str(info.get("src_text") or "").strip():
+        raise ValueError("extra_info.src_text is empty: the GenRM needs the source text to rank translations")
+
+
+def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
+    """The one ranking call of this row's group: ``group_size`` candidates (at most the GQM labels)."""
+    member = Member(uid="preflight", text=response, response_length=0, prompt=row.prompt, data_source="",
+                    ground_truth=row.ground_truth, extra_info=row.extra_info)  # fmt: skip
+    candidates = [response] * min(group_size, gqm.MAX_CANDIDATES)
+    return gqm.build_messages(
+        candidates, system=reward_kwargs.get("system_prompt"), template=reward_kwargs.get("template"), **_task(member)
+    )

@@ -241,3 +241,18 @@ def _sample_name(ground_truth: Any, extra_info: Mapping | None) -> str:
     if extra_info and extra_info.get("index") is not None:
         return f"sample index={extra_info['index']}"
     return "sample"
+
+
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/preflight.py)
+
+
+def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
+    """A row the pairwise reward can score: a prompt and at least one reference."""
+    read_ground_truth(ground_truth, extra_info)
+
+
+def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
+    """The judge call of this row with the response against its longest reference."""
+    task = read_ground_truth(row.ground_truth, row.extra_info)
+    reference = max(task.references, key=len)
+    return pairwise_messages(task.prompt, response, reference, task.criteria, template=reward_kwargs.get("template"))

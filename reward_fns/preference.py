@@ -101,3 +101,8 @@ def read_label(ground_truth: Any, extra_info: Mapping | None = None) -> str:
 
 def _result(score: float, valid: int, correct: int = 0, predicted_tie: int = 0) -> dict[str, float]:
     return {"score": float(score), "valid_answer": valid, "correct": correct, "predicted_tie": predicted_tie}
+
+
+def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
+    """A preference row with its human label A, B or C (writing-rl preflight)."""
+    read_label(ground_truth, extra_info)

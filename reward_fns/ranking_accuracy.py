@@ -155,3 +155,8 @@ def _where(extra_info: Mapping | None) -> str:
     if extra_info and extra_info.get("index") is not None:
         return f"sample index={extra_info['index']}"
     return "sample"
+
+
+def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
+    """A GQM row with gold scores or a gold ranking of at least two candidates (writing-rl preflight)."""
+    read_ground_truth(ground_truth, extra_info)

@@ -2,13 +2,17 @@
 #   CONFIG_NAME      overlay in hydra_configs/ (set by the calling script)
 #   OVERRIDES        bash array of Hydra overrides (set by the calling script), "$@" is appended
 #   RAY_ADDRESS      when set: `ray job submit` to that cluster with this repo as the working dir
-#   DRY_RUN=1        print the composed config, run verl's validate_config and our checks, exit
+#   DRY_RUN=1        print the composed config and run the preflight (writing-rl preflight), then exit
+#   PREFLIGHT=0      skip the preflight a real run starts with (config, paths, data, lengths, judge)
+#   REMOTE_PATHS     variables whose paths only the cluster sees, not checked here, e.g. "MODEL_PATH TRAIN_FILES" or all
 #   FORWARD_JUDGE_API_KEY=1  copy the judge API key into the Ray job's env (visible in the dashboard)
-#   PYTHON           interpreter (default: python)
+#   PYTHON           interpreter (default: the quickstart's .venv/bin/python when it exists, else python)
 set -euo pipefail
 
 REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PYTHON="${PYTHON:-python}"
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x "$REPO_DIR/.venv/bin/python" ]; then PYTHON="$REPO_DIR/.venv/bin/python"; else PYTHON=python; fi
+fi
 
 # require_env VAR "what it is" ...: stop with every missing variable named.
 require_env() {
@@ -24,12 +28,23 @@ require_env() {
   fi
 }
 
+# preflight ARGS...: every problem a run would meet, one line each; stops the script when there is one.
+preflight() {
+  local remote=()
+  for name in ${REMOTE_PATHS:-}; do remote+=(--remote "$name"); done
+  "$PYTHON" -m writing_rl.preflight --config-dir "$REPO_DIR/hydra_configs" "${remote[@]}" "$@" || exit 1
+}
+
 launch() {
   local args=(--config-name "$CONFIG_NAME" "${OVERRIDES[@]}" "$@")
   if [ "${DRY_RUN:-0}" = "1" ]; then
+    echo "== python: $PYTHON" >&2
     "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job
-    "$PYTHON" -m writing_rl.cli check-config --config-dir "$REPO_DIR/hydra_configs" "${args[@]}"
+    preflight "${args[@]}"
     return
+  fi
+  if [ "${PREFLIGHT:-1}" != "0" ]; then
+    preflight "${args[@]}"
   fi
   if [ -z "${RAY_ADDRESS:-}" ]; then
     exec "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}"

@@ -6,7 +6,7 @@
 # Optional:  VAL_FILES  N_GPUS (8)  NNODES (1; more: also NODE_RANK, MASTER_ADDR, MASTER_PORT)
 #            MAX_LENGTH (8192 tokens per conversation)  OUTPUT_DIR (checkpoints/genrm_sft)
 #            DRY_RUN=1 (print verl's composed SFT config, check it and the data, then exit)
-#            PYTHON (python)  TORCHRUN (torchrun)
+#            PYTHON (.venv/bin/python when the quickstart built it, else python)  TORCHRUN (torchrun beside it)
 # Extra arguments are Hydra overrides of verl's sft_trainer_engine config, e.g. optim.lr=1e-5
 # Defaults follow GRRM's SFT recipe: lr 6e-6, cosine, 10% warmup, 3 epochs. Checkpoints include an HF
 # model (OUTPUT_DIR/global_step_N/huggingface): the MODEL_PATH of the RL scripts.
@@ -47,7 +47,10 @@ if [ "${DRY_RUN:-0}" = "1" ]; then
   exec "$PYTHON" -m data_prep.check_sft --print "${OVERRIDES[@]}"
 fi
 
-TORCHRUN="${TORCHRUN:-torchrun}"
+if [ -z "${TORCHRUN:-}" ]; then
+  TORCHRUN="$(dirname "$(command -v "$PYTHON")")/torchrun"
+  [ -x "$TORCHRUN" ] || TORCHRUN=torchrun
+fi
 if [ "$NNODES" = "1" ]; then
   DIST=(--standalone --nnodes=1 --nproc_per_node="$N_GPUS")
 else

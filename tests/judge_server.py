@@ -103,6 +103,7 @@ class ScriptedJudgeServer:
         capacity: int | None = None,
         hold_until_in_flight: int | None = None,
         hold_deadline_s: float = 120.0,
+        models: dict[str, int | None] | None = None,
     ):
         self.script = script
         self.latency_s = latency_s
@@ -111,6 +112,8 @@ class ScriptedJudgeServer:
         # a test that needs concurrency observed gets it whatever the start-up order of its clients.
         self.hold_until_in_flight = hold_until_in_flight
         self.hold_deadline_s = hold_deadline_s
+        # GET /v1/models: model name -> max_model_len (None: not reported), as vLLM lists them
+        self.models = {"scripted-judge": None} if models is None else models
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.max_in_flight = 0
@@ -166,6 +169,13 @@ class ScriptedJudgeServer:
             status=reply.status, body=payload or b"", headers=reply.headers, content_type="application/json"
         )
 
+    async def _models(self, request: web.Request) -> web.Response:
+        cards = [
+            {"id": name, "object": "model", **({"max_model_len": length} if length else {})}
+            for name, length in self.models.items()
+        ]
+        return web.json_response({"object": "list", "data": cards})
+
     async def _stats(self, request: web.Request) -> web.Response:
         return web.Response(text=str(len(self.requests)))
 
@@ -175,6 +185,7 @@ class ScriptedJudgeServer:
         self._released = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -118,7 +118,9 @@ def test_failures_are_not_cached_and_reach_every_waiter(tmp_path, judge_server):
 
 def test_a_cancelled_first_caller_does_not_strand_waiters(tmp_path, judge_server):
     # The first call's reply is held: it is still in flight when its caller is cancelled.
-    server = judge_server(script=lambda body, i: Reply(content=preference_verdict(body["messages"][-1]["content"]), hold=i == 0))
+    server = judge_server(
+        script=lambda body, i: Reply(content=preference_verdict(body["messages"][-1]["content"]), hold=i == 0)
+    )
     config = make_config(server)
 
     async def scenario(judge):

@@ -175,16 +175,20 @@ def test_script_with_a_verl_hosted_genrm_needs_its_path_not_an_endpoint():
     assert result.returncode == 2 and "GENRM must be colocated or standalone" in result.stderr
 
 
-def test_script_dry_run_prints_and_checks_the_config():
+def test_script_dry_run_prints_and_checks_the_config(judge_server):
+    server = judge_server(models={"judge-model": None})
     result = run_script(
-        {**REQUIRED, "DRY_RUN": "1", "JUDGE_API_KEY_ENV": "OPENAI_API_KEY"},
+        {
+            **REQUIRED, "DRY_RUN": "1", "REMOTE_PATHS": "all", "JUDGE_BASE_URL": server.base_url,
+            "JUDGE_API_KEY_ENV": "WRL_TEST_KEY", "WRL_TEST_KEY": "k",
+        },
         "reward.custom_reward_function.reward_kwargs.strategy=both",
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "ok  verl validate_config" in result.stdout
-    assert "judge http://judge:8000/v1 model judge-model" in result.stdout
-    assert "API key env var $OPENAI_API_KEY" in result.stdout
-    config_text = result.stdout.split("ok  verl validate_config")[0]
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "ok       verl validate_config" in result.stdout
+    assert f"judge {server.base_url} serves 'judge-model'" in result.stdout
+    assert "/models/policy: remote, not checked here" in result.stdout and "preflight: ok" in result.stdout
+    config_text = result.stdout.split("ok       verl validate_config")[0]
     assert "strategy: both" in config_text and "path: /models/policy" in config_text
 
 
@@ -194,7 +198,7 @@ def test_script_submits_a_ray_job_when_ray_address_is_set(tmp_path):
     fake_ray.chmod(0o755)
     args_file = tmp_path / "args"
     result = run_script(
-        {**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file)},
+        {**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file), "PREFLIGHT": "0"},
         "trainer.total_epochs=3",
         path_prefix=tmp_path,
     )

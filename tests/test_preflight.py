@@ -1,0 +1,239 @@
+"""writing-rl preflight: every problem a run would meet, one line each, before anything starts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from writing_rl.preflight import run_preflight
+from writing_rl.verl_config import compose
+
+from conftest import REPO_DIR, writing_row
+
+STORY = "Write a story about a lighthouse keeper and the storm. "
+
+
+def write_parquet(path, rows) -> str:
+    pd.DataFrame(rows).to_parquet(path)
+    return str(path)
+
+
+def rows_with_prompt_words(words: list[int]) -> list[dict]:
+    return [writing_row(i, prompt=" ".join(["lighthouse"] * n)) for i, n in enumerate(words)]
+
+
+@pytest.fixture
+def data(tmp_path):
+    rows = [writing_row(i, prompt=STORY * (1 + i % 3)) for i in range(12)]
+    return write_parquet(tmp_path / "train.parquet", rows), write_parquet(tmp_path / "val.parquet", rows[:4])
+
+
+def preflight(model, train, val, base_url, *overrides, **options):
+    config = compose(
+        "writing_rl",
+        [
+            f"actor_rollout_ref.model.path={model}",
+            f"data.train_files={train}",
+            f"data.val_files={val}",
+            f"reward.reward_kwargs.judge.base_url={base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            *overrides,
+        ],
+    )
+    return run_preflight(config, **options)
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def test_a_sound_setup_passes_and_reports_lengths(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"scripted-judge": 100_000})
+    report = preflight(tokenizer_dir, *data, server.base_url)
+    assert report.problems == []
+    text = "\n".join(report.lines)
+    assert "prompt tokens p50" in text and "every row fits" in text
+    assert f"judge {server.base_url} serves 'scripted-judge', context 100000 tokens" in text
+    assert "<= the judge's context 100000" in text
+
+
+def test_every_problem_is_listed_at_once(tokenizer_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("WRL_TEST_KEY", raising=False)
+    report = preflight(
+        tmp_path / "no-model",
+        tmp_path / "no-train.parquet",
+        tmp_path / "no-val.parquet",
+        closed_port_url(),
+        "reward.reward_kwargs.judge.api_key_env=WRL_TEST_KEY",
+    )
+    problems = "\n".join(report.problems)
+    assert len(report.problems) == 5, problems
+    for name in ("MODEL_PATH", "TRAIN_FILES", "VAL_FILES"):
+        assert f"({name})=" in problems and "no such file or directory" in problems
+    assert "$WRL_TEST_KEY is not set" in problems
+    assert "is unreachable" in problems and "JUDGE_BASE_URL" in problems
+
+
+def test_hub_ids_and_paths_marked_remote_are_not_problems(tmp_path, judge_server):
+    server = judge_server()
+    report = preflight(
+        "Qwen/Qwen3-8B", "hdfs://cluster/train.parquet", "/cluster/val.parquet", server.base_url, remote=["VAL_FILES"]
+    )
+    assert report.problems == []
+    text = "\n".join(report.lines)
+    assert "Qwen/Qwen3-8B: not a local path; taken as a hub id" in text
+    assert "hdfs://cluster/train.parquet: remote, not checked here" in text
+    assert "/cluster/val.parquet: remote, not checked here" in text
+
+
+def test_a_model_the_judge_does_not_serve_is_named_with_what_it_serves(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"Qwen/Qwen3-32B": None, "other": None})
+    report = preflight(tokenizer_dir, *data, server.base_url, "reward.reward_kwargs.judge.model=Qwen/Qwen3-32b")
+    (problem,) = report.problems
+    assert "serves Qwen/Qwen3-32B, other, not 'Qwen/Qwen3-32b'" in problem and "to 'Qwen/Qwen3-32B'" in problem
+
+
+def test_a_base_url_without_the_api_root_is_explained(tokenizer_dir, data, judge_server):
+    server = judge_server()
+    report = preflight(tokenizer_dir, *data, server.base_url.removesuffix("/v1"))
+    (problem,) = report.problems
+    assert "HTTP 404" in problem and "should end with the API root" in problem
+
+
+def test_overlong_prompts_are_counted_against_max_prompt_length(tokenizer_dir, tmp_path, judge_server):
+    server = judge_server()
+    rows = rows_with_prompt_words([5] * 18 + [400, 400])  # 2 of 20 rows are long
+    train = write_parquet(tmp_path / "train.parquet", rows)
+    val = write_parquet(tmp_path / "val.parquet", rows[:5])
+    limit = "data.max_prompt_length=200"
+
+    report = preflight(tokenizer_dir, train, val, server.base_url, limit)  # 10% dropped > --max-drop 5%
+    (problem,) = report.problems
+    assert "2 rows (10.0%) are over and dropped by data.filter_overlong_prompts" in problem
+    assert "more than --max-drop 5%" in problem and "data.max_prompt_length=1024 keeps all" in problem
+
+    report = preflight(tokenizer_dir, train, val, server.base_url, limit, max_drop=0.2)
+    assert report.problems == [] and any("2 rows (10.0%) are over" in line for line in report.lines)
+
+    report = preflight(tokenizer_dir, train, val, server.base_url, limit, "data.filter_overlong_prompts=false")
+    (problem,) = report.problems
+    assert "2 rows (10.0%) are over" in problem and "cuts their beginning off" in problem
+
+
+def test_rows_the_reward_cannot_score_are_named_by_row(tokenizer_dir, tmp_path, judge_server):
+    server = judge_server()
+    rows = [writing_row(i) for i in range(4)]
+    rows[1] = writing_row(1, target=())  # no reference: the pairwise reward has nothing to compare with
+    rows[3]["prompt"] = []
+    train = write_parquet(tmp_path / "train.parquet", rows)
+    report = preflight(tokenizer_dir, train, train, server.base_url)
+    problems = [p for p in report.problems if p.startswith(train)]
+    assert len(problems) == 4  # rows 1 and 3, in train and in val (the same file)
+    assert f"{train} row 1: " in problems[0] and "ground_truth.target must be" in problems[0]
+    assert f"{train} row 3: the prompt must be a non-empty list of chat messages" in problems[1]
+
+
+def test_a_parquet_without_the_columns_verl_reads(tokenizer_dir, tmp_path, judge_server):
+    server = judge_server()
+    train = write_parquet(tmp_path / "train.parquet", [{"question": "q", "answer": "a"}])
+    report = preflight(tokenizer_dir, train, train, server.base_url)
+    assert report.problems and "no column(s) prompt, reward_model, data_source" in report.problems[0]
+
+
+def test_the_judge_prompt_at_max_response_length_must_fit_the_judges_context(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"scripted-judge": 12_000})
+    report = preflight(tokenizer_dir, *data, server.base_url)  # 8192 response tokens + 4096 judge tokens
+    (problem,) = report.problems
+    assert "+ judge.max_tokens 4096" in problem and "> the judge's context 12000" in problem
+    report = preflight(tokenizer_dir, *data, server.base_url, "data.max_response_length=2048")
+    assert report.problems == []
+
+
+def test_the_group_ranking_prompt_counts_every_rollout(tokenizer_dir, tmp_path, judge_server):
+    server = judge_server(models={"scripted-judge": 100_000})
+    rows = [writing_row(i) for i in range(3)]
+    train = write_parquet(tmp_path / "train.parquet", rows)
+    config = compose(
+        "grrm_mt_grpo",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"data.train_files={train}",
+            f"data.val_files={train}",
+            f"reward.reward_kwargs.judge.base_url={server.base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+        ],
+    )
+    report = run_preflight(config)
+    (line,) = [line for line in report.lines if "judge prompt at max_response_length" in line]
+    tokens = int(line.split("up to ")[1].split(" tokens")[0])
+    assert 8 * 1024 < tokens < 8 * 1024 + 2000  # 8 rollouts of max_response_length=1024, plus the prompt
+
+
+# ---------------------------------------------------------------- the scripts
+
+
+def scripts_copy(tmp_path):
+    """A checkout of the scripts with a recording .venv/bin/python that runs the real interpreter."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO_DIR / "scripts", repo / "scripts")
+    shutil.copytree(REPO_DIR / "hydra_configs", repo / "hydra_configs")
+    python = repo / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/usr/bin/env bash\necho "$0 $*" >> "{tmp_path}/calls"\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    return repo
+
+
+def script_env(**values):
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "DRY_RUN", "PYTHON", "N_GPUS", "GENRM")}
+    env.update(values)
+    return env
+
+
+def test_dry_run_uses_the_quickstart_venv_and_runs_the_preflight(tmp_path, tokenizer_dir, data, judge_server):
+    server = judge_server()
+    repo = scripts_copy(tmp_path)
+    env = script_env(
+        MODEL_PATH=str(tokenizer_dir), TRAIN_FILES=data[0], VAL_FILES=data[1], JUDGE_BASE_URL=server.base_url,
+        JUDGE_MODEL="scripted-judge", DRY_RUN="1",
+    )  # fmt: skip
+    result = subprocess.run(
+        ["bash", str(repo / "scripts/train_writing_rl.sh")], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert [c.split()[0] for c in calls] == [str(repo / ".venv/bin/python")] * 2
+    assert "-m verl.trainer.main_ppo" in calls[0] and "-m writing_rl.preflight" in calls[1]
+    assert "preflight: ok" in result.stdout and "prompt tokens p50" in result.stdout
+
+    # An explicit PYTHON wins over the .venv.
+    (tmp_path / "calls").unlink()
+    result = subprocess.run(
+        ["bash", str(repo / "scripts/train_writing_rl.sh")], env={**env, "PYTHON": sys.executable},
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0 and not (tmp_path / "calls").exists()
+
+
+def test_a_real_run_stops_before_verl_starts_when_the_preflight_fails(tmp_path, tokenizer_dir, data):
+    repo = scripts_copy(tmp_path)
+    env = script_env(
+        MODEL_PATH=str(tokenizer_dir), TRAIN_FILES=data[0], VAL_FILES=str(tmp_path / "missing.parquet"),
+        JUDGE_BASE_URL=closed_port_url(), JUDGE_MODEL="scripted-judge",
+    )  # fmt: skip
+    result = subprocess.run(
+        ["bash", str(repo / "scripts/train_writing_rl.sh")], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert "PROBLEM  data.val_files (VAL_FILES)=" in result.stdout and "is unreachable" in result.stdout
+    assert "preflight: 2 problem(s); nothing was started" in result.stdout
+    calls = (tmp_path / "calls").read_text()
+    assert "writing_rl.preflight" in calls and "verl.trainer.main_ppo" not in calls
