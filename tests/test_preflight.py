@@ -237,3 +237,16 @@ def test_a_real_run_stops_before_verl_starts_when_the_preflight_fails(tmp_path, 
     assert "preflight: 2 problem(s); nothing was started" in result.stdout
     calls = (tmp_path / "calls").read_text()
     assert "writing_rl.preflight" in calls and "verl.trainer.main_ppo" not in calls
+
+
+def test_a_genrm_hosted_by_verl_is_measured_with_its_own_context_and_tokenizer(tokenizer_dir, data, tmp_path):
+    genrm = tmp_path / "genrm"
+    shutil.copytree(tokenizer_dir, genrm)
+    (genrm / "config.json").write_text('{"model_type": "qwen2", "max_position_embeddings": 4096}')
+    report = preflight(
+        tokenizer_dir, *data, "http://unused:1/v1", "+genrm=colocated", f"reward.reward_model.model_path={genrm}",
+        "~reward.reward_kwargs.judge.base_url",
+    )  # fmt: skip
+    assert any(f"the GenRM verl hosts ({genrm}), context 4096 tokens; not pinged" in line for line in report.lines)
+    (problem,) = report.problems
+    assert "> the judge's context 4096" in problem and "(counted with the policy tokenizer)" not in problem

@@ -274,6 +274,15 @@ def longest_judge_prompt(tokenizer, rows: Sequence[Row], lengths: np.ndarray, bu
 # ---------------------------------------------------------------- the judge
 
 
+def _model_context(model_path: str | None) -> int | None:
+    config = Path(str(model_path or "")).expanduser() / "config.json"
+    try:
+        value = json.loads(config.read_text(encoding="utf-8")).get("max_position_embeddings")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, int) else None
+
+
 def ping_judge(base_url: str, api_key: str | None, timeout_s: float = 10.0) -> list[dict]:
     """The model cards of ``GET {base_url}/models``; raises ``ValueError`` saying what to change."""
     url = base_url.rstrip("/") + "/models"
@@ -305,11 +314,10 @@ def check_judge(config, settings, report: Report, ping: bool) -> int | None:
     """The judge's context length when known (it bounds the judge prompt check)."""
     hosted = config.reward.reward_model
     if hosted.get("enable"):
-        rollout = hosted.get("rollout") or {}
-        context = rollout.get("max_model_len") or (
-            int(rollout.get("prompt_length") or 0) + int(rollout.get("response_length") or 0) or None
-        )
-        report.ok(f"judge: the GenRM verl hosts ({hosted.model_path}), context {context} tokens; not pinged")
+        # verl's vLLM server: rollout.max_model_len, else the GenRM's max_position_embeddings
+        context = (hosted.get("rollout") or {}).get("max_model_len") or _model_context(hosted.model_path)
+        known = f", context {context} tokens" if context else ""
+        report.ok(f"judge: the GenRM verl hosts ({hosted.model_path}){known}; not pinged")
         return context
     judge = settings.judge
     key = None
