@@ -161,7 +161,8 @@ def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
             await compute_group_score(group(["good"], gid=step), judge=judge, curriculum=curriculum)
             (checkpoints / "latest_checkpointed_iteration.txt").write_text(str(step))
             # The writer notices the change and the new checkpoint before the next step starts.
-            await until(lambda: (tmp_path / "state" / f"levels.step_{step}.npz").exists())
+            snapshot = tmp_path / "state" / f"levels.step_{step}.npz"
+            await until(snapshot.exists)
 
     asyncio.run(train())
     assert sorted(step_snapshots(config.state_dir)) == [3, 4]  # keep_steps=2

@@ -8,7 +8,6 @@ import asyncio
 import json
 import shutil
 import threading
-import time
 
 import pytest
 import ray

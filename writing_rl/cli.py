@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 
 def _add_score(subparsers) -> None:
@@ -30,8 +31,8 @@ def _add_score(subparsers) -> None:
     )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--tokenizer", help="policy tokenizer dir or hub id (default: actor_rollout_ref.model.path)")
-    p.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=...")
-    p.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=...")
+    p.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=... (default: the config's)")
+    p.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=... (default: the config's)")
     p.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
     p.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     p.add_argument("--batch-size", type=int, default=256, help="samples handed to the worker at a time")
@@ -48,20 +49,27 @@ def _run_score(args) -> int:
     if args.judge_model:
         overrides.append(f"reward.reward_kwargs.judge.model={args.judge_model}")
 
+    shown = [0, 0]  # done, total of the progress line on screen
+
     def progress(done: int, total: int) -> None:
+        shown[:] = done, total
         print(f"\rscored {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    result = run_score(
-        data=args.data,
-        responses=args.responses,
-        out=args.out,
-        tokenizer=args.tokenizer,
-        config_name=args.config_name,
-        overrides=overrides,
-        config_dir=args.config_dir,
-        batch_size=args.batch_size,
-        progress=progress,
-    )
+    try:
+        result = run_score(
+            data=args.data,
+            responses=args.responses,
+            out=args.out,
+            tokenizer=args.tokenizer,
+            config_name=args.config_name,
+            overrides=overrides,
+            config_dir=args.config_dir,
+            batch_size=args.batch_size,
+            progress=progress,
+        )
+    finally:
+        if shown[0] < shown[1]:  # an error line must not start on the progress line
+            print(file=sys.stderr)
     print_score_report(result["records"], result["summary"])
     print(f"wrote {args.out}/scores.jsonl, transcripts.jsonl, summary.json")
     return 0
@@ -87,10 +95,11 @@ def _add_check_config(subparsers) -> None:
         description=(
             "Compose hydra_configs/<name>.yaml with overrides, as verl.trainer.main_ppo would, then run "
             "verl's validate_config, load the reward manager and reward fn, and validate "
-            "reward.reward_kwargs. Needs no GPU."
+            "reward.reward_kwargs. Needs no GPU. `writing-rl preflight` does this and checks the data and judge too."
         ),
+        epilog="example: writing-rl check-config --config-name brpo reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
     )
-    p.add_argument("--config-name", default="writing_rl")
+    p.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/")
     p.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     p.add_argument("overrides", nargs="*", help="Hydra overrides")
     p.set_defaults(handler=_run_check_config)
@@ -146,20 +155,27 @@ def _add_serve_judge(subparsers) -> None:
     p.add_argument("--max-model-len", type=int, help="longest prompt + completion in tokens (default: the model's)")
     p.add_argument("--default-max-tokens", type=int, default=4096, help="completion budget when a request sets none")
     p.add_argument("--max-batch-size", type=int, default=16, help="hf: most requests per generate call")
-    p.add_argument("--max-batch-tokens", type=int, help="hf: most padded tokens (prompt + new) per generate call")
+    p.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        help="hf: most padded tokens (prompt + new) per generate call (default: no limit)",
+    )
     p.add_argument(
         "--chat-template-kwargs",
         type=json.loads,
         default={},
         help="JSON passed to the chat template, e.g. '{\"enable_thinking\": false}'",
     )
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument(
+        "--trust-remote-code", action="store_true", help="run the model repo's own Python code (transformers)"
+    )
     p.add_argument("--seed", type=int, default=0, help="base seed of the replicas' samplers")
     p.add_argument("--max-pending", type=int, default=256, help="requests admitted at once; beyond: 429 + Retry-After")
     p.add_argument("--retry-after-s", type=float, default=1.0, help="Retry-After sent with 429 and 503")
     p.add_argument("--request-timeout-s", type=float, default=600.0, help="per request, retries included")
     p.add_argument(
-        "--api-key-env", help="require 'Authorization: Bearer $THIS_VAR' on /v1/* (the key never leaves the env)"
+        "--api-key-env",
+        help="require 'Authorization: Bearer $THIS_VAR' on /v1/* (the key never leaves the env; default: no key)",
     )
     p.add_argument("--ray-address", help="Ray cluster to use (default: $RAY_ADDRESS, else a new local Ray)")
     p.set_defaults(handler=_run_serve_judge)
@@ -204,14 +220,27 @@ def _run_serve_judge(args) -> int:
 def _offline_judge_args(p) -> None:
     """Judge settings of the offline tools: the training config's, with the same shortcuts as `score`."""
     g = p.add_argument_group("judge (default: reward.reward_kwargs.judge of --config-name)")
-    g.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=...")
-    g.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=...")
-    g.add_argument("--api-key-env", help="env var holding the API key (reward.reward_kwargs.judge.api_key_env)")
+    g.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=... (default: the config's)")
+    g.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=... (default: the config's)")
     g.add_argument(
-        "--max-concurrency", type=int, help="judge requests in flight (reward.reward_kwargs.judge.max_concurrency)"
+        "--api-key-env",
+        help="env var holding the API key (reward.reward_kwargs.judge.api_key_env; default: the config's)",
     )
-    g.add_argument("--timeout-s", type=float, help="seconds per attempt (reward.reward_kwargs.judge.timeout_s)")
-    g.add_argument("--max-retries", type=int, help="retries per call (reward.reward_kwargs.judge.max_retries)")
+    g.add_argument(
+        "--max-concurrency",
+        type=int,
+        help="judge requests in flight (reward.reward_kwargs.judge.max_concurrency; default: the config's)",
+    )
+    g.add_argument(
+        "--timeout-s",
+        type=float,
+        help="seconds per attempt (reward.reward_kwargs.judge.timeout_s; default: the config's)",
+    )
+    g.add_argument(
+        "--max-retries",
+        type=int,
+        help="retries per call (reward.reward_kwargs.judge.max_retries; default: the config's)",
+    )
     g.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
     g.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     g.add_argument(
@@ -255,12 +284,12 @@ def _add_select(subparsers) -> None:
     )
     p.add_argument("--out", required=True, help="output directory")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--top-k", type=int, help="keep this many ids")
-    budget.add_argument("--top-percent", type=float, help="keep this percentage of the judged ids")
+    budget.add_argument("--top-k", type=int, help="keep this many ids (default: all judged ids)")
+    budget.add_argument("--top-percent", type=float, help="keep this percentage of the judged ids (default: all)")
     p.add_argument(
         "--quota", action="append", metavar="DOMAIN=N|proportional",
         help="per-domain counts (repeat; replaces --top-k/--top-percent; unnamed domains get none), or "
-        "'proportional' to split the top-k/top-percent budget by each domain's share",
+        "'proportional' to split the top-k/top-percent budget by each domain's share (default: no quotas)",
     )  # fmt: skip
     p.add_argument(
         "--domain-key", default="data_source", help="column of the domain; dots reach into structs (extra_info.domain)"
@@ -315,11 +344,13 @@ def _add_order_references(subparsers) -> None:
     p.add_argument("--input", required=True, help="parquet, .jsonl, .json, .csv/.tsv or a datasets directory")
     p.add_argument("--output", required=True, help="output directory for train.parquet / test.parquet and the report")
     p.add_argument("--candidates-key", default="candidates", help="list column of candidate references")
-    p.add_argument("--names-key", help="list column naming each candidate (e.g. the model), for the report")
-    p.add_argument("--prompt-key", default="prompt")
-    p.add_argument("--criteria-key", default="criteria")
+    p.add_argument(
+        "--names-key", help="list column naming each candidate (e.g. the model), for the report (default: none)"
+    )
+    p.add_argument("--prompt-key", default="prompt", help="column of the prompt")
+    p.add_argument("--criteria-key", default="criteria", help="column of the criteria (string or list)")
     p.add_argument("--data-source", default="writing", help="data_source when the row has none")
-    p.add_argument("--system-prompt", help="system message put before each prompt")
+    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
     p.add_argument(
         "--method", choices=["bt", "copeland"], default="bt", help="aggregation (default: bt = Bradley-Terry)"
     )
@@ -356,6 +387,7 @@ def _add_curriculum(subparsers) -> None:
         "curriculum",
         help="inspect Writing-RL's reference curriculum (levels per prompt)",
         description="Inspect the reference levels a Writing-RL run keeps in its curriculum state dir.",
+        epilog="example: writing-rl curriculum show --state-dir checkpoints/writing-rl/writing_rl_pairwise/curriculum",
     )
     commands = p.add_subparsers(dest="curriculum_command", required=True)
     show = commands.add_parser(
@@ -365,10 +397,11 @@ def _add_curriculum(subparsers) -> None:
             "Print the level histogram of the latest snapshot, the share of ids at their hardest reference "
             "and the most and least advanced ids; --plot draws the levels at each checkpointed step."
         ),
+        epilog="example: writing-rl curriculum show --state-dir runs/x/curriculum --plot levels.png",
     )
     show.add_argument("--state-dir", required=True, help="reward.reward_kwargs.curriculum.state_dir of the run")
     show.add_argument("--top", type=int, default=5, help="ids listed as most / least advanced")
-    show.add_argument("--plot", help="write a PNG of the level histogram over checkpointed steps")
+    show.add_argument("--plot", help="write a PNG of the level histogram over checkpointed steps (default: no plot)")
     show.set_defaults(handler=_run_curriculum_show)
 
 
@@ -382,27 +415,106 @@ def _run_curriculum_show(args) -> int:
     return 0
 
 
+def _add_preflight(subparsers) -> None:
+    from .preflight import add_arguments, run_from_args
+
+    p = subparsers.add_parser(
+        "preflight",
+        help="check a training run before it starts: config, paths, data, prompt lengths, the judge",
+        description=(
+            "Compose hydra_configs/<name>.yaml with overrides as main_ppo would, then report every problem "
+            "the run would meet, one line each: verl's validate_config and our checks, missing paths, parquet "
+            "rows the reward fn cannot score, prompt tokens vs data.max_prompt_length, the judge prompt at "
+            "max_response_length vs the judge's context, and the judge endpoint (GET /v1/models). Exit 1 on "
+            "any problem. DRY_RUN=1 and every scripts/train_*.sh run it."
+        ),
+        epilog=(
+            "example: writing-rl preflight --config-name writing_rl actor_rollout_ref.model.path=/models/Qwen3-8B "
+            "data.train_files=data/train.parquet data.val_files=data/test.parquet "
+            "reward.reward_kwargs.judge.base_url=http://judge:8000/v1 reward.reward_kwargs.judge.model=judge"
+        ),
+    )
+    add_arguments(p)
+    p.set_defaults(handler=run_from_args)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions and epilogs wrapped line by line (their own line breaks kept); every option's help
+    ends with its default."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ") if line else ""
+            for line in text.splitlines()
+        )
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, argparse.SUPPRESS) or action.default is False:
+            return text
+        if not action.option_strings or action.required:
+            return text
+        return f"{text} (default: {action.default})"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("writing-rl")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="writing-rl", description="Judge-based rewards (GenRM / LLM judges) for stock verl."
+        prog="writing-rl",
+        description="Judge-based rewards (GenRM / LLM judges) for stock verl.",
+        epilog="example: writing-rl preflight --help",
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"writing-rl {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_score(subparsers)
+    _add_preflight(subparsers)
     _add_check_config(subparsers)
     _add_serve_judge(subparsers)
     _add_select(subparsers)
     _add_order_references(subparsers)
     _add_curriculum(subparsers)
+    for sub in _parsers(parser):
+        sub.formatter_class = HelpFormatter
+        if sub._subparsers is None:  # also after the command: writing-rl score ... --debug
+            sub.add_argument(
+                "--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error"
+            )
     return parser
 
 
+def _parsers(parser: argparse.ArgumentParser):
+    """Every (sub)command parser under ``parser``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield sub
+                yield from _parsers(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .errors import describe
+
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"writing-rl {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
+        if args.debug:
+            raise
+        code, line = describe(exc)
+        print(f"writing-rl {args.command}: error: {line}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

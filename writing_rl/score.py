@@ -7,12 +7,18 @@ run does. Outputs, each written to a temp file and renamed when complete:
 - ``scores.jsonl``: one line per sample: its key, reward and every extra-info value;
 - ``transcripts.jsonl``: the judge requests and replies of each sample;
 - ``summary.json``: counts, means, error rates, latency percentiles and throughput.
+
+While it runs, every finished chunk of samples is appended to ``.score_progress.jsonl`` in the output
+directory: a run stopped by a judge failure or a kill keeps what it scored, and the same command
+resumes it (a different data file, responses file or config is refused rather than mixed in).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
 import time
 import uuid
 from collections import Counter
@@ -26,6 +32,27 @@ import ray
 from .io import atomic_write_text, read_jsonl
 
 RESPONSE_KEYS = ("id", "index")
+PROGRESS = ".score_progress.jsonl"
+_INFRASTRUCTURE = tuple(
+    f"reward.reward_kwargs.judge.{key}="
+    for key in (
+        "base_url",
+        "api_key_env",
+        "max_concurrency",
+        "timeout_s",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+    )
+)
+
+
+class ScoreInterrupted(RuntimeError):
+    """Scoring stopped part way; ``note`` says what was kept and how to resume."""
+
+    def __init__(self, note: str):
+        super().__init__(note)
+        self.note = note
 
 
 @dataclass(frozen=True)
@@ -117,25 +144,71 @@ def row_chunks(samples: list[Sample], batch_size: int) -> list[list[int]]:
     return chunks
 
 
-async def _score_all(worker, rows: list[dict], samples: list[Sample], batch_size: int, progress) -> list[dict]:
+def fingerprint(data: str, responses: str, config_name: str, overrides: Sequence[str], tokenizer: str | None) -> str:
+    """What a partial run must share with this one to be resumed (where the judge is may change)."""
+    overrides = [o for o in overrides if not o.startswith(_INFRASTRUCTURE)]
+    stat = os.stat(data)
+    digest = hashlib.sha256(Path(responses).read_bytes()).hexdigest()
+    what = [str(Path(data).resolve()), stat.st_size, stat.st_mtime_ns, digest, config_name, list(overrides), tokenizer]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
+class Progress:
+    """``OUT/.score_progress.jsonl``: the fingerprint, then one line per scored sample."""
+
+    def __init__(self, out_dir: Path, key: str):
+        self.path = out_dir / PROGRESS
+        self.done: dict[int, dict] = {}
+        if self.path.exists():
+            self._load(key)
+        else:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"fingerprint": key}) + "\n", encoding="utf-8")
+
+    def _load(self, key: str) -> None:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        head = json.loads(lines[0]) if lines else {}
+        if head.get("fingerprint") != key:
+            raise ValueError(
+                f"{self.path.parent} holds a partial score of other data, responses or settings: use another "
+                f"--out, or delete {self.path} to start over"
+            )
+        for line in lines[1:]:
+            try:
+                record = json.loads(line)
+            except ValueError:  # the last line of a killed run may be cut short: that sample is redone
+                continue
+            self.done[record["sample"]] = record["output"]
+
+    def add(self, outputs: dict[int, dict]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.writelines(json.dumps({"sample": i, "output": o}, ensure_ascii=False) + "\n" for i, o in outputs.items())
+            f.flush()
+            os.fsync(f.fileno())
+        self.done.update(outputs)
+
+
+async def _score_all(
+    worker, rows: list[dict], samples: list[Sample], batch_size: int, progress, kept: Progress
+) -> list[dict]:
     from .batch import build_reward_batch
 
     run = uuid.uuid4().hex[:8]  # group ids unique to this run, so no group meets one of an earlier run
-    outputs: list[dict | None] = [None] * len(samples)
-    done = 0
-    for chunk in row_chunks(samples, batch_size):
-        batch = build_reward_batch(
-            worker.input_tokenizer,
-            [rows[samples[i].row] for i in chunk],
-            [samples[i].response for i in chunk],
-            uids=[f"{run}:{samples[i].key}" for i in chunk],
-        )
-        for index, output in zip(chunk, await worker.compute_score_batch(batch)):
-            outputs[index] = output
-        done += len(chunk)
-        progress(done, len(samples))
-    await worker.reward_manager.judge.close()
-    return outputs
+    chunks = [c for c in row_chunks(samples, batch_size) if not all(i in kept.done for i in c)]
+    progress(len(kept.done), len(samples))
+    try:
+        for chunk in chunks:
+            batch = build_reward_batch(
+                worker.input_tokenizer,
+                [rows[samples[i].row] for i in chunk],
+                [samples[i].response for i in chunk],
+                uids=[f"{run}:{samples[i].key}" for i in chunk],
+            )
+            kept.add(dict(zip(chunk, await worker.compute_score_batch(batch))))
+            progress(len(kept.done), len(samples))
+    finally:
+        await worker.reward_manager.judge.close()
+    return [kept.done[i] for i in range(len(samples))]
 
 
 def summarize(records: list[dict], wall_s: float) -> dict[str, Any]:
@@ -184,11 +257,17 @@ def run_score(
     own_ray = config.reward.reward_manager.name == "GroupRewardManager" and not ray.is_initialized()
     if own_ray:
         ray.init(include_dashboard=False, log_to_driver=False)
+    out_dir = Path(out)
+    kept = Progress(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer))
     try:
         worker = RewardLoopWorker(config)  # verl's worker: loads our manager, reward fn and the tokenizer
         start = time.perf_counter()
-        outputs = asyncio.run(_score_all(worker, rows, samples, batch_size, progress))
+        outputs = asyncio.run(_score_all(worker, rows, samples, batch_size, progress, kept))
         wall_s = time.perf_counter() - start
+    except Exception as err:
+        raise ScoreInterrupted(
+            f"{len(kept.done)} of {len(samples)} samples were scored and kept in {kept.path}: the same command resumes"
+        ) from err
     finally:
         if own_ray:
             ray.shutdown()
@@ -200,11 +279,10 @@ def run_score(
         transcripts.append({**head, "calls": output.get("judge_transcripts", [])})
     summary = summarize(records, wall_s)
 
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "scores.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     atomic_write_text(
         out_dir / "transcripts.jsonl", "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in transcripts)
     )
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    kept.path.unlink()
     return {"summary": summary, "records": records}
