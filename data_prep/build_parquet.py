@@ -21,6 +21,7 @@ from data_prep.plain_prompts import MT_TEMPLATE, PromptsBuilder  # noqa: E402
 from data_prep.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder  # noqa: E402
 from data_prep.writing_rl import WritingRLBuilder  # noqa: E402
 from writing_rl import gqm  # noqa: E402
+from writing_rl.cli import HelpFormatter  # noqa: E402
 from writing_rl.io import atomic_write_text  # noqa: E402
 
 
@@ -34,7 +35,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="test split: a fraction in [0, 1) or a number of input rows (default 0: no test split)",
     )
-    parser.add_argument("--rejects", help="write rejected rows with their reasons to this JSONL file")
+    parser.add_argument(
+        "--rejects", help="write rejected rows with their line and reason to this JSONL file (default: none)"
+    )
     parser.add_argument("--skip-bad", action="store_true", help="skip bad rows instead of stopping at the first")
     parser.add_argument("--chunk-size", type=int, default=10_000, help="rows read and written at a time")
     parser.add_argument("--hf-split", default="train", help="split to read from a datasets directory")
@@ -48,15 +51,21 @@ def _writing_rl(subparsers) -> None:
         description=(
             "Each input row: a prompt, optional criteria (string or list) and optional references "
             "(string or list, easiest first). Output rows carry reward_model.ground_truth = "
-            "{prompt, target, criteria, id} with ids dense 0..N-1 and extra_info.index = id."
+            "{prompt, target, criteria, id} with ids dense 0..N-1 and extra_info.index = id. Other input "
+            "columns (your id, domain, source...) are kept in extra_info."
         ),
+        epilog="example: build_parquet.py writing-rl --input prompts.jsonl --output data/writing --test-size 200",
     )
     _common(p)
-    p.add_argument("--prompt-key", default="prompt")
+    p.add_argument("--prompt-key", default="prompt", help="column of the prompt")
     p.add_argument("--references-key", default="references", help="input column with the reference list")
-    p.add_argument("--criteria-key", default="criteria")
+    p.add_argument(
+        "--criteria-key",
+        default="criteria",
+        help="column of the criteria: a string, a list, or WritingBench's checklist (list of {name, criteria_description, score bands})",
+    )
     p.add_argument("--data-source", default="writing", help="data_source when the row has none")
-    p.add_argument("--system-prompt", help="system message put before each prompt")
+    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
     p.set_defaults(
         make_builder=lambda a: WritingRLBuilder(
             prompt_key=a.prompt_key,
@@ -91,8 +100,11 @@ def _gqm_options(parser: argparse.ArgumentParser, duplicates: str, policies=DUPL
         help=f"identical candidates in a group: {' / '.join(policies)} (default {duplicates}); drop keeps the "
         "first of them; identical candidates with different scores are always rejected",
     )  # fmt: skip
-    parser.add_argument("--system-prompt", help="system message put before each GQM request")
-    parser.add_argument("--template", help="file with a GQM prompt template (placeholders: see writing_rl/gqm.py)")
+    parser.add_argument("--system-prompt", help="system message put before each GQM request (default: none)")
+    parser.add_argument(
+        "--template",
+        help="file with a GQM prompt template (placeholders: see writing_rl/gqm.py; default: the built-in one)",
+    )
 
 
 def _reader(a, analysis: bool) -> GroupReader:
@@ -191,9 +203,11 @@ def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
         "--rejected-key",
         help="other response (default: rejected, rejected_response, response_rejected, rejected_story)",
     )
-    g.add_argument("--tie-key", help="boolean column marking pairs judged equally good (label C)")
-    g.add_argument("--chosen-score-key", help="integer 0-10 score of the chosen response (scores output format)")
-    g.add_argument("--rejected-score-key", help="integer 0-10 score of the rejected response")
+    g.add_argument("--tie-key", help="boolean column marking pairs judged equally good (label C; default: no ties)")
+    g.add_argument(
+        "--chosen-score-key", help="integer 0-10 score of the chosen response (scores output format; default: none)"
+    )
+    g.add_argument("--rejected-score-key", help="integer 0-10 score of the rejected response (default: none)")
     if sft:
         g.add_argument("--critique-key", default="critique", help="reasoning that precedes the label (optional column)")
         g.add_argument(
@@ -210,7 +224,8 @@ def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
     )  # fmt: skip
     parser.add_argument("--system-prompt", help="system message (default: the pairwise judge's for the verdict format)")
     parser.add_argument(
-        "--template", help="pairwise judge template file for the verdict format (writing_rl/prompts.py)"
+        "--template",
+        help="pairwise judge template file for the verdict format (default: the built-in one, writing_rl/prompts.py)",
     )
 
 
@@ -303,16 +318,16 @@ def _prompts(subparsers) -> None:
     g = p.add_argument_group("input columns")
     g.add_argument("--prompt-key", default="prompt", help="the request, a text or a chat")
     g.add_argument("--source-key", default="src_text", help="source text to translate (when there is no prompt)")
-    g.add_argument("--src-lang-key", default="src_lang")
-    g.add_argument("--trg-lang-key", default="trg_lang")
-    g.add_argument("--lang-pair-key", default="lang_pair")
+    g.add_argument("--src-lang-key", default="src_lang", help="source language, code or name")
+    g.add_argument("--trg-lang-key", default="trg_lang", help="target language, code or name")
+    g.add_argument("--lang-pair-key", default="lang_pair", help='language pair like "en-zh" (when src/trg are absent)')
     p.add_argument(
         "--mt-template",
         default=MT_TEMPLATE,
         help="request built from a source text; fields {src_text} {src_lang} {trg_lang}",
     )
     p.add_argument("--data-source", help="data_source when the row has none (default: writing, or translation)")
-    p.add_argument("--system-prompt", help="system message put before each prompt")
+    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
     p.set_defaults(
         make_builder=lambda a: PromptsBuilder(
             prompt_key=a.prompt_key,
@@ -356,14 +371,23 @@ def _read_template(path: str | None) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="build_parquet.py", description=__doc__.split("\n\n")[0])
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    _writing_rl(subparsers)
-    _gqm_sft(subparsers)
-    _gqm_rl(subparsers)
-    _pref_sft(subparsers)
-    _pref_rl(subparsers)
-    _prompts(subparsers)
+    parser = argparse.ArgumentParser(
+        prog="build_parquet.py", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    for add in (_writing_rl, _gqm_sft, _gqm_rl, _pref_sft, _pref_rl, _prompts):
+        add(subparsers)
+    lines = ["subcommands, with an example each (SUBCOMMAND --help for every option):"]
+    for action in subparsers._choices_actions:
+        sub = subparsers.choices[action.dest]
+        sub.formatter_class = HelpFormatter
+        example = (
+            (sub.epilog or "")
+            .split("example: ", 1)[-1]
+            .replace("build_parquet.py", "python data_prep/build_parquet.py")
+        )
+        lines += [f"  {action.dest}: {action.help}", f"    {example}"]
+    parser.epilog = "\n".join(lines)
     return parser
 
 

@@ -10,10 +10,15 @@ same split, so augmented copies never leak between train and test.
 ``to_table`` turns a list of such results into a table (the fast builders keep columns per input row and
 build Arrow arrays directly). A builder's optional ``summary()`` adds lines to the report. Memory stays
 bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation factor.
+
+Input columns a builder does not read (an id, a domain, a source...) are kept in each output row's
+``extra_info`` under their own name (``source_<name>`` when the builder writes that key itself), with
+one Arrow type per column over the whole file (a column of mixed types is kept as JSON text).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from contextlib import ExitStack
@@ -27,7 +32,7 @@ import pyarrow.parquet as pq
 
 from writing_rl.io import atomic_path
 
-from .readers import count_rows, iter_chunks
+from .readers import Located, count_rows, iter_located
 
 
 class BadRow(ValueError):
@@ -109,43 +114,56 @@ def run(
     out_paths = {name: Path(output_dir) / f"{name}.parquet" for name in splits}
     report = BuildReport()
     rejects: list[dict] = []
+    kept = KeptColumns.scan(input_path, builder, chunk_size, hf_split)
+    schema = kept.extend(builder.schema)
 
     to_table = getattr(builder, "to_table", None) or (
         lambda results: pa.Table.from_pylist([row for rows in results for row in rows], schema=builder.schema)
     )
     with ExitStack() as stack:
         tmp_paths = {name: stack.enter_context(atomic_path(path)) for name, path in out_paths.items()}
-        writers = {name: pq.ParquetWriter(tmp_paths[name], builder.schema) for name in splits}
+        writers = {name: pq.ParquetWriter(tmp_paths[name], schema) for name in splits}
         pending: dict[str, list] = {name: [] for name in splits}  # build() results not yet written
+        sources: dict[str, list] = {name: [] for name in splits}  # their input rows (for the kept columns)
         pending_rows = dict.fromkeys(splits, 0)
 
         def flush(name: str) -> None:
             if pending_rows[name]:
-                writers[name].write_table(to_table(pending[name]))
+                writers[name].write_table(kept.attach(to_table(pending[name]), sources[name], pending[name]))
                 report.written[name] = report.written.get(name, 0) + pending_rows[name]
-                pending[name], pending_rows[name] = [], 0
+                pending[name], sources[name], pending_rows[name] = [], [], 0
+
+        def reject(record: Located, position: int, field: str, reason: str) -> None:
+            report.rejected += 1
+            rejects.append(
+                {"where": record.where, "row": position, "field": field, "reason": reason, "data": record.row}
+            )
+            if not skip_bad:
+                _write_rejects(rejects_path, rejects)
+                what = f"field '{field}': {reason}" if field else reason
+                raise ValueError(
+                    f"{input_path}: {record.where} rejected: {what} "
+                    "(pass --skip-bad to skip bad rows and report them in --rejects)"
+                )
 
         bar = _progress_bar(total, progress)
         try:
-            for chunk in iter_chunks(input_path, chunk_size, hf_split):
-                for row in chunk:
+            for chunk in iter_located(input_path, chunk_size, hf_split):
+                for record in chunk:
                     position = report.read
                     report.read += 1
                     split = "test" if in_test[position] else "train"
+                    if record.error is not None:
+                        reject(record, position, "", record.error)
+                        continue
                     try:
-                        built = builder.build(row, report.accepted, split)
+                        built = builder.build(record.row, report.accepted, split)
                     except BadRow as bad:
-                        report.rejected += 1
-                        rejects.append({"row": position, "field": bad.field, "reason": bad.reason, "data": row})
-                        if not skip_bad:
-                            _write_rejects(rejects_path, rejects)
-                            raise ValueError(
-                                f"{input_path}: row {position} (0-based) rejected: {bad} "
-                                "(pass --skip-bad to skip bad rows and report them in --rejects)"
-                            ) from None
+                        reject(record, position, bad.field, bad.reason)
                         continue
                     report.accepted += 1
                     pending[split].append(built)
+                    sources[split].append(record.row)
                     pending_rows[split] += len(built)
                     if pending_rows[split] >= chunk_size:
                         flush(split)
@@ -163,10 +181,104 @@ def run(
     report.written = {name: report.written.get(name, 0) for name in splits}
     summary = getattr(builder, "summary", None)
     report.details = list(summary()) if summary else []
+    if kept.fields:
+        report.details.append("kept in extra_info: " + ", ".join(kept.fields.values()))
     report.outputs = {name: str(path) for name, path in out_paths.items()}
     if rejects_path:
         report.outputs["rejects"] = rejects_path
     return report
+
+
+def input_keys(builder: Any) -> set[str]:
+    """The input columns a builder reads: its ``*_key`` settings (and its readers'), plus data_source."""
+    keys = {"data_source"}
+    for name, value in vars(builder).items():
+        if hasattr(value, "input_keys"):
+            keys |= value.input_keys()
+        elif name.endswith("_key") and isinstance(value, str):
+            keys.add(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            keys |= input_keys(value)
+    return keys
+
+
+@dataclass
+class KeptColumns:
+    """The input columns kept in ``extra_info``: input name -> output field, and the field's Arrow type."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    types: dict[str, pa.DataType] = field(default_factory=dict)
+
+    @classmethod
+    def scan(cls, path: str, builder: Builder, chunk_size: int, hf_split: str) -> KeptColumns:
+        if "extra_info" not in builder.schema.names:
+            return cls()
+        consumed = input_keys(builder)
+        types: dict[str, pa.DataType] = {}
+        if str(path).endswith((".parquet", ".pq")):
+            for column in pq.read_schema(path):
+                types[column.name] = column.type
+        else:
+            for chunk in iter_located(path, chunk_size, hf_split):
+                rows = [r.row for r in chunk if r.row is not None]
+                for column in dict.fromkeys(k for row in rows for k in row):
+                    if isinstance(column, str) and column not in consumed:
+                        types[column] = _merge(types.get(column), _infer([row.get(column) for row in rows]))
+        taken = set(builder.schema.field("extra_info").type.names)
+        kept = cls()
+        for column, kind in types.items():
+            if column in consumed:
+                continue
+            name = column if column not in taken else f"source_{column}"
+            taken.add(name)
+            kept.fields[column] = name
+            kept.types[column] = pa.string() if pa.types.is_null(kind) else kind
+        return kept
+
+    def extend(self, schema: pa.Schema) -> pa.Schema:
+        if not self.fields:
+            return schema
+        extra = schema.field("extra_info").type
+        fields = [*extra, *(pa.field(self.fields[c], self.types[c]) for c in self.fields)]
+        return schema.set(schema.get_field_index("extra_info"), pa.field("extra_info", pa.struct(fields)))
+
+    def attach(self, table: pa.Table, sources: list[dict], results: list) -> pa.Table:
+        """``table`` with the kept columns of each output row's input row added to its extra_info."""
+        if not self.fields:
+            return table
+        counts = [len(result) for result in results]
+        struct = table.column("extra_info").combine_chunks()
+        children = [struct.field(i) for i in range(struct.type.num_fields)]
+        for column in self.fields:
+            values = [self._value(row.get(column), column) for row, n in zip(sources, counts) for _ in range(n)]
+            children.append(pa.array(values, type=self.types[column]))
+        names = [*struct.type.names, *self.fields.values()]
+        extra_info = pa.StructArray.from_arrays(children, names=names)
+        return table.set_column(table.schema.get_field_index("extra_info"), "extra_info", extra_info)
+
+    def _value(self, value: Any, column: str) -> Any:
+        if pa.types.is_string(self.types[column]) and value is not None and not isinstance(value, str):
+            return json.dumps(value, ensure_ascii=False, default=str)
+        return value
+
+
+def _infer(values: list) -> pa.DataType:
+    try:
+        return pa.array(values).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.string()
+
+
+def _merge(a: pa.DataType | None, b: pa.DataType) -> pa.DataType:
+    """One type for a column seen as ``a`` in earlier chunks and ``b`` in this one."""
+    if a is None or pa.types.is_null(a):
+        return b
+    if pa.types.is_null(b) or a == b:
+        return a
+    numbers = (pa.types.is_integer, pa.types.is_floating)
+    if any(f(a) for f in numbers) and any(f(b) for f in numbers):
+        return pa.float64()
+    return pa.string()  # mixed kinds: kept as JSON text
 
 
 def _write_rejects(path: str | None, rejects: Iterable[dict[str, Any]]) -> None:

@@ -94,6 +94,11 @@ class PairReader:
         swapped = fields.text(row, self.critique_swapped_key, required=False) if self.critique_swapped_key else None
         return Pair(prompt, chosen, rejected, tie, critique, swapped, chosen_score, rejected_score)
 
+    def input_keys(self) -> set[str]:
+        """Every column this reader may read (an unset key reads any of its aliases)."""
+        keys = {v for k, v in vars(self).items() if k.endswith("_key") and isinstance(v, str)}
+        return keys | {"chosen_score", "rejected_score", *CHOSEN_ALIASES, *REJECTED_ALIASES, *PROMPT_ALIASES}
+
     @staticmethod
     def _key(row: dict, key: str | None, aliases: tuple[str, ...], required: bool = True) -> str | None:
         if key is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -26,6 +27,15 @@ def detect_format(path: str | Path) -> str:
     raise ValueError(f"{path}: unknown input format; expected one of .parquet .jsonl .json .csv or a datasets dir")
 
 
+@dataclass(frozen=True)
+class Located:
+    """One input record: where it is in the file (``line 12``, ``row 3``), and its row or what is wrong."""
+
+    where: str
+    row: dict | None = None
+    error: str | None = None
+
+
 def count_rows(path: str | Path, hf_split: str = "train") -> int:
     fmt = detect_format(path)
     if fmt == "parquet":
@@ -33,36 +43,54 @@ def count_rows(path: str | Path, hf_split: str = "train") -> int:
 
         return pq.ParquetFile(path).metadata.num_rows
     if fmt == "jsonl":
-        with open(path, encoding="utf-8") as f:
+        with open(path, "rb") as f:
             return sum(1 for line in f if line.strip())
     if fmt == "hf":
         return len(_load_hf(path, hf_split))
-    return sum(len(chunk) for chunk in iter_chunks(path, hf_split=hf_split))
+    return sum(len(chunk) for chunk in iter_located(path, hf_split=hf_split))
 
 
 def iter_chunks(path: str | Path, chunk_size: int = 10_000, hf_split: str = "train") -> Iterator[list[dict]]:
-    """Lists of row dicts, at most ``chunk_size`` each, in file order."""
+    """Lists of row dicts, at most ``chunk_size`` each, in file order; a bad record is an error."""
+    for chunk in iter_located(path, chunk_size, hf_split):
+        for record in chunk:
+            if record.error is not None:
+                raise ValueError(f"{path}: {record.where}: {record.error}")
+        yield [record.row for record in chunk]
+
+
+def iter_located(path: str | Path, chunk_size: int = 10_000, hf_split: str = "train") -> Iterator[list[Located]]:
+    """Lists of ``Located`` records, at most ``chunk_size`` each, in file order. JSONL and CSV records
+    are placed by line (1-based), others by row (0-based); a JSONL line that is not UTF-8, not JSON or
+    not an object comes with its error instead of a row."""
     fmt = detect_format(path)
+    if fmt == "jsonl":
+        yield from _chunked(_jsonl_records(path), chunk_size)
+    elif fmt == "csv":
+        yield from _chunked(_csv_records(path), chunk_size)
+    else:
+        start = 0
+        for rows in _row_chunks(path, fmt, chunk_size, hf_split):
+            yield [Located(f"row {start + i} (0-based)", row) for i, row in enumerate(rows)]
+            start += len(rows)
+
+
+def _row_chunks(path, fmt: str, chunk_size: int, hf_split: str) -> Iterator[list[dict]]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_size):
             yield batch.to_pylist()
-    elif fmt == "jsonl":
-        yield from _jsonl_chunks(path, chunk_size)
     elif fmt == "json":
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         if not isinstance(data, list):
             raise ValueError(f"{path}: a .json input must hold a list of objects (use .jsonl for one per line)")
         for start in range(0, len(data), chunk_size):
-            yield data[start : start + chunk_size]
-    elif fmt == "csv":
-        import pandas as pd
-
-        sep = "\t" if str(path).lower().endswith(".tsv") else ","
-        for frame in pd.read_csv(path, chunksize=chunk_size, sep=sep, dtype=str, keep_default_na=False):
-            yield [{k: _csv_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
+            yield [
+                _object(row, f"{path}: row {start + i} (0-based)")
+                for i, row in enumerate(data[start : start + chunk_size])
+            ]
     else:
         dataset = _load_hf(path, hf_split)
         for start in range(0, len(dataset), chunk_size):
@@ -71,21 +99,58 @@ def iter_chunks(path: str | Path, chunk_size: int = 10_000, hf_split: str = "tra
             yield [dict(zip(keys, values)) for values in zip(*(batch[k] for k in keys))]
 
 
-def _jsonl_chunks(path, chunk_size: int) -> Iterator[list[dict]]:
-    chunk: list[dict] = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                chunk.append(json.loads(line))
-            except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON ({exc})") from None
-            if len(chunk) == chunk_size:
-                yield chunk
-                chunk = []
+def _object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _chunked(records: Iterator[Located], chunk_size: int) -> Iterator[list[Located]]:
+    chunk: list[Located] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == chunk_size:
+            yield chunk
+            chunk = []
     if chunk:
         yield chunk
+
+
+def _jsonl_records(path) -> Iterator[Located]:
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            where = f"line {number}"
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield Located(
+                    where,
+                    error=f"not UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 4]!r}); expected one JSON object per line",
+                )
+                continue
+            except ValueError as exc:
+                yield Located(where, error=f"not valid JSON ({exc}); expected one JSON object per line")
+                continue
+            if not isinstance(value, dict):
+                yield Located(
+                    where, error=f"a JSON {type(value).__name__}, not an object; expected one JSON object per line"
+                )
+                continue
+            yield Located(where, value)
+
+
+def _csv_records(path) -> Iterator[Located]:
+    import csv
+
+    delimiter = "\t" if str(path).lower().endswith(".tsv") else ","
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter=delimiter)
+        first = reader.line_num + 1
+        for record in reader:
+            yield Located(f"line {first}", {k: _csv_value(v) for k, v in record.items()})
+            first = reader.line_num + 1  # a quoted cell may span lines
 
 
 def _csv_value(value: Any) -> Any:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -11,6 +12,7 @@ import pyarrow as pa
 from writing_rl.prompts import format_criteria
 
 from . import fields
+from .pipeline import BadRow
 from .schemas import rl_schema
 
 SCHEMA = rl_schema(
@@ -44,10 +46,7 @@ class WritingRLBuilder:
     def build(self, row: dict, source_id: int, split: str) -> list[dict]:
         prompt = fields.text(row, self.prompt_key)
         references = string_or_list(row, self.references_key)
-        criteria = row.get(self.criteria_key)
-        criteria = (
-            fields.text(row, self.criteria_key) if isinstance(criteria, str) else string_or_list(row, self.criteria_key)
-        )
+        criteria = self._criteria(row)
         chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         chat.append({"role": "user", "content": prompt})
         self.counts[min(len(references), 2)] += 1  # the row is valid: it will be written
@@ -61,13 +60,29 @@ class WritingRLBuilder:
                     "ground_truth": {
                         "prompt": prompt,
                         "target": references,
-                        "criteria": format_criteria(criteria),
+                        "criteria": criteria,
                         "id": source_id,
                     },
                 },
                 "extra_info": {"index": source_id, "split": split},
             }
         ]
+
+    def _criteria(self, row: dict) -> str | None:
+        """A string, a list of strings, or WritingBench's checklist (a list of {name, criteria_description,
+        score bands}), possibly as JSON text: rendered as the judge will read it."""
+        value = row.get(self.criteria_key)
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass  # plain text that starts with a bracket
+        if value is not None and not isinstance(value, (str, list, tuple)):
+            raise BadRow(self.criteria_key, f"expected a string or a list, got {fields.describe(value)}")
+        try:
+            return format_criteria(value)
+        except ValueError as err:
+            raise BadRow(self.criteria_key, str(err)) from None
 
     def summary(self) -> list[str]:
         none, one, several = (self.counts[k] for k in (0, 1, 2))

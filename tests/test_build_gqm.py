@@ -239,7 +239,7 @@ def test_bad_rows_are_reported_with_row_field_and_reason_and_nothing_is_written(
     rc, out = run(tmp_path, "gqm-rl", rows, "--rejects", str(rejects))
     assert rc == 2
     err = capsys.readouterr().err
-    assert "row 1 (0-based)" in err and f"field '{field}'" in err and reason in err
+    assert "line 2 rejected" in err and f"field '{field}'" in err and reason in err
     assert not (out / "train.parquet").exists() and list(out.glob(".*.tmp")) == []
     (record,) = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert record["row"] == 1 and record["field"] == field and reason in record["reason"]

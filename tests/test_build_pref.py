@@ -124,7 +124,7 @@ def test_bad_pairs_name_row_field_and_reason(tmp_path, capsys, change, field, re
     rc, out = run(tmp_path, "pref-rl", [pair(0), {**pair(1), **change}])
     assert rc == 2
     err = capsys.readouterr().err
-    assert "row 1 (0-based)" in err and f"field '{field}'" in err and reason in err
+    assert "line 2 rejected" in err and f"field '{field}'" in err and reason in err
     assert not (out / "train.parquet").exists()
 
 

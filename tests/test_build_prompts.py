@@ -76,4 +76,4 @@ def test_system_prompt_template_braces_and_bad_rows(tmp_path, capsys):
         rc, out = run(tmp_path, [{"prompt": "fine"}, bad])
         assert rc == 2
         err = capsys.readouterr().err
-        assert "row 1 (0-based)" in err and f"field '{field}'" in err and reason in err, err
+        assert "line 2 rejected" in err and f"field '{field}'" in err and reason in err, err

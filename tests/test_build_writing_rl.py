@@ -81,7 +81,7 @@ def test_bad_row_stops_the_build_naming_row_and_field_and_writes_nothing(tmp_pat
     rc, out = run(tmp_path, rows, "--rejects", str(tmp_path / "rejects.jsonl"))
     assert rc == 2
     err = capsys.readouterr().err
-    assert "row 3 (0-based)" in err and "field 'references'" in err and "--skip-bad" in err
+    assert "line 4 rejected" in err and "field 'references'" in err and "--skip-bad" in err
     assert not (out / "train.parquet").exists()
     assert list(out.glob("*.tmp")) == []
     (reject,) = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]

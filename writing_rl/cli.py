@@ -443,8 +443,10 @@ class HelpFormatter(argparse.HelpFormatter):
     ends with its default."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(
-            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ") if line else ""
+        return "\n".join(  # indented lines (examples) are kept whole
+            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ")
+            if line and not line[0].isspace()
+            else indent + line
             for line in text.splitlines()
         )
 

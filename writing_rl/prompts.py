@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from .judge import Messages
 
@@ -74,14 +74,47 @@ def render(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
 
 
-def format_criteria(criteria: str | Iterable[str] | None) -> str | None:
-    """Criteria as text: a string as is, a list as one bullet per item; None when there are none."""
+_CRITERION_TEXT = ("criteria_description", "description")
+
+
+def format_criteria(criteria: str | Iterable[str | Mapping] | None) -> str | None:
+    """Criteria as text: a string as is, a list as one bullet per item; None when there are none.
+
+    An item may be a WritingBench checklist entry, ``{name, criteria_description (or description),
+    "1-2": ..., "3-4": ...}``: its name and description on the bullet, its score bands indented below.
+    A malformed entry raises ``ValueError`` saying what was expected.
+    """
     if criteria is None:
         return None
     if isinstance(criteria, str):
         return criteria.strip() or None
-    items = [str(c).strip() for c in criteria if str(c).strip()]
-    return "\n".join(f"- {c}" for c in items) or None
+    lines = []
+    for number, item in enumerate(criteria):
+        if isinstance(item, Mapping):
+            lines += _criterion_lines(item, number)
+        elif str(item).strip():
+            lines.append(f"- {str(item).strip()}")
+    return "\n".join(lines) or None
+
+
+def _criterion_lines(item: Mapping, number: int) -> list[str]:
+    name = item.get("name")
+    description = next((item[k] for k in _CRITERION_TEXT if item.get(k) is not None), None)
+    if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
+        raise ValueError(
+            f"criterion {number} must have a string 'name' and 'criteria_description' (or 'description'), "
+            f"got keys {sorted(map(str, item))}"
+        )
+    lines = [f"- {name.strip()}: {description.strip()}"]
+    for band, text in item.items():
+        if band in ("name", *_CRITERION_TEXT) or text is None:
+            continue
+        if not isinstance(text, str):
+            raise ValueError(
+                f"criterion {number} ('{name}'): score band '{band}' must be a string, got {type(text).__name__}"
+            )
+        lines.append(f"    {band}: {text.strip()}")
+    return lines
 
 
 @lru_cache(maxsize=16)
