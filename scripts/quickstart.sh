@@ -7,7 +7,9 @@
 #   4. score the bundled sample rollouts (examples/rollouts.jsonl) through verl's reward loop worker,
 #      our managers and that judge: the Writing-RL pairwise reward (each rollout against its row's
 #      reference), then BRPO (the rollouts of a row judged against one of them, bootstrapped as the
-#      reference); print rewards, verdicts, parse-failure rate and timings. The local judge is stopped on exit.
+#      reference); print rewards, verdicts, parse-failure rate and timings, then one judged example
+#      (what the judge saw, its verdict and reasoning, the reward) and the parse-error rate of the
+#      judged samples, with why it is high when it is. The local judge is stopped on exit.
 #
 #   JUDGE_MODEL        local directory of a chat model to serve as the judge (transformers, CPU);
 #                      unset: a tiny randomly initialised Qwen2 built here. Its verdicts are noise;
@@ -105,6 +107,14 @@ score_step() {
     "${extra[@]}" "$@" "${SCORE_OVERRIDES[@]}"
 }
 
+# report_step NAME: one judged example of $OUT_DIR/NAME and its parse-error rate (writing_rl/quickstart_report.py).
+report_step() {
+  local args=("$OUT_DIR/$1" --responses examples/rollouts.jsonl)
+  if [ "$UNTRAINED" = "1" ]; then args+=(--untrained); fi
+  if [ -n "${JUDGE_MAX_TOKENS:-}" ]; then args+=(--max-tokens "$JUDGE_MAX_TOKENS"); fi
+  python -m writing_rl.quickstart_report "${args[@]}"
+}
+
 echo "== 1/4 building Writing-RL rows from examples/writing_prompts.jsonl"
 python data_prep/build_parquet.py writing-rl --quiet \
   --input examples/writing_prompts.jsonl --output "$DATA_DIR" --rejects "$DATA_DIR/rejects.jsonl"
@@ -148,9 +158,11 @@ fi
 
 echo "== 3/4 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references, through verl's reward loop"
 score_step pairwise
+report_step pairwise
 
 echo "== 4/4 BRPO (Writing-Zero): the rollouts of each prompt against one of them, through the group collector"
 score_step brpo --config-name brpo
+report_step brpo
 
 if [ "$UNTRAINED" = "1" ]; then
   echo "NOTE: the judge above was the tiny UNTRAINED model: its verdicts are noise, the plumbing is real."

@@ -12,7 +12,24 @@ import sys
 import time
 from pathlib import Path
 
+from writing_rl.quickstart_report import one_line
+
 REPO = Path(__file__).resolve().parent.parent
+
+
+def example_blocks(stdout: str) -> list[list[str]]:
+    """The lines of each judged-example block: its header, its indented lines and the parse-error line."""
+    blocks: list[list[str]] = []
+    inside = False
+    for line in stdout.splitlines():
+        if line.startswith("-- one judged example"):
+            blocks.append([line])
+            inside = True
+        elif inside and line.startswith(("   ", "-- parse errors")):
+            blocks[-1].append(line)
+        else:
+            inside = False
+    return blocks
 
 
 def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, tmp_path):
@@ -68,6 +85,22 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
     # The table was printed, with the parse-failure rate and timings.
     for key in ("parse_error_rate", "judge_latency_p50_s", "samples_per_s", "reward_mean"):
         assert key in output
+    # After each step's table: one judged example (what the judge saw, said and paid) and the parse errors.
+    prompts = [one_line(json.loads(line)["prompt"]) for line in (REPO / "examples" / "writing_prompts.jsonl").open()]
+    blocks = example_blocks(run.stdout)
+    assert len(blocks) == 2, context
+    for block, reference in zip(blocks, ("[the reference answer", "BRPO's bootstrapped reference")):
+        fields = dict(line.strip().split(maxsplit=1) for line in block[1:] if not line.startswith("--"))
+        assert set(fields) >= {"prompt", "A", "B", "verdict", "reasoning", "reward", "why:"}, block
+        assert any(p.startswith(fields["prompt"].rstrip("…")) for p in prompts), block
+        slots = fields["A"] + fields["B"]
+        assert "[the policy's response]" in slots and reference in slots, block
+        float(fields["reward"].split(":")[0])
+        assert block[-2].startswith("-- parse errors: "), block
+        # The tiny judge's replies hold no verdict: the block says so, and what such a sample is paid.
+        assert "the tiny untrained judge writes up to 16 random tokens" in fields["why:"], block
+        assert "JUDGE_MODEL or JUDGE_BASE_URL" in fields["why:"], block
+    assert run.stdout.index("wrote " + str(tmp_path / "runs" / "pairwise")) < run.stdout.index(blocks[0][0])
 
     assert "ready, serving model 'tiny-untrained-judge'" in log and "stopping" in log, context
     assert "Started a local Ray instance" not in log, context  # it joined this session's cluster
