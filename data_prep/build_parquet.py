@@ -1,8 +1,9 @@
-"""Build verl-ready parquet from raw data: ``python data_prep/build_parquet.py <subcommand> --help``.
+"""Build verl-ready parquet from raw data, one subcommand per kind of training data.
 
-Every subcommand reads parquet, JSONL, JSON, CSV or a local HF ``datasets`` directory in chunks,
-validates each row (a bad row is reported with its row number, field and reason), splits train/test
-with a seed, and writes ``<output>/train.parquet`` (and ``test.parquet``) all-or-nothing.
+Every subcommand reads parquet, JSONL, JSON, CSV or a local HF datasets directory in chunks, validates
+each row (a bad one is reported with its line or row, the field and what was expected), keeps your row
+id and other columns in extra_info, splits train/test with a seed, and writes <output>/train.parquet
+(and test.parquet) all-or-nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,21 @@ from writing_rl.cli import HelpFormatter  # noqa: E402
 from writing_rl.io import atomic_write_text  # noqa: E402
 
 
+class _HelpFormatter(HelpFormatter):
+    """writing-rl's formatter (every default shown, examples kept whole), saying also which options are
+    required and that a flag is off unless given."""
+
+    def _get_help_string(self, action) -> str:
+        text = super()._get_help_string(action)
+        if not action.option_strings or isinstance(action, argparse._HelpAction) or "default" in text.lower():
+            return text
+        if action.required:
+            return f"{text} (required)"
+        if action.nargs == 0 and action.default is False:
+            return f"{text} (default: off)"
+        return text if action.default is not None else f"{text} (default: none)"
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, help="parquet, .jsonl, .json, .csv/.tsv or a datasets directory")
     parser.add_argument("--output", required=True, help="output directory for train.parquet / test.parquet")
@@ -39,22 +55,39 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--rejects", help="write rejected rows with their line and reason to this JSONL file (default: none)"
     )
     parser.add_argument("--skip-bad", action="store_true", help="skip bad rows instead of stopping at the first")
+    parser.add_argument(
+        "--id-key",
+        help="input column with your row id, kept as extra_info.source_id; every row must have one "
+        "(default: the 'id' column, else 'index', where the input has one; rows may lack it)",
+    )
     parser.add_argument("--chunk-size", type=int, default=10_000, help="rows read and written at a time")
     parser.add_argument("--hf-split", default="train", help="split to read from a datasets directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _subparser(subparsers, name: str, help: str, description: str, example: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with an example (``example`` holds its arguments)."""
+    return subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=f"example:\n  python data_prep/build_parquet.py {name} {example}",
+        formatter_class=_HelpFormatter,
+    )
+
+
 def _writing_rl(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "writing-rl",
         help="prompts (+ criteria, references easiest first) -> Writing-RL rows",
         description=(
-            "Each input row: a prompt, optional criteria (string or list) and optional references "
-            "(string or list, easiest first). Output rows carry reward_model.ground_truth = "
-            "{prompt, target, criteria, id} with ids dense 0..N-1 and extra_info.index = id. Other input "
-            "columns (your id, domain, source...) are kept in extra_info."
+            "Each input row: a prompt, optional criteria (a string, a list, or WritingBench's checklist) and "
+            "optional references (string or list, easiest first). Output rows carry reward_model.ground_truth = "
+            "{prompt, target, criteria, id} with ids dense 0..N-1 and extra_info.index = id; your own id is "
+            "extra_info.source_id (--id-key) and your other columns (domain, source...) are kept in extra_info."
         ),
-        epilog="example: build_parquet.py writing-rl --input prompts.jsonl --output data/writing --test-size 200",
+        example="--input prompts.jsonl --output data/writing --test-size 200",
     )
     _common(p)
     p.add_argument("--prompt-key", default="prompt", help="column of the prompt")
@@ -62,7 +95,8 @@ def _writing_rl(subparsers) -> None:
     p.add_argument(
         "--criteria-key",
         default="criteria",
-        help="column of the criteria: a string, a list, or WritingBench's checklist (list of {name, criteria_description, score bands})",
+        help="column of the criteria: a string, a list of strings, or WritingBench's checklist (a list of "
+        "{name, criteria_description, '1-2': ..., ...}, also as JSON text), rendered for the judge",
     )
     p.add_argument("--data-source", default="writing", help="data_source when the row has none")
     p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
@@ -122,7 +156,8 @@ def _reader(a, analysis: bool) -> GroupReader:
 
 
 def _gqm_sft(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "gqm-sft",
         help="ranked groups + analysis -> GRRM SFT conversations (messages parquet)",
         description=(
@@ -132,7 +167,7 @@ def _gqm_sft(subparsers) -> None:
             "(scripts/train_genrm_sft.sh) or LLaMA-Factory (dataset_info.json is written beside it). "
             "No augmentation: the analysis names candidates by their labels."
         ),
-        epilog="example: build_parquet.py gqm-sft --input ranking.parquet --output data/grrm_sft --test-size 500",
+        example="--input ranking.parquet --output data/grrm_sft --test-size 500",
     )
     _common(p)
     _group_columns(p, analysis=True)
@@ -152,7 +187,8 @@ def _gqm_sft(subparsers) -> None:
 
 
 def _gqm_rl(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "gqm-rl",
         help="ranked groups -> GRRM RLVR rows with subgroup/shuffle augmentation",
         description=(
@@ -162,10 +198,7 @@ def _gqm_rl(subparsers) -> None:
             "reward_fns.ranking_accuracy (hydra_configs/grrm_rlvr.yaml). Augmentation is seeded by --seed "
             "and each group's content, so reruns give the same rows."
         ),
-        epilog=(
-            "example: build_parquet.py gqm-rl --input ranking.parquet --output data/grrm_rl "
-            "--subgroup-augment 4 --shuffle-augment 4 --test-size 1000"
-        ),
+        example="--input ranking.parquet --output data/grrm_rl --subgroup-augment 4 --shuffle-augment 4 --test-size 1000",
     )
     _common(p)
     _group_columns(p, analysis=False)
@@ -243,7 +276,8 @@ def _pair_reader(a, sft: bool) -> PairReader:
 
 
 def _pref_sft(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "pref-sft",
         help="preference pairs (+ critique) -> pairwise GenRM SFT conversations (messages parquet)",
         description=(
@@ -253,7 +287,7 @@ def _pref_sft(subparsers) -> None:
             "orders (the label follows the chosen response) unless --no-swap; a critique fits only the order "
             "it was written for (--critique-chosen-slot), so the other order needs --critique-swapped-key."
         ),
-        epilog="example: build_parquet.py pref-sft --input litbench.parquet --output data/genrm_sft --test-size 0.02",
+        example="--input litbench.parquet --output data/genrm_sft --test-size 0.02",
     )
     _common(p)
     _pair_columns(p, sft=True)
@@ -276,7 +310,8 @@ def _pref_sft(subparsers) -> None:
 
 
 def _pref_rl(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "pref-rl",
         help="preference pairs -> pairwise GenRM RL rows (ground truth: the label A/B/C)",
         description=(
@@ -285,7 +320,7 @@ def _pref_rl(subparsers) -> None:
             "(A or B; C for ties); reward: reward_fns.preference (hydra_configs/genrm_pairwise_rl.yaml). Each "
             "pair is written in both orders unless --no-swap."
         ),
-        epilog="example: build_parquet.py pref-rl --input litbench.parquet --output data/genrm_rl --test-size 0.02",
+        example="--input litbench.parquet --output data/genrm_rl --test-size 0.02",
     )
     _common(p)
     _pair_columns(p, sft=False)
@@ -304,7 +339,8 @@ def _pref_rl(subparsers) -> None:
 
 
 def _prompts(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = _subparser(
+        subparsers,
         "prompts",
         help="plain prompts -> RL rows for BRPO / GenRM group-ranking training",
         description=(
@@ -312,7 +348,7 @@ def _prompts(subparsers) -> None:
             "Output: verl RL rows without ground truth; extra_info carries the request text (prompt) and "
             "the translation fields (src_text, src_lang, trg_lang, lang_pair) that the group rewards read."
         ),
-        epilog="example: build_parquet.py prompts --input wmt_sources.jsonl --output data/mt_prompts --test-size 200",
+        example="--input wmt_sources.jsonl --output data/mt_prompts --test-size 200",
     )
     _common(p)
     g = p.add_argument_group("input columns")
@@ -370,22 +406,21 @@ def _read_template(path: str | None) -> str | None:
     return text
 
 
+def _paragraphs(text: str) -> str:
+    """``text`` with each paragraph on one line, for the help formatter to wrap."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in text.strip().split("\n\n"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="build_parquet.py", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
+        prog="build_parquet.py", description=_paragraphs(__doc__), formatter_class=_HelpFormatter
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     for add in (_writing_rl, _gqm_sft, _gqm_rl, _pref_sft, _pref_rl, _prompts):
         add(subparsers)
-    lines = ["subcommands, with an example each (SUBCOMMAND --help for every option):"]
+    lines = ["subcommands, with an example each (python data_prep/build_parquet.py SUBCOMMAND --help for all options):"]
     for action in subparsers._choices_actions:
-        sub = subparsers.choices[action.dest]
-        sub.formatter_class = HelpFormatter
-        example = (
-            (sub.epilog or "")
-            .split("example: ", 1)[-1]
-            .replace("build_parquet.py", "python data_prep/build_parquet.py")
-        )
+        example = subparsers.choices[action.dest].epilog.splitlines()[-1].strip()
         lines += [f"  {action.dest}: {action.help}", f"    {example}"]
     parser.epilog = "\n".join(lines)
     return parser
@@ -406,11 +441,12 @@ def main(argv: list[str] | None = None) -> int:
             chunk_size=args.chunk_size,
             hf_split=args.hf_split,
             progress=not args.quiet,
+            id_key=args.id_key,
         )
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:
         print(f"build_parquet {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    if builder.schema.names == ["messages"]:
+    if "messages" in builder.schema.names:
         splits = [name for name in report.written]
         report.outputs["llama-factory"] = str(write_dataset_info(args.output, splits, args.dataset_name))
     print("\n".join(report.lines()))

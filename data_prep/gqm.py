@@ -473,7 +473,7 @@ class GQMSFTBuilder:
             raise BadRow(str(self.reader.analysis_key), f"the answer built from it does not read back: {check}")
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages += [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
-        return [{"messages": messages}]
+        return [{"messages": messages, "extra_info": {"index": source_id, "split": split}}]
 
     def summary(self) -> list[str]:
         dropped = self.counts["analysis_tail_dropped"]

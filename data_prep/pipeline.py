@@ -11,20 +11,26 @@ same split, so augmented copies never leak between train and test.
 build Arrow arrays directly). A builder's optional ``summary()`` adds lines to the report. Memory stays
 bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation factor.
 
-Input columns a builder does not read (an id, a domain, a source...) are kept in each output row's
-``extra_info`` under their own name (``source_<name>`` when the builder writes that key itself), with
-one Arrow type per column over the whole file (a column of mixed types is kept as JSON text).
+What the user gave is kept in each output row's ``extra_info`` (``KeptColumns``):
+- their row id as ``source_id``: the ``--id-key`` column, else ``id``, else ``index`` when present;
+- every other input column the builder does not read (a domain, a source, a language...) under its own
+  name, or ``source_<name>`` when the name is one of the builder's own keys or a key the reward path
+  reads (``index``, ``split``, ``group_size``, ``src_text``...): a user column never changes how a row
+  is rewarded. Each column has one Arrow type over the whole input, found before anything is written,
+  so every chunk has the same schema; a column of mixed kinds, and any value holding an object, is
+  kept as JSON text.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sized
+from typing import Any, Callable, Iterable, Protocol, Sized
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +38,7 @@ import pyarrow.parquet as pq
 
 from writing_rl.io import atomic_path
 
-from .readers import Located, count_rows, iter_located
+from .readers import Located, count_rows, input_schema, iter_located
 
 
 class BadRow(ValueError):
@@ -107,6 +113,7 @@ def run(
     chunk_size: int = 10_000,
     hf_split: str = "train",
     progress: bool = True,
+    id_key: str | None = None,
 ) -> BuildReport:
     total = count_rows(input_path, hf_split)
     in_test = test_mask(total, test_size, seed)
@@ -114,7 +121,7 @@ def run(
     out_paths = {name: Path(output_dir) / f"{name}.parquet" for name in splits}
     report = BuildReport()
     rejects: list[dict] = []
-    kept = KeptColumns.scan(input_path, builder, chunk_size, hf_split)
+    kept = KeptColumns.scan(input_path, builder, chunk_size, hf_split, id_key)
     schema = kept.extend(builder.schema)
 
     to_table = getattr(builder, "to_table", None) or (
@@ -135,9 +142,7 @@ def run(
 
         def reject(record: Located, position: int, field: str, reason: str) -> None:
             report.rejected += 1
-            rejects.append(
-                {"where": record.where, "row": position, "field": field, "reason": reason, "data": record.row}
-            )
+            rejects.append(_reject_record(record, position, field, reason))
             if not skip_bad:
                 _write_rejects(rejects_path, rejects)
                 what = f"field '{field}': {reason}" if field else reason
@@ -157,6 +162,7 @@ def run(
                         reject(record, position, "", record.error)
                         continue
                     try:
+                        kept.check(record.row)
                         built = builder.build(record.row, report.accepted, split)
                     except BadRow as bad:
                         reject(record, position, bad.field, bad.reason)
@@ -181,17 +187,28 @@ def run(
     report.written = {name: report.written.get(name, 0) for name in splits}
     summary = getattr(builder, "summary", None)
     report.details = list(summary()) if summary else []
-    if kept.fields:
-        report.details.append("kept in extra_info: " + ", ".join(kept.fields.values()))
+    report.details += kept.summary()
     report.outputs = {name: str(path) for name, path in out_paths.items()}
     if rejects_path:
         report.outputs["rejects"] = rejects_path
     return report
 
 
+# extra_info keys the reward path reads (reward_fns/, writing_rl/): a user column of one of these names
+# would change how its row is rewarded (group_size sets a group's size, src_text makes a row a
+# translation, split=test freezes the curriculum...), so it is renamed like a clash with the builder's keys.
+REWARD_KEYS = frozenset(
+    {"index", "split", "group_size", "prompt", "src_text", "src_lang", "trg_lang", "lang_pair", "prompt_type",
+     "output_format"}
+)  # fmt: skip
+SOURCE_ID = "source_id"  # extra_info key of the user's row id
+ID_COLUMNS = ("id", "index")  # the user's row id without --id-key: the first of these the input has
+
+
 def input_keys(builder: Any) -> set[str]:
-    """The input columns a builder reads: its ``*_key`` settings (and its readers'), plus data_source."""
-    keys = {"data_source"}
+    """The input columns a builder reads: its ``*_key`` settings (and its readers'), plus the columns it
+    names in a ``consumes`` class attribute (``data_source`` for builders that take the row's own)."""
+    keys = set(getattr(builder, "consumes", ()))
     for name, value in vars(builder).items():
         if hasattr(value, "input_keys"):
             keys |= value.input_keys()
@@ -204,36 +221,58 @@ def input_keys(builder: Any) -> set[str]:
 
 @dataclass
 class KeptColumns:
-    """The input columns kept in ``extra_info``: input name -> output field, and the field's Arrow type."""
+    """What the user gave that the builder does not read, kept in ``extra_info``: input column -> output
+    key, each column's Arrow type, and the id column (``source_id``)."""
 
     fields: dict[str, str] = field(default_factory=dict)
     types: dict[str, pa.DataType] = field(default_factory=dict)
+    id_column: str | None = None
+    id_required: bool = False  # --id-key given: every row must have an id
+    ids_seen: set[str] = field(default_factory=set)
+    repeated: int = 0  # rows whose id an earlier row has
+    first_repeated: str | None = None
 
     @classmethod
-    def scan(cls, path: str, builder: Builder, chunk_size: int, hf_split: str) -> KeptColumns:
+    def scan(
+        cls, path: str, builder: Builder, chunk_size: int, hf_split: str, id_key: str | None = None
+    ) -> KeptColumns:
         if "extra_info" not in builder.schema.names:
             return cls()
         consumed = input_keys(builder)
-        types: dict[str, pa.DataType] = {}
-        if str(path).endswith((".parquet", ".pq")):
-            for column in pq.read_schema(path):
-                types[column.name] = column.type
-        else:
-            for chunk in iter_located(path, chunk_size, hf_split):
-                rows = [r.row for r in chunk if r.row is not None]
-                for column in dict.fromkeys(k for row in rows for k in row):
-                    if isinstance(column, str) and column not in consumed:
-                        types[column] = _merge(types.get(column), _infer([row.get(column) for row in rows]))
-        taken = set(builder.schema.field("extra_info").type.names)
-        kept = cls()
-        for column, kind in types.items():
-            if column in consumed:
-                continue
-            name = column if column not in taken else f"source_{column}"
+        types = _column_types(path, chunk_size, hf_split, lambda c: c not in consumed or c in (id_key, *ID_COLUMNS))
+        if id_key is not None and id_key not in types:
+            raise ValueError(f"--id-key {id_key!r}: no such column in {path} (it has: {', '.join(types) or 'none'})")
+        id_column = id_key or next((c for c in ID_COLUMNS if c in types), None)
+        kept = cls(id_column=id_column, id_required=id_key is not None)
+        if id_column is not None:
+            kept.fields[id_column] = SOURCE_ID
+        others = [c for c in types if c not in consumed and c != id_column]
+        reserved = {*builder.schema.field("extra_info").type.names, *REWARD_KEYS, SOURCE_ID}
+        taken = reserved | set(others)  # a free name stays as it is; a renamed one takes no user name
+        for column in others:
+            name = column
+            while name in reserved or (name != column and name in taken):
+                name = f"source_{name}"
             taken.add(name)
             kept.fields[column] = name
-            kept.types[column] = pa.string() if pa.types.is_null(kind) else kind
+        kept.types = {c: pa.string() if pa.types.is_null(types[c]) else types[c] for c in kept.fields}
         return kept
+
+    def check(self, row: dict) -> None:
+        """With --id-key, raise ``BadRow`` unless the row has an id: a string or an integer. (A column
+        found by its name, ``id`` or ``index``, is kept as it is and rejects no row.)"""
+        if not self.id_required:
+            return
+        value = row.get(self.id_column)
+        if _blank(value):
+            raise BadRow(self.id_column, "missing: expected the row's id (--id-key), a string or an integer")
+        whole = isinstance(value, float) and value.is_integer()  # 7.0: an integer column with nulls, via pandas
+        if isinstance(value, bool) or not (isinstance(value, (str, numbers.Integral)) or whole):
+            text = repr(value)
+            shown = text if len(text) <= 60 else text[:60] + "..."
+            raise BadRow(
+                self.id_column, f"expected a row id, a string or an integer, got {type(value).__name__} {shown}"
+            )
 
     def extend(self, schema: pa.Schema) -> pa.Schema:
         if not self.fields:
@@ -246,39 +285,109 @@ class KeptColumns:
         """``table`` with the kept columns of each output row's input row added to its extra_info."""
         if not self.fields:
             return table
-        counts = [len(result) for result in results]
+        self._note_ids(sources)
+        counts = np.fromiter(map(len, results), np.int64, len(results))
+        source_of_row = pa.array(np.repeat(np.arange(len(sources)), counts))  # augmented rows share a source
         struct = table.column("extra_info").combine_chunks()
         children = [struct.field(i) for i in range(struct.type.num_fields)]
         for column in self.fields:
-            values = [self._value(row.get(column), column) for row, n in zip(sources, counts) for _ in range(n)]
-            children.append(pa.array(values, type=self.types[column]))
+            values = pa.array([self._value(row.get(column), column) for row in sources], type=self.types[column])
+            children.append(values.take(source_of_row))
         names = [*struct.type.names, *self.fields.values()]
         extra_info = pa.StructArray.from_arrays(children, names=names)
         return table.set_column(table.schema.get_field_index("extra_info"), "extra_info", extra_info)
 
+    def summary(self) -> list[str]:
+        if not self.fields:
+            return []
+        kept = [name if name == column else f"{name} (your {column})" for column, name in self.fields.items()]
+        lines = ["kept in extra_info: " + ", ".join(kept)]
+        if self.repeated:
+            lines.append(
+                f"  note: {self.repeated} rows repeat the {SOURCE_ID} of an earlier row "
+                f"(first: {self.first_repeated!r}); it does not name one row"
+            )
+        return lines
+
     def _value(self, value: Any, column: str) -> Any:
+        if column == self.id_column and _blank(value):
+            return None
         if pa.types.is_string(self.types[column]) and value is not None and not isinstance(value, str):
             return json.dumps(value, ensure_ascii=False, default=str)
         return value
 
+    def _note_ids(self, sources: list[dict]) -> None:
+        if self.id_column is None:
+            return
+        for row in sources:
+            value = row.get(self.id_column)
+            if _blank(value):
+                continue
+            key = str(value)  # 19 and "19" are one id once the column is text
+            if key in self.ids_seen:
+                self.repeated += 1
+                self.first_repeated = self.first_repeated or key
+            self.ids_seen.add(key)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _column_types(path: str, chunk_size: int, hf_split: str, wanted: Callable[[str], bool]) -> dict[str, pa.DataType]:
+    """Each wanted input column's Arrow type over the whole input, in input order: what a parquet file or
+    a datasets dir declares, else inferred from every row (a column missing from a row is null there)."""
+    schema = input_schema(path, hf_split)
+    if schema is not None:
+        return {f.name: f.type for f in schema if wanted(f.name)}
+    types: dict[str, pa.DataType] = {}
+    for chunk in iter_located(path, chunk_size, hf_split):
+        rows = [record.row for record in chunk if record.row is not None]
+        for column in dict.fromkeys(k for row in rows for k in row):
+            if isinstance(column, str) and wanted(column):
+                types[column] = _merge(types.get(column), _infer([row.get(column) for row in rows]))
+    return types
+
 
 def _infer(values: list) -> pa.DataType:
+    # An object is kept as JSON text: as an Arrow struct every row would get every key seen in any row
+    # (null where missing), so the row would not read back as the user gave it.
+    if any(_holds_object(value) for value in values):
+        return pa.string()
     try:
         return pa.array(values).type
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pa.string()
 
 
+def _holds_object(value: Any) -> bool:
+    if isinstance(value, dict):
+        return True
+    return isinstance(value, (list, tuple)) and any(_holds_object(item) for item in value)
+
+
 def _merge(a: pa.DataType | None, b: pa.DataType) -> pa.DataType:
-    """One type for a column seen as ``a`` in earlier chunks and ``b`` in this one."""
-    if a is None or pa.types.is_null(a):
+    """One type for a column seen as ``a`` in earlier chunks and ``b`` in this one: null gives way,
+    integers widen to floats (also in lists); anything else mixed is kept as JSON text."""
+    if a is None or a == b:
         return b
-    if pa.types.is_null(b) or a == b:
-        return a
-    numbers = (pa.types.is_integer, pa.types.is_floating)
-    if any(f(a) for f in numbers) and any(f(b) for f in numbers):
-        return pa.float64()
-    return pa.string()  # mixed kinds: kept as JSON text
+    try:
+        unified = pa.unify_schemas([pa.schema([("c", a)]), pa.schema([("c", b)])], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+        return pa.string()
+    return unified.field("c").type
+
+
+def _reject_record(record: Located, position: int, field: str, reason: str) -> dict[str, Any]:
+    """A ``--rejects`` line: where (the 1-based ``line`` of JSONL/CSV records; ``row``, the record's
+    0-based position in the input), what was wrong, and the record (``data``) or its raw ``text``."""
+    where: dict[str, Any] = {"where": record.where}
+    if record.unit == "line":
+        where["line"] = record.number
+    out = {**where, "row": position, "field": field, "reason": reason, "data": record.row}
+    if record.text is not None:
+        out["text"] = record.text
+    return out
 
 
 def _write_rejects(path: str | None, rejects: Iterable[dict[str, Any]]) -> None:

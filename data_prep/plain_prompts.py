@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -46,6 +47,7 @@ class PromptsBuilder:
     system_prompt: str | None = None
     mt_template: str = MT_TEMPLATE
     schema: pa.Schema = SCHEMA
+    consumes: ClassVar[tuple[str, ...]] = ("data_source",)  # a row's own data_source wins
 
     def build(self, row: dict, source_id: int, split: str) -> list[dict]:
         src_text = fields.text(row, self.source_key, required=False)

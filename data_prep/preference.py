@@ -220,7 +220,12 @@ class PrefSFTBuilder(_PairBuilder):
                 answer = f"{reasoning}\n\n[[{label}]]" if reasoning else f"[[{label}]]"
             self.counts["with_critique" if reasoning else "verdict_only"] += 1
             messages = self.request(pair, slot, cot=reasoning is not None or self.output_format == "verdict")
-            out.append({"messages": [*messages, {"role": "assistant", "content": answer}]})
+            out.append(
+                {
+                    "messages": [*messages, {"role": "assistant", "content": answer}],
+                    "extra_info": {"index": source_id, "split": split},
+                }
+            )
         return out
 
     def _clean(self, critique: str, label: str, slot: str) -> str:

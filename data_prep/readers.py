@@ -1,7 +1,15 @@
-"""Read raw rows from parquet, JSONL, JSON, CSV or a local Hugging Face ``datasets`` directory, in chunks."""
+"""Read raw rows from parquet, JSONL, JSON, CSV or a local Hugging Face ``datasets`` directory, in chunks.
+
+Each record comes with where it is in the input: JSONL and CSV records by their 1-based line in the file,
+parquet, JSON and ``datasets`` rows by their 0-based row index. A record that cannot be a row (a JSONL
+line that is not UTF-8, not JSON or not an object; a JSON item that is not an object; a CSV line with
+undecodable bytes or more cells than the header) comes with its error instead, so a build can reject it
+like any bad row.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from dataclasses import dataclass
@@ -9,6 +17,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 FORMATS = ("parquet", "jsonl", "json", "csv", "hf")
+_ONE_OBJECT_PER_LINE = "expected one JSON object per line"
+_RAW_TEXT_LIMIT = 1000  # characters of an unreadable record kept for the rejects file
+
+# Long-form texts (references, stories) pass csv's default limit of 128 KiB per cell.
+csv.field_size_limit(2**31 - 1)
 
 
 def detect_format(path: str | Path) -> str:
@@ -29,11 +42,18 @@ def detect_format(path: str | Path) -> str:
 
 @dataclass(frozen=True)
 class Located:
-    """One input record: where it is in the file (``line 12``, ``row 3``), and its row or what is wrong."""
+    """One input record: where it is (``line`` 1-based for JSONL/CSV, ``row`` 0-based otherwise), and
+    its row, or what is wrong with it (``error``, with ``text``: the raw record, cut to 1000 characters)."""
 
-    where: str
+    unit: str  # "line" or "row"
+    number: int
     row: dict | None = None
     error: str | None = None
+    text: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"line {self.number}" if self.unit == "line" else f"row {self.number} (0-based)"
 
 
 def count_rows(path: str | Path, hf_split: str = "train") -> int:
@@ -60,49 +80,45 @@ def iter_chunks(path: str | Path, chunk_size: int = 10_000, hf_split: str = "tra
 
 
 def iter_located(path: str | Path, chunk_size: int = 10_000, hf_split: str = "train") -> Iterator[list[Located]]:
-    """Lists of ``Located`` records, at most ``chunk_size`` each, in file order. JSONL and CSV records
-    are placed by line (1-based), others by row (0-based); a JSONL line that is not UTF-8, not JSON or
-    not an object comes with its error instead of a row."""
+    """Lists of ``Located`` records, at most ``chunk_size`` each, in file order."""
     fmt = detect_format(path)
     if fmt == "jsonl":
         yield from _chunked(_jsonl_records(path), chunk_size)
     elif fmt == "csv":
         yield from _chunked(_csv_records(path), chunk_size)
+    elif fmt == "json":
+        yield from _chunked(_json_records(path), chunk_size)
     else:
         start = 0
-        for rows in _row_chunks(path, fmt, chunk_size, hf_split):
-            yield [Located(f"row {start + i} (0-based)", row) for i, row in enumerate(rows)]
+        for rows in _table_chunks(path, fmt, chunk_size, hf_split):
+            yield [Located("row", start + i, row) for i, row in enumerate(rows)]
             start += len(rows)
 
 
-def _row_chunks(path, fmt: str, chunk_size: int, hf_split: str) -> Iterator[list[dict]]:
+def input_schema(path: str | Path, hf_split: str = "train"):
+    """The Arrow schema of a typed input (parquet, ``datasets`` dir); None for JSONL, JSON and CSV."""
+    fmt = detect_format(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(path)
+    if fmt == "hf":
+        return _load_hf(path, hf_split).features.arrow_schema
+    return None
+
+
+def _table_chunks(path, fmt: str, chunk_size: int, hf_split: str) -> Iterator[list[dict]]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_size):
             yield batch.to_pylist()
-    elif fmt == "json":
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        if not isinstance(data, list):
-            raise ValueError(f"{path}: a .json input must hold a list of objects (use .jsonl for one per line)")
-        for start in range(0, len(data), chunk_size):
-            yield [
-                _object(row, f"{path}: row {start + i} (0-based)")
-                for i, row in enumerate(data[start : start + chunk_size])
-            ]
     else:
         dataset = _load_hf(path, hf_split)
         for start in range(0, len(dataset), chunk_size):
             batch = dataset[start : start + chunk_size]
             keys = list(batch)
             yield [dict(zip(keys, values)) for values in zip(*(batch[k] for k in keys))]
-
-
-def _object(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(value).__name__}")
-    return value
 
 
 def _chunked(records: Iterator[Located], chunk_size: int) -> Iterator[list[Located]]:
@@ -119,38 +135,102 @@ def _chunked(records: Iterator[Located], chunk_size: int) -> Iterator[list[Locat
 def _jsonl_records(path) -> Iterator[Located]:
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            where = f"line {number}"
-            try:
-                value = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield Located(
-                    where,
-                    error=f"not UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 4]!r}); expected one JSON object per line",
-                )
-                continue
-            except ValueError as exc:
-                yield Located(where, error=f"not valid JSON ({exc}); expected one JSON object per line")
-                continue
-            if not isinstance(value, dict):
-                yield Located(
-                    where, error=f"a JSON {type(value).__name__}, not an object; expected one JSON object per line"
-                )
-                continue
-            yield Located(where, value)
+            if raw.strip():
+                yield _jsonl_record(number, raw)
+
+
+def _jsonl_record(number: int, raw: bytes) -> Located:
+    raw = raw.rstrip(b"\r\n")  # columns count within the line
+
+    def bad(problem: str) -> Located:
+        text = raw.decode("utf-8", errors="backslashreplace")[:_RAW_TEXT_LIMIT]
+        return Located("line", number, error=f"{problem}; {_ONE_OBJECT_PER_LINE}", text=text)
+
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return bad(f"not UTF-8 (at byte {exc.start + 1} of the line: {raw[exc.start : exc.start + 4]!r})")
+    except json.JSONDecodeError as exc:
+        return bad(f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except ValueError as exc:  # JSON that Python refuses, e.g. an integer of more than 4300 digits
+        return bad(f"not readable JSON ({exc})")
+    if not isinstance(value, dict):
+        return bad(f"a JSON {_json_kind(value)}, not an object")
+    return Located("line", number, value)
+
+
+def _json_records(path) -> Iterator[Located]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 ({exc.reason}: {exc.object[exc.start : exc.start + 4]!r})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); expected a list of objects") from None
+    if not isinstance(data, list):
+        raise ValueError(
+            f"{path}: a .json input must hold a list of objects, got a JSON {_json_kind(data)} "
+            "(use .jsonl for one object per line)"
+        )
+    for index, value in enumerate(data):
+        if isinstance(value, dict):
+            yield Located("row", index, value)
+        else:
+            text = json.dumps(value, ensure_ascii=False)[:_RAW_TEXT_LIMIT]
+            yield Located(
+                "row", index, error=f"a JSON {_json_kind(value)}, not an object; expected a list of objects", text=text
+            )
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def _csv_records(path) -> Iterator[Located]:
-    import csv
-
     delimiter = "\t" if str(path).lower().endswith(".tsv") else ","
-    with open(path, encoding="utf-8", newline="") as f:
+    # surrogateescape: bad bytes become lone surrogates, so a bad line is a rejected record, not a crash
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
         reader = csv.DictReader(f, delimiter=delimiter)
-        first = reader.line_num + 1
-        for record in reader:
-            yield Located(f"line {first}", {k: _csv_value(v) for k, v in record.items()})
-            first = reader.line_num + 1  # a quoted cell may span lines
+        try:
+            header = reader.fieldnames or []
+            if _has_bad_bytes(header):
+                raise ValueError(f"{path}: line 1 (the header) is not UTF-8")
+            first = reader.line_num + 1
+            for record in reader:
+                yield _csv_record(first, record, len(header))
+                first = reader.line_num + 1  # a quoted cell may span lines
+        except csv.Error as exc:
+            raise ValueError(f"{path}: line {reader.line_num}: not readable as CSV ({exc})") from None
+
+
+def _csv_record(number: int, record: dict, width: int) -> Located:
+    cells = [*record.values()]
+    if _has_bad_bytes(cells):
+        text = json.dumps(cells, ensure_ascii=False)
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:_RAW_TEXT_LIMIT]
+        return Located("line", number, error="not UTF-8; expected a UTF-8 CSV file", text=text)
+    extra = record.get(None)
+    if extra:  # csv.DictReader puts the cells past the header under None
+        return Located(
+            "line",
+            number,
+            error=f"{width + len(extra)} cells, the header names {width}; expected one cell per column",
+            text=json.dumps(cells, ensure_ascii=False)[:_RAW_TEXT_LIMIT],
+        )
+    return Located("line", number, {k: _csv_value(v) for k, v in record.items()})
+
+
+def _has_bad_bytes(values: list) -> bool:
+    """Whether a cell holds a byte that was not UTF-8 (a lone surrogate, which strict encoding refuses)."""
+    for value in values:
+        for item in value if isinstance(value, list) else [value]:
+            try:
+                if isinstance(item, str):
+                    item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
 
 
 def _csv_value(value: Any) -> Any:

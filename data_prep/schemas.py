@@ -7,8 +7,11 @@ import pyarrow as pa
 # A chat: verl's `prompt` column and the SFT `messages` column.
 CHAT = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
-# SFT conversations, read by verl's multi-turn SFT dataset and by LLaMA-Factory (sharegpt).
-MESSAGES_SCHEMA = pa.schema([("messages", CHAT)])
+# SFT conversations, read by verl's multi-turn SFT dataset and by LLaMA-Factory (sharegpt); both read
+# only `messages`. extra_info says which input row a conversation came from (with the user's id and columns).
+MESSAGES_SCHEMA = pa.schema(
+    [("messages", CHAT), ("extra_info", pa.struct([("index", pa.int64()), ("split", pa.string())]))]
+)
 
 
 def rl_schema(extra_info: list[tuple[str, pa.DataType]], ground_truth: pa.DataType = pa.string()) -> pa.Schema:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -42,6 +42,7 @@ class WritingRLBuilder:
     system_prompt: str | None = None
     schema: pa.Schema = SCHEMA
     counts: Counter = field(default_factory=Counter)
+    consumes: ClassVar[tuple[str, ...]] = ("data_source",)  # a row's own data_source wins
 
     def build(self, row: dict, source_id: int, split: str) -> list[dict]:
         prompt = fields.text(row, self.prompt_key)
@@ -70,17 +71,10 @@ class WritingRLBuilder:
 
     def _criteria(self, row: dict) -> str | None:
         """A string, a list of strings, or WritingBench's checklist (a list of {name, criteria_description,
-        score bands}), possibly as JSON text: rendered as the judge will read it."""
-        value = row.get(self.criteria_key)
-        if isinstance(value, str) and value.lstrip().startswith("["):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                pass  # plain text that starts with a bracket
-        if value is not None and not isinstance(value, (str, list, tuple)):
-            raise BadRow(self.criteria_key, f"expected a string or a list, got {fields.describe(value)}")
+        score bands}), also as JSON text (a CSV cell): rendered as the judge reads it, by the function the
+        reward uses for criteria that reach it unrendered."""
         try:
-            return format_criteria(value)
+            return format_criteria(row.get(self.criteria_key))
         except ValueError as err:
             raise BadRow(self.criteria_key, str(err)) from None
 

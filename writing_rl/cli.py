@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 
 def _add_score(subparsers) -> None:
@@ -15,7 +16,11 @@ def _add_score(subparsers) -> None:
         description=(
             "Score responses to the rows of a verl RL parquet with the reward of a Hydra config "
             "(default: hydra_configs/writing_rl.yaml), through verl's RewardLoopWorker, exactly as in "
-            "training. Writes scores.jsonl, transcripts.jsonl and summary.json to --out."
+            "training. Writes scores.jsonl, transcripts.jsonl and summary.json to --out.\n"
+            "Each finished chunk of --batch-size samples is kept in OUT/.score_progress.jsonl: after a judge "
+            "failure, Ctrl-C or a kill, the same command judges only the samples not yet scored. Progress "
+            "from another data file, responses file, tokenizer or config is refused (--restart discards it); "
+            "the judge's address, concurrency, timeouts and retries may change between attempts."
         ),
         epilog=(
             "example: writing-rl score --data data/train.parquet --responses rollouts.jsonl --out runs/score "
@@ -35,7 +40,14 @@ def _add_score(subparsers) -> None:
     p.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=... (default: the config's)")
     p.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
     p.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
-    p.add_argument("--batch-size", type=int, default=256, help="samples handed to the worker at a time")
+    p.add_argument(
+        "--batch-size", type=int, default=256, help="samples handed to the worker at a time, and kept as they finish"
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the samples an earlier, stopped run kept in --out and score all again (default: resume)",
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. reward.reward_kwargs.judge.max_concurrency=32")
     p.set_defaults(handler=_run_score)
 
@@ -66,6 +78,7 @@ def _run_score(args) -> int:
             config_dir=args.config_dir,
             batch_size=args.batch_size,
             progress=progress,
+            restart=args.restart,
         )
     finally:
         if shown[0] < shown[1]:  # an error line must not start on the progress line
@@ -439,15 +452,19 @@ def _add_preflight(subparsers) -> None:
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Descriptions and epilogs wrapped line by line (their own line breaks kept); every option's help
-    ends with its default."""
+    """Descriptions and epilogs wrapped line by line (their own line breaks kept; indented lines kept
+    whole; a wrapped example indented under its first line); every option's help ends with its default."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(  # indented lines (examples) are kept whole
-            textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ")
-            if line and not line[0].isspace()
-            else indent + line
-            for line in text.splitlines()
+        return "\n".join(self._fill_line(line, width, indent) for line in text.splitlines())
+
+    @staticmethod
+    def _fill_line(line: str, width: int, indent: str) -> str:
+        if not line or line[0].isspace():
+            return indent + line
+        hang = "  " if line.startswith(("example", "then")) else ""
+        return textwrap.fill(  # commands and paths are not split at their hyphens
+            line, width, initial_indent=indent, subsequent_indent=indent + hang, break_on_hyphens=False
         )
 
     def _get_help_string(self, action) -> str:
@@ -505,17 +522,57 @@ def _parsers(parser: argparse.ArgumentParser):
                 yield from _parsers(sub)
 
 
+# Options naming paths, checked before a command starts. exists: a file or a directory (a parquet may be
+# a directory of files); file; dir; local: checked only when written as a path (else a hub id);
+# out: a directory to write, which must not be a file.
+_PATH_OPTIONS = {
+    "data": "exists",
+    "responses": "file",
+    "input": "exists",
+    "config_dir": "dir",
+    "state_dir": "dir",
+    "tokenizer": "local",
+    "model": "local",
+    "out": "out",
+    "output": "out",
+}
+
+
+def path_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the first path option of ``args`` that names no usable path (None: all fine)."""
+    for dest, kind in _PATH_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or (kind == "local" and not value.startswith(("/", ".", "~"))):
+            continue
+        option, path = "--" + dest.replace("_", "-"), Path(value).expanduser()
+        if kind == "out":
+            if path.exists() and not path.is_dir():
+                return f"{option}: {value} is a file, expected a directory to write to"
+        elif not path.exists():
+            return f"{option}: no such file or directory: {value}"
+        elif kind == "dir" and not path.is_dir():
+            return f"{option}: not a directory: {value}"
+        elif kind == "file" and path.is_dir():
+            return f"{option}: {value} is a directory, expected a file"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from .errors import describe
 
     args = build_parser().parse_args(argv)
+    prefix = f"writing-rl {args.command}: error:"
+    problem = path_problem(args)
+    if problem:
+        print(f"{prefix} {problem}", file=sys.stderr)
+        return 2
     try:
         return args.handler(args)
-    except Exception as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
         if args.debug:
             raise
         code, line = describe(exc)
-        print(f"writing-rl {args.command}: error: {line}", file=sys.stderr)
+        print(f"{prefix} {' '.join(line.splitlines())}", file=sys.stderr)
         return code
 
 

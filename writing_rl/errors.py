@@ -4,8 +4,9 @@ the traceback instead)."""
 from __future__ import annotations
 
 import json
+import re
 
-from .judge.base import JudgeError, JudgeHTTPError
+from .judge.base import JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeTimeout
 
 USAGE = 2  # exit code: the command, its config or its inputs are wrong
 FAILED = 1  # exit code: the run itself failed (judge, crash)
@@ -32,15 +33,38 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def judge_message(body: str) -> str:
-    """The judge's own words from an OpenAI-style error body, else the body's start."""
+# The message of an error body cut short (JudgeHTTPError keeps 300 characters of it).
+_MESSAGE_FIELD = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def judge_message(body: str, limit: int = 300) -> str:
+    """The judge's own words in an error body: OpenAI's and newer vLLM's {"error": {"message"}}, older
+    vLLM's {"message"}, FastAPI's {"detail"} (e.g. 404 for a URL without /v1); else the body's start."""
     try:
-        error = json.loads(body).get("error")
-    except (ValueError, AttributeError):
-        return body.strip()[:300]
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
-    return str(error)[:300]
+        data = json.loads(body)
+    except ValueError:
+        found = _MESSAGE_FIELD.search(body)
+        said = found.group(1).replace('\\"', '"') if found else body
+    else:
+        error = data.get("error") if isinstance(data, dict) else None
+        said = error.get("message") if isinstance(error, dict) else error
+        if not said and isinstance(data, dict):
+            said = data.get("message") or data.get("detail")
+    return " ".join(str(said or body).split())[:limit]  # one line, even from an HTML error page
+
+
+def judge_error_line(err: JudgeError) -> str:
+    """One line for a judge failure after retries: what the judge said (for HTTP: status and message)
+    and what to change. Shared by every offline tool (`writing-rl score` through the CLI)."""
+    if isinstance(err, JudgeHTTPError):
+        body = err.cause.split(": ", 1)[1] if ": " in err.cause else err.cause
+        hint = _HTTP_HINTS.get(err.status, "the judge failed: check its logs, or retry later")
+        return f"judge {err.endpoint} answered HTTP {err.status}: {judge_message(body)} ({hint})"
+    if isinstance(err, JudgeConnectionError):
+        return f"{err} (is the judge up at that address? check --judge-url / judge.base_url)"
+    if isinstance(err, JudgeTimeout):
+        return f"{err} (the judge is slow or overloaded: raise judge.timeout_s (--timeout-s) or lower judge.max_concurrency)"
+    return str(err)
 
 
 def describe(exc: BaseException) -> tuple[int, str]:
@@ -51,14 +75,12 @@ def describe(exc: BaseException) -> tuple[int, str]:
 
 
 def _describe(cause: BaseException) -> tuple[int, str]:
-    if isinstance(cause, JudgeHTTPError):
-        body = cause.cause.split(": ", 1)[1] if ": " in cause.cause else cause.cause
-        hint = _HTTP_HINTS.get(cause.status, "the judge failed: check its logs, or retry later")
-        return FAILED, f"judge {cause.endpoint} answered HTTP {cause.status}: {judge_message(body)} ({hint})"
+    if isinstance(cause, KeyboardInterrupt):
+        return 130, "interrupted"
     if isinstance(cause, JudgeError):
-        return FAILED, str(cause)
+        return FAILED, judge_error_line(cause)
     if isinstance(cause, FileNotFoundError):
-        return USAGE, f"no such file or directory: {cause.filename or cause}"
+        return USAGE, f"no such file or directory: {cause.filename}" if cause.filename else str(cause)
     if isinstance(cause, KeyError):  # str() of a KeyError is the quoted key
         return USAGE, str(cause.args[0]) if cause.args else "KeyError"
     if isinstance(cause, ValueError):

@@ -4,7 +4,9 @@
   pairwise ``template``), so a tool judges exactly as the reward does;
 - the judge itself: ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
 - one pairwise judgment (verdict or counted failure) and a bounded, progress-reporting runner;
-- the failure policy: judge errors stop a run before it writes anything, unless allowed.
+- the failure policy: judge errors stop a run before it writes anything, unless allowed; a reply that
+  every call would get (HTTP 401, 403, 404: key, endpoint or model) stops it at once. Either way the
+  answered calls stay cached and the same command resumes.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from .config import ConfigError, JudgeConfig, ManagerConfig
+from .errors import judge_error_line
 from .judge import Judge, JudgeError, Messages, OpenAIJudge
+from .judge.base import JudgeHTTPError, JudgeReply
 from .judge.cache import CachedJudge
 from .parsing import parse_score_pair, parse_verdict
 
 T = TypeVar("T")
+# Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
+STOP_STATUSES = (401, 403, 404)
 
 
 class JudgeFailures(RuntimeError):
@@ -72,9 +78,22 @@ def load_judge_settings(
     return JudgeSettings(judge=judge, template=fn_kwargs.get("template"))
 
 
-def open_judge(settings: JudgeConfig, cache_path: str | Path) -> CachedJudge:
+class ToolJudge(CachedJudge):
+    """The cached judge of an offline tool; it keeps the first failure, which the error line quotes."""
+
+    first_error: JudgeError | None = None
+
+    async def complete(self, messages: Messages) -> JudgeReply:
+        try:
+            return await super().complete(messages)
+        except JudgeError as err:
+            self.first_error = self.first_error or err
+            raise
+
+
+def open_judge(settings: JudgeConfig, cache_path: str | Path) -> ToolJudge:
     """The HTTP judge behind an on-disk cache at ``cache_path``."""
-    return CachedJudge.for_config(OpenAIJudge(settings), settings, cache_path)
+    return ToolJudge.for_config(OpenAIJudge(settings), settings, cache_path)
 
 
 def judge_through_cache(
@@ -84,23 +103,28 @@ def judge_through_cache(
     cache_path: str | Path,
     progress: bool = True,
     read: Callable[[str], Judgment] | None = None,
-) -> tuple[list[Judgment], CachedJudge, float]:
+) -> tuple[list[Judgment], ToolJudge, float]:
     """Judge every job (see ``judge_all``) through the on-disk cache, with a progress line on stderr.
     Returns the judgments, the closed cache (its ``stats`` and ``path`` for reports) and the wall time."""
     judge = open_judge(settings.judge, cache_path)
     start = time.perf_counter()
+    bar = Progress(len(jobs), judge, enabled=progress)
 
     async def run() -> list[Judgment]:
         try:
-            bar = Progress(len(jobs), judge, enabled=progress)
             return await judge_all(judge, jobs, build, settings.judge.max_concurrency, bar, read or read_verdict)
         finally:
+            bar.end_line()
             close = getattr(judge.judge, "close", None)  # the HTTP session, in the loop that used it
             if close is not None:
                 await close()
 
     try:
         judgments = asyncio.run(run())
+    except JudgeHTTPError as err:  # a STOP_STATUSES reply (see judge_once)
+        cached = len(judge)
+        kept = f". {cached} judge replies are cached in {judge.path}: the same command resumes" if cached else ""
+        raise JudgeFailures(f"{judge_error_line(err)}; stopped at the first such reply{kept}") from err
     finally:
         judge.close()
     return judgments, judge, time.perf_counter() - start
@@ -133,9 +157,14 @@ def read_score_pair(text: str) -> Judgment:
 
 
 async def judge_once(judge: Judge, messages: Messages, read: Callable[[str], Judgment] = read_verdict) -> Judgment:
-    """A truncated reply or one with no final verdict counts as a parse failure, as in the reward."""
+    """A truncated reply or one with no final verdict counts as a parse failure, as in the reward. A
+    failure is counted, but one that every call would meet (``STOP_STATUSES``) is raised."""
     try:
         reply = await judge.complete(messages)
+    except JudgeHTTPError as err:
+        if err.status in STOP_STATUSES:
+            raise
+        return Judgment(error=err.kind)
     except JudgeError as err:
         return Judgment(error=err.kind)
     return Judgment() if reply.truncated else read(reply.text)
@@ -162,7 +191,14 @@ async def judge_all(
             results[index] = await judge_once(judge, build(jobs[index]), read)
             on_done(1)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(jobs))))))
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(jobs))))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:  # a call that stops the run (judge_once): the other workers stop before it returns
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
     return results  # type: ignore[return-value]
 
 
@@ -173,14 +209,21 @@ class Progress:
         self.total, self.judge, self.enabled, self.every_s = total, judge, enabled, every_s
         self.done = 0
         self.start = self._last = time.perf_counter()
+        self._line_open = False  # a progress line without its newline is on screen
 
     def __call__(self, n: int) -> None:
         self.done += n
         now = time.perf_counter()
         if self.enabled and (now - self._last >= self.every_s or self.done == self.total):
             self._last = now
-            end = "\n" if self.done == self.total else ""
-            print(f"\r{self.line()}", end=end, file=sys.stderr, flush=True)
+            self._line_open = self.done < self.total
+            print(f"\r{self.line()}", end="" if self._line_open else "\n", file=sys.stderr, flush=True)
+
+    def end_line(self) -> None:
+        """End an unfinished progress line, so that an error starts on a line of its own."""
+        if self._line_open:
+            print(file=sys.stderr, flush=True)
+            self._line_open = False
 
     def line(self) -> str:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
@@ -194,13 +237,15 @@ class Progress:
 def failure_message(errors: dict[str, int], calls: int, cache: CachedJudge) -> str:
     failed = sum(errors.values())
     kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(errors.items()))
+    first_error = getattr(cache, "first_error", None)
+    first = f" The first failure: {judge_error_line(first_error)}" if first_error is not None else ""
     if failed == calls:
         return (
             f"all {calls} judge calls failed after retries ({kinds}); nothing written. Check that the endpoint is "
-            "up, the model name is one it serves and the API key variable is right"
+            f"up, the model name is one it serves and the API key variable is right.{first}"
         )
     return (
         f"{failed} of {calls} judge calls failed after retries ({kinds}); nothing written; the successful calls "
         f"are cached in {cache.path}: rerun the same command to retry only the failed ones. Pass "
-        "--allow-judge-errors to write results from what was judged (failed calls are counted, never scored)"
+        f"--allow-judge-errors to write results from what was judged (failed calls are counted, never scored).{first}"
     )

@@ -8,6 +8,7 @@ pass, so text inside a response that looks like a placeholder is left alone.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -75,46 +76,81 @@ def render(template: str, **values: str) -> str:
 
 
 _CRITERION_TEXT = ("criteria_description", "description")
+_CRITERIA_SHAPES = "a string, a list of strings, or a list of {name, criteria_description, score bands} entries"
 
 
-def format_criteria(criteria: str | Iterable[str | Mapping] | None) -> str | None:
-    """Criteria as text: a string as is, a list as one bullet per item; None when there are none.
+def format_criteria(criteria: str | Mapping | Iterable[str | Mapping] | None) -> str | None:
+    """Criteria as the judge reads them; None when there are none.
 
-    An item may be a WritingBench checklist entry, ``{name, criteria_description (or description),
-    "1-2": ..., "3-4": ...}``: its name and description on the bullet, its score bands indented below.
-    A malformed entry raises ``ValueError`` saying what was expected.
+    A string is used as it is, unless it is JSON text holding a list or an object (a CSV cell): then that
+    is rendered. A list gives one bullet per item; an item may be a WritingBench checklist entry,
+    ``{"name", "criteria_description" (or "description"), "1-2": ..., "3-4": ...}``: its name and
+    description on the bullet, its score bands as a list indented below. A malformed item raises
+    ``ValueError`` naming it and saying what was expected.
     """
     if criteria is None:
         return None
     if isinstance(criteria, str):
-        return criteria.strip() or None
+        parsed = _json_criteria(criteria)
+        if parsed is None:
+            return criteria.strip() or None
+        criteria = parsed
+    if isinstance(criteria, Mapping):
+        criteria = [criteria]
+    if isinstance(criteria, (str, bytes)) or not isinstance(criteria, Iterable):
+        raise ValueError(f"expected {_CRITERIA_SHAPES}, got {type(criteria).__name__}")
     lines = []
     for number, item in enumerate(criteria):
-        if isinstance(item, Mapping):
-            lines += _criterion_lines(item, number)
-        elif str(item).strip():
-            lines.append(f"- {str(item).strip()}")
+        lines += _criterion_lines(item, number)
     return "\n".join(lines) or None
 
 
-def _criterion_lines(item: Mapping, number: int) -> list[str]:
+def _json_criteria(text: str) -> list | dict | None:
+    """The list or object a JSON criteria text holds; None for plain text."""
+    if text.lstrip()[:1] not in ("[", "{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None  # plain text that starts with a bracket
+    return value if isinstance(value, (list, dict)) else None
+
+
+def _criterion_lines(item: object, number: int) -> list[str]:
+    if isinstance(item, str):
+        return [f"- {item.strip()}"] if item.strip() else []
+    if not isinstance(item, Mapping):
+        raise ValueError(
+            f"item {number}: expected a string or a {{name, criteria_description}} entry, "
+            f"got {type(item).__name__} {_short(item)}"
+        )
     name = item.get("name")
     description = next((item[k] for k in _CRITERION_TEXT if item.get(k) is not None), None)
-    if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
+    if not _filled(name) or not _filled(description):
         raise ValueError(
-            f"criterion {number} must have a string 'name' and 'criteria_description' (or 'description'), "
-            f"got keys {sorted(map(str, item))}"
+            f"item {number}: expected a WritingBench checklist entry with a non-empty string 'name' and "
+            f"'criteria_description' (or 'description'), got keys {sorted(map(str, item))}"
         )
     lines = [f"- {name.strip()}: {description.strip()}"]
     for band, text in item.items():
-        if band in ("name", *_CRITERION_TEXT) or text is None:
+        if band in ("name", *_CRITERION_TEXT) or text is None:  # None: a band absent from this entry
             continue
         if not isinstance(text, str):
             raise ValueError(
-                f"criterion {number} ('{name}'): score band '{band}' must be a string, got {type(text).__name__}"
+                f"item {number} ('{name.strip()}'): score band '{band}' must be a string, "
+                f"got {type(text).__name__} {_short(text)}"
             )
-        lines.append(f"    {band}: {text.strip()}")
+        lines.append(f"    - {band}: {text.strip()}")
     return lines
+
+
+def _filled(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 @lru_cache(maxsize=16)

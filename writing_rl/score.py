@@ -9,8 +9,11 @@ run does. Outputs, each written to a temp file and renamed when complete:
 - ``summary.json``: counts, means, error rates, latency percentiles and throughput.
 
 While it runs, every finished chunk of samples is appended to ``.score_progress.jsonl`` in the output
-directory: a run stopped by a judge failure or a kill keeps what it scored, and the same command
-resumes it (a different data file, responses file or config is refused rather than mixed in).
+directory (flushed and fsynced): a run stopped by a judge failure, Ctrl-C or a kill keeps what it
+scored, and the same command resumes it, judging only the samples not yet scored. The file starts
+with a fingerprint of the inputs (data path, size and mtime; a hash of the responses; config name,
+overrides and tokenizer; where the judge runs may change): progress of other inputs is refused rather
+than mixed in, unless ``restart`` discards it. It is removed once the final files are written.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import time
 import uuid
@@ -29,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 import ray
 
+from .config import ManagerConfig
 from .io import atomic_write_text, read_jsonl
 
 RESPONSE_KEYS = ("id", "index")
@@ -85,21 +90,27 @@ def match_responses(rows: list[dict], responses_path: str | Path) -> list[Sample
         by_index[str(position if index is None else index)] = position
 
     samples = []
-    for line_number, record in read_jsonl(responses_path):
-        where = f"{responses_path}:{line_number}"
-        if not isinstance(record.get("response"), str):
-            raise ValueError(f"{where}: expected a string field 'response'")
-        field = next((k for k in RESPONSE_KEYS if record.get(k) is not None), None)
-        if field is None:
-            raise ValueError(f"{where}: name the row with 'id' (ground_truth.id) or 'index' (extra_info.index)")
-        lookup = by_id if field == "id" else by_index
-        value = str(record[field])
-        if value not in lookup:
-            raise ValueError(f"{where}: no row in the data has {field}={value}")
-        samples.append(Sample(row=lookup[value], key=f"{field}={value}", response=record["response"]))
+    try:
+        for line_number, record in read_jsonl(responses_path):
+            samples.append(_match_line(record, f"{responses_path}:{line_number}", by_id, by_index))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{responses_path}: not a UTF-8 JSONL file ({exc.reason} at byte {exc.start})") from None
     if not samples:
         raise ValueError(f"{responses_path}: no responses")
     return samples
+
+
+def _match_line(record: dict, where: str, by_id: dict[str, int], by_index: dict[str, int]) -> Sample:
+    if not isinstance(record.get("response"), str):
+        raise ValueError(f"{where}: expected a string field 'response'")
+    field = next((k for k in RESPONSE_KEYS if record.get(k) is not None), None)
+    if field is None:
+        raise ValueError(f"{where}: name the row with 'id' (ground_truth.id) or 'index' (extra_info.index)")
+    lookup = by_id if field == "id" else by_index
+    value = str(record[field])
+    if value not in lookup:
+        raise ValueError(f"{where}: no row in the data has {field}={value}")
+    return Sample(row=lookup[value], key=f"{field}={value}", response=record["response"])
 
 
 def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
@@ -112,7 +123,7 @@ def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
 
 
 def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | None, config_dir: str | None = None):
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf, open_dict
 
     from .verl_config import compose
 
@@ -127,6 +138,9 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
         if "curriculum" in config.reward.reward_kwargs:
             # Offline scoring judges against each row's first reference and never moves a training run's levels.
             config.reward.reward_kwargs.curriculum.enable = False
+    if not OmegaConf.select(config, "reward.reward_model.enable", default=False):
+        # A bad judge setting or an unset API key variable fails here, before Ray and the worker start.
+        ManagerConfig.from_verl(config).judge.api_key()
     return config
 
 
@@ -154,38 +168,60 @@ def fingerprint(data: str, responses: str, config_name: str, overrides: Sequence
 
 
 class Progress:
-    """``OUT/.score_progress.jsonl``: the fingerprint, then one line per scored sample."""
+    """``OUT/.score_progress.jsonl``: the fingerprint, then one line per scored sample. The file is
+    written from the first finished chunk on, so a run that scored nothing leaves nothing to resume."""
 
-    def __init__(self, out_dir: Path, key: str):
+    def __init__(self, out_dir: Path, key: str, restart: bool = False):
         self.path = out_dir / PROGRESS
+        self.key = key
         self.done: dict[int, dict] = {}
-        if self.path.exists():
-            self._load(key)
-        else:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"fingerprint": key}) + "\n", encoding="utf-8")
+        if restart:
+            self.path.unlink(missing_ok=True)
+        elif self.path.exists():
+            self._load()
 
-    def _load(self, key: str) -> None:
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        head = json.loads(lines[0]) if lines else {}
-        if head.get("fingerprint") != key:
+    def _load(self) -> None:
+        head, done = self._read()
+        if head.get("fingerprint") == self.key:
+            self.done = done
+        elif done:
             raise ValueError(
-                f"{self.path.parent} holds a partial score of other data, responses or settings: use another "
-                f"--out, or delete {self.path} to start over"
+                f"{self.path.parent} holds {len(done)} samples scored from other data, responses or settings: "
+                "pass --restart to discard them, or use another --out"
             )
-        for line in lines[1:]:
+        else:  # nothing was scored with those other inputs: nothing to keep
+            self.path.unlink()
+
+    def _read(self) -> tuple[dict, dict[int, dict]]:
+        head: dict = {}
+        done: dict[int, dict] = {}
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines()):
             try:
                 record = json.loads(line)
             except ValueError:  # the last line of a killed run may be cut short: that sample is redone
                 continue
-            self.done[record["sample"]] = record["output"]
+            if number == 0:
+                head = record if isinstance(record, dict) else {}
+            else:
+                done[record["sample"]] = record["output"]
+        return head, done
 
     def add(self, outputs: dict[int, dict]) -> None:
+        lines = [json.dumps({"sample": i, "output": o}, ensure_ascii=False) + "\n" for i, o in outputs.items()]
+        if not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lines.insert(0, json.dumps({"fingerprint": self.key}) + "\n")
         with open(self.path, "a", encoding="utf-8") as f:
-            f.writelines(json.dumps({"sample": i, "output": o}, ensure_ascii=False) + "\n" for i, o in outputs.items())
+            f.writelines(lines)
             f.flush()
             os.fsync(f.fileno())
         self.done.update(outputs)
+
+    def note(self, total: int) -> str:
+        return (
+            f"{len(self.done)} of {total} samples were scored and kept in {self.path}: the same command resumes "
+            f"and judges only the other {total - len(self.done)}"
+        )
 
 
 async def _score_all(
@@ -211,15 +247,19 @@ async def _score_all(
     return [kept.done[i] for i in range(len(samples))]
 
 
-def summarize(records: list[dict], wall_s: float) -> dict[str, Any]:
+def summarize(records: list[dict], wall_s: float, resumed: int = 0) -> dict[str, Any]:
+    """``resumed``: samples scored by an earlier, stopped run (not counted in this run's throughput)."""
     rewards = np.array([r["reward"] for r in records], dtype=float)
+    scored_now = len(records) - resumed
     summary: dict[str, Any] = {
         "samples": len(records),
         "reward_mean": float(rewards.mean()),
         "reward_std": float(rewards.std()),
         "wall_s": round(wall_s, 3),
-        "samples_per_s": round(len(records) / wall_s, 2) if wall_s > 0 else None,
+        "samples_per_s": round(scored_now / wall_s, 2) if wall_s > 0 else None,
     }
+    if resumed:
+        summary["resumed_samples"] = resumed
     for key in ("win", "tie", "loss"):
         if key in records[0]:
             summary[f"{key}_rate"] = float(np.mean([r[key] for r in records]))
@@ -246,28 +286,31 @@ def run_score(
     config_dir: str | None = None,
     batch_size: int = 256,
     progress=lambda done, total: None,
+    restart: bool = False,
 ) -> dict[str, Any]:
+    """Score every response; ``restart`` discards the progress a stopped run left in ``out``."""
     from verl.experimental.reward_loop import RewardLoopWorker
 
     config = score_config(config_name, overrides, tokenizer, config_dir)
     rows = load_rows(data)
     samples = match_responses(rows, responses)
     rows = with_group_sizes(rows, samples)
+    out_dir = Path(out)
+    kept = Progress(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer), restart)
+    resumed = len(kept.done)
     # Group rewards meet in a Ray actor (writing_rl/groups.py): start a local Ray if none is running.
     own_ray = config.reward.reward_manager.name == "GroupRewardManager" and not ray.is_initialized()
     if own_ray:
-        ray.init(include_dashboard=False, log_to_driver=False)
-    out_dir = Path(out)
-    kept = Progress(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer))
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     try:
         worker = RewardLoopWorker(config)  # verl's worker: loads our manager, reward fn and the tokenizer
         start = time.perf_counter()
         outputs = asyncio.run(_score_all(worker, rows, samples, batch_size, progress, kept))
         wall_s = time.perf_counter() - start
-    except Exception as err:
-        raise ScoreInterrupted(
-            f"{len(kept.done)} of {len(samples)} samples were scored and kept in {kept.path}: the same command resumes"
-        ) from err
+    except (Exception, KeyboardInterrupt) as err:
+        if not kept.done:
+            raise
+        raise ScoreInterrupted(kept.note(len(samples))) from err
     finally:
         if own_ray:
             ray.shutdown()
@@ -277,12 +320,12 @@ def run_score(
         head = {"key": sample.key, "row": sample.row}
         records.append({**head, "reward": output["reward_score"], **output["reward_extra_info"]})
         transcripts.append({**head, "calls": output.get("judge_transcripts", [])})
-    summary = summarize(records, wall_s)
+    summary = summarize(records, wall_s, resumed)
 
     atomic_write_text(out_dir / "scores.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     atomic_write_text(
         out_dir / "transcripts.jsonl", "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in transcripts)
     )
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    kept.path.unlink()
+    kept.path.unlink(missing_ok=True)
     return {"summary": summary, "records": records}
