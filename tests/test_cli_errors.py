@@ -368,3 +368,17 @@ def test_progress_that_kept_nothing_is_no_obstacle(tmp_path, sample_data, tokeni
     (out / PROGRESS).write_text(json.dumps({"fingerprint": "from-another-run"}) + "\n")
     assert cli(score_args(sample_data, out, tokenizer_dir, judge_server().base_url)) == 0
     assert (out / "scores.jsonl").exists() and not (out / PROGRESS).exists()
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("reward.reward_kwargs.judge.max_concurrency=abc", "judge.max_concurrency must be of type int (like 64), got 'abc'"),
+        ("reward.reward_kwargs.log_summary=maybe", "log_summary must be of type bool (like True), got 'maybe'"),
+        ("+reward.reward_kwargs.judge.max_concurency=4", "max_concurency; did you mean reward.reward_kwargs.judge.max_concurrency?"),
+    ],
+)  # fmt: skip
+def test_our_settings_of_the_wrong_type_or_name_are_one_line(capsys, override, expected):
+    judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1", "reward.reward_kwargs.judge.model=m"]
+    assert cli(["check-config", *judge, override]) == 2
+    assert expected in error_line(capsys)

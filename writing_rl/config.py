@@ -8,6 +8,7 @@ Judge and infrastructure settings sit under ``reward.reward_kwargs`` (the judge 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -209,11 +210,34 @@ def _require(ok: bool, message: str) -> None:
 
 
 def _build(cls, values: Mapping[str, Any], prefix: str):
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ConfigError(f"unknown key(s) under {prefix}: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        near = [difflib.get_close_matches(key, list(fields), n=1) for key in unknown]
+        hints = "".join(f"; did you mean {prefix}.{m[0]}?" for m in near if m)
+        raise ConfigError(
+            f"unknown key(s) under {prefix}: {', '.join(unknown)}{hints} (known: {', '.join(sorted(fields))})"
+        )
+    for key, value in values.items():
+        _check_type(f"{prefix}.{key}", value, fields[key].default)
     return cls(**values)
+
+
+def _check_type(name: str, value: Any, default: Any) -> None:
+    """A value of the kind the key's default has (an int does for a float; None is checked by validate)."""
+    if value is None or default is None or default is dataclasses.MISSING:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and (isinstance(value, int) or isinstance(default, float))
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    else:
+        return
+    if not ok:
+        raise ConfigError(f"{name} must be of type {type(default).__name__} (like {default!r}), got {value!r}")
 
 
 def _get(node: Any, key: str, default: Any) -> Any:
