@@ -112,7 +112,10 @@ def test_score_reports_config_mistakes_before_it_starts(tmp_path, sample_data, t
     # A key added with '+' passes Hydra; our own validation names it and the keys it could have meant.
     assert cli([*args, "+reward.reward_kwargs.judge.max_concurency=4"]) == 2
     line = error_line(capsys)
-    assert "unknown key(s) under reward.reward_kwargs.judge: max_concurency (known: " in line
+    assert (
+        "unknown key(s) under reward.reward_kwargs.judge: max_concurency; did you mean reward.reward_kwargs.judge.max_concurrency? (known: "
+        in line
+    )
     assert "max_concurrency" in line
     assert cli([*args, "reward.reward_kwargs.judge.api_key_env=WRITING_RL_TEST_UNSET_KEY"]) == 2
     assert "names $WRITING_RL_TEST_UNSET_KEY, but that environment variable is not set" in error_line(capsys)
