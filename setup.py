@@ -26,7 +26,9 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest>=7", "openai>=1.0"],
+        # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by
+        # tests/test_advantage.py) imports them without declaring them; vLLM brings them on GPU machines.
+        "test": ["pytest>=7", "openai>=1.0", "cachetools", "uvicorn", "fastapi"],
         # GPU-only: never needed on CPU machines, imported lazily.
         "vllm": ["vllm>=0.10"],
         # uvicorn and fastapi: verl's SFT trainer imports them without declaring them (vLLM brings both).

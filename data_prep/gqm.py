@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from writing_rl import gqm
+from writing_rl import gqm, parsing
 
 from . import fields
 from .pipeline import BadRow
@@ -466,7 +466,7 @@ class GQMSFTBuilder:
             group.candidates, **group.task, prompt_type=self.prompt_type, cot=self.cot, template=self.template
         )
         response = gqm.gqm_response(analysis, scores, self.prompt_type, cot=self.cot)
-        check = gqm.read_gqm_output(
+        check = parsing.read_gqm_output(
             response, labels, prompt_type=self.prompt_type, variant="default" if self.cot else "no_cot"
         )
         if isinstance(check, str):
@@ -507,6 +507,6 @@ def _states_verdict(line: str, labels: Sequence[str]) -> bool:
     rest = line[heading.end() :] if heading else line
     if heading and not rest.strip():
         return True
-    if not isinstance(gqm.parse_ranking(rest, labels, strict=False), str):
+    if not isinstance(parsing.parse_ranking(rest, labels, strict=False), str):
         return True
-    return not isinstance(gqm.parse_scores(rest, labels, strict=False), str)
+    return not isinstance(parsing.parse_scores(rest, labels, strict=False), str)

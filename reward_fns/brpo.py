@@ -1,42 +1,54 @@
 """BRPO (Writing-Zero): each rollout judged against a sibling bootstrapped as the group's reference.
 
 verl entry point: ``reward.custom_reward_function.path=pkg://reward_fns.brpo`` under
-``writing_rl.group_manager.GroupRewardManager`` (hydra_configs/brpo.yaml). Options under
-``reward.custom_reward_function.reward_kwargs``.
+``writing_rl.group_manager.GroupRewardManager`` (hydra_configs/brpo.yaml, which also sets
+``algorithm.adv_estimator=brpo``: the reward is the advantage, writing_rl/advantage.py). Options
+under ``reward.custom_reward_function.reward_kwargs``.
 
 Per group: the responses are stripped of closed ``<think>`` blocks; identical answers are one
 candidate. ``num_references`` candidates are drawn as references with a seed derived from ``seed`` and
 the group's uid (same group, same references, in any arrival order). Every other candidate is judged
-against each reference with the pairwise judge prompt: +1 when the judge prefers it, -1 when it prefers
-the reference, 0 on a tie, averaged over references and orders. References (and rollouts identical to
-one) get 0 without a judge call; a rollout without an answer gets ``format_error_reward``.
-Judge calls per group and order: (distinct answers - k) * k, i.e. n-1 for k=1.
+against each reference with the pairwise judge prompt, in the orders ``strategy`` names, ``votes``
+judge samples per comparison (majority verdict; a split vote is a tie). The judge answers with a
+verdict ``[[A]]``/``[[B]]``/``[[C]]`` or a score per answer (``output``: verdict, scores or auto; scores
+within ``tie_margin`` tie). Outcomes: +1 when the judge prefers the candidate, -1 when it prefers the
+reference, 0 on a tie. ``win_rule``: ``mean`` averages them over references and orders; ``consistent``
+(Writing-Zero) gives +1 only for a win in every comparison, else -1. References (and rollouts identical
+to one) get 0 without a judge call; a rollout without an answer gets ``format_error_reward``.
+
+A comparison whose reply cannot be read counts as ``on_parse_error`` says (a loss by default). When
+every comparison against a reference fails for two or more candidates, the reference is the culprit:
+it gets -1 and those comparisons are dropped (its group is not punished for it). With a single
+candidate the culprit cannot be told and both get -1.
+Judge calls per group and order: (distinct answers - k) * k * votes, i.e. n-1 for k=1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from writing_rl.failures import check_on_parse_error, fallback_outcome, unreadable_flags
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.parsing import parse_verdict, strip_think
-from writing_rl.prompts import format_criteria, pairwise_messages
+from writing_rl.parsing import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
+from writing_rl.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
 
 from .pairwise import STRATEGIES, outcome
 
 OUTCOME_VALUE = {"win": 1.0, "tie": 0.0, "loss": -1.0}
+WIN_RULES = ("mean", "consistent")
 
 
 @dataclass
 class _Tally:
-    """One candidate's comparisons: outcome values, and per reference the outcomes by order."""
+    """One candidate's comparisons: per reference the outcomes by order, and what failed."""
 
-    values: list[float] = field(default_factory=list)
     by_reference: dict[str, list[str]] = field(default_factory=dict)
-    parse_errors: int = 0
+    unreadable: dict[str, list[Unreadable]] = field(default_factory=dict)
     judge_errors: int = 0
 
     def consistency(self, orders: int) -> int:
@@ -54,6 +66,12 @@ def choose_references(candidates: list[str], k: int, seed: int, uid: str) -> lis
     return random.Random(f"{seed}:{uid}").sample(pool, min(k, len(pool)))
 
 
+def vote(outcomes: list[str]) -> str:
+    """The majority outcome of several judge samples; a split vote is a tie."""
+    (top, count), *rest = Counter(outcomes).most_common()
+    return "tie" if rest and rest[0][1] == count else top
+
+
 async def compute_score(
     members: list[Member],
     *,
@@ -63,11 +81,14 @@ async def compute_score(
     seed: int = 0,
     format_error_reward: float = -1.0,
     template: str | None = None,
+    system_prompt: str | None = PAIRWISE_SYSTEM,
+    output: str = "auto",
+    tie_margin: float = 0.0,
+    votes: int = 1,
+    win_rule: str = "mean",
+    on_parse_error: str = "loss",
 ) -> list[dict]:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
-    if num_references < 1:
-        raise ValueError(f"reward_kwargs.num_references must be >= 1, got {num_references}")
+    _check_options(strategy, num_references, output, votes, win_rule, on_parse_error)
     answers = [strip_think(m.text) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
     references = choose_references(candidates, min(num_references, max(1, len(candidates) - 1)), seed, members[0].uid)
@@ -85,6 +106,7 @@ async def compute_score(
             response_b=r if slot == "A" else c,
             criteria=criteria,
             template=template,
+            system=system_prompt,
         )
         for c, r, slot in jobs
     ]
@@ -93,44 +115,96 @@ async def compute_score(
     for index, answer in enumerate(answers):
         owner.setdefault(answer, index)
     replies = await asyncio.gather(
-        *(judge.member(owner[c]).complete(m) for (c, _, _), m in zip(jobs, requests)), return_exceptions=True
+        *(judge.member(owner[c]).complete(m) for (c, _, _), m in zip(jobs, requests) for _ in range(votes)),
+        return_exceptions=True,
     )
 
     tallies = {c: _Tally() for c in to_judge}
-    for (candidate, reference, slot), reply in zip(jobs, replies):
+    for number, (candidate, reference, slot) in enumerate(jobs):
         tally = tallies[candidate]
-        if isinstance(reply, JudgeError):
-            tally.judge_errors += 1
-            continue
-        if isinstance(reply, BaseException):
-            raise reply
-        verdict = None if reply.truncated else parse_verdict(reply.text)
-        if verdict is None:
-            tally.parse_errors += 1
-            continue
-        result = outcome(verdict, slot)
-        tally.values.append(OUTCOME_VALUE[result])
-        tally.by_reference.setdefault(reference, []).append(result)
+        samples = replies[number * votes : (number + 1) * votes]
+        outcomes, failures = [], []
+        for reply in samples:
+            if isinstance(reply, JudgeError):
+                tally.judge_errors += 1
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            read = judge.read(reply, read_comparison, output, tie_margin)
+            if isinstance(read, Unreadable):
+                failures.append(read)
+            else:
+                outcomes.append(outcome(read.verdict, slot))
+        if outcomes:
+            tally.by_reference.setdefault(reference, []).append(vote(outcomes))
+        elif failures:
+            tally.unreadable.setdefault(reference, []).append(failures[0])
 
+    culprits, excused = _culprit_references(references, tallies, on_parse_error)
+    scores = {c: _candidate_score(tallies[c], excused, on_parse_error, win_rule) for c in to_judge}
     results = []
     for answer in answers:
         if answer is None:
             results.append(_result(format_error_reward, format_error=1))
+        elif answer in culprits:
+            results.append(_result(OUTCOME_VALUE["loss"], is_reference=1, parse_error=1))
         elif answer in references:
             results.append(_result(0.0, is_reference=1))
         else:
             tally = tallies[answer]
-            mean = sum(tally.values) / len(tally.values) if tally.values else 0.0
+            failed = [u for reference, found in tally.unreadable.items() for u in found]
             results.append(
                 _result(
-                    mean,
-                    verdict=mean,
+                    scores[answer],
+                    verdict=scores[answer],
                     position_consistent=tally.consistency(len(slots)),
-                    parse_error=int(tally.parse_errors > 0),
                     judge_error=int(tally.judge_errors > 0),
+                    unreadable=failed,
                 )
             )
     return results
+
+
+def _culprit_references(references: list[str], tallies: dict[str, _Tally], on_parse_error: str):
+    """(culprits, excused): references every one of whose comparisons failed to read, and those of them
+    whose failed comparisons do not count against the candidates (two or more candidates all failed
+    against it; with one candidate who broke the judge cannot be told, and both pay a loss)."""
+    culprits, excused = set(), set()
+    if on_parse_error != "loss":
+        return culprits, excused
+    for reference in references:
+        judged = [t for t in tallies.values() if reference in t.by_reference or reference in t.unreadable]
+        if judged and all(reference not in t.by_reference for t in judged):
+            culprits.add(reference)
+            if len(judged) >= 2:
+                excused.add(reference)
+    return culprits, excused
+
+
+def _candidate_score(tally: _Tally, excused: set[str], on_parse_error: str, win_rule: str) -> float:
+    outcomes = [o for found in tally.by_reference.values() for o in found]
+    for reference, failures in tally.unreadable.items():
+        if reference not in excused:
+            outcomes += [fallback_outcome(failure, on_parse_error) for failure in failures]
+    if not outcomes:
+        return 0.0
+    if win_rule == "consistent":
+        return OUTCOME_VALUE["win"] if all(o == "win" for o in outcomes) else OUTCOME_VALUE["loss"]
+    return sum(OUTCOME_VALUE[o] for o in outcomes) / len(outcomes)
+
+
+def _check_options(strategy: str, num_references: int, output: str, votes: int, win_rule: str, on_parse_error: str):
+    if strategy not in STRATEGIES:
+        raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
+    if num_references < 1:
+        raise ValueError(f"reward_kwargs.num_references must be >= 1, got {num_references}")
+    if output not in PAIRWISE_OUTPUTS:
+        raise ValueError(f"reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {output!r}")
+    if votes < 1:
+        raise ValueError(f"reward_kwargs.votes must be >= 1, got {votes}")
+    if win_rule not in WIN_RULES:
+        raise ValueError(f"reward_kwargs.win_rule must be one of {WIN_RULES}, got {win_rule!r}")
+    check_on_parse_error(on_parse_error)
 
 
 def _result(
@@ -138,18 +212,21 @@ def _result(
     verdict: float = 0.0,
     is_reference: int = 0,
     position_consistent: int = -1,
-    parse_error: int = 0,
     judge_error: int = 0,
     format_error: int = 0,
+    parse_error: int = 0,
+    unreadable: list[Unreadable] = (),
 ) -> dict:
+    flags = unreadable_flags(unreadable)
+    flags["parse_error"] = max(flags["parse_error"], parse_error)
     return {
         "score": float(score),
         "verdict": float(verdict),
         "is_reference": is_reference,
         "position_consistent": position_consistent,
-        "parse_error": parse_error,
         "judge_error": judge_error,
         "format_error": format_error,
+        **flags,
     }
 
 
@@ -161,4 +238,7 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     truth = row.ground_truth if isinstance(row.ground_truth, dict) else {}
     criteria = truth.get("criteria")
     criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
-    return pairwise_messages(row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"))
+    system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
+    return pairwise_messages(
+        row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"), system=system
+    )

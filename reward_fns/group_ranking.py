@@ -13,24 +13,34 @@ line (``B > A = D > C``) and a scores line (``B: 9, A: 7, D: 7, C: 2``) that mus
 candidate once. Reward = score * ``score_scale`` - overlong penalty (DAPO-style: linear over the last
 ``buffer_len`` tokens before ``max_resp_len``, up to ``penalty_factor``).
 
-``default_reward`` (counted) when the reply breaks the protocol (``parse_error``), the call fails
-(``judge_error``), the request is longer than ``max_prompt_tokens`` (``prompt_too_long``) or there are
-more than 26 distinct candidates (``too_many_candidates``); a group whose rollouts are all the same has
-nothing to rank and gets it too. A rollout whose answer cannot be extracted gets
+A reply that breaks the protocol (or is truncated, or refused) is retried ``parse_retries`` times with
+a new shuffle. When it still fails and the group has 3 or more candidates, each candidate is left out
+once (one call each): when exactly one left-out group reads, the candidate left out is the culprit
+(one answer made every ranking fail). It gets the lowest score (0, ``parse_error=1``,
+``culprit=1``) and the others the scores of that ranking. Without a single culprit every member gets
+``unreadable_reward`` by ``on_parse_error``: ``loss`` (the lowest score, 0), ``tie``
+(``default_reward``) or ``raise``.
+
+``default_reward`` (counted) when the call fails (``judge_error``), the request is longer than
+``max_prompt_tokens`` (``prompt_too_long``) or there are more than 26 distinct candidates
+(``too_many_candidates``); a group with fewer than two distinct answers has nothing to rank
+(``nothing_to_rank``, as in GRRM) and gets it too. A rollout whose answer cannot be extracted gets
 ``format_error_reward`` (``format_error``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from functools import lru_cache
 from typing import Any, Mapping
 
-from writing_rl import gqm
+from writing_rl import gqm, parsing
+from writing_rl.failures import check_on_parse_error, fallback_outcome, unreadable_flags
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.parsing import strip_think
+from writing_rl.parsing import Unreadable, strip_think
 
 EXTRACTIONS = ("full", "codeblock", "last_line")
 _FENCED = re.compile(r"(`{3,})[^\n]*\n(.*?)\n\1", re.S)
@@ -93,57 +103,109 @@ async def compute_score(
     seed: int = 0,
     system_prompt: str | None = None,
     template: str | None = None,
+    candidate_separator: str = "\n\n",
+    parse_retries: int = 1,
+    find_culprit: bool = True,
+    on_parse_error: str = "loss",
 ) -> list[dict]:
     if extraction not in EXTRACTIONS:
         raise ValueError(f"reward_kwargs.extraction must be one of {EXTRACTIONS}, got {extraction!r}")
+    check_on_parse_error(on_parse_error)
     answers = [extract_answer(m.text, extraction) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
-    outcome = {"num_candidates": len(candidates)}
+    flags = {"num_candidates": len(candidates)}
     scores: dict[str, int] = {}
+    culprit = None
+    failures: list[Unreadable] = []
 
     if len(candidates) > gqm.MAX_CANDIDATES:
-        outcome["too_many_candidates"] = 1
-    elif len(candidates) >= 2:
-        order = shuffled_order(candidates, seed, members[0].uid)
-        messages = gqm.build_messages(
-            [candidates[i] for i in order], system=system_prompt, template=template, **_task(members[0])
-        )
+        flags["too_many_candidates"] = 1
+    elif len(candidates) < 2:
+        flags["nothing_to_rank"] = 1
+    else:
         tokenizer = judge_tokenizer or (_load_tokenizer(judge_tokenizer_path) if judge_tokenizer_path else None)
         if max_prompt_tokens and tokenizer is None:
             raise ValueError(
                 "reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set judge_tokenizer_path "
                 "(verl passes it automatically when it hosts the GenRM)"
             )
-        if max_prompt_tokens and prompt_tokens(messages, tokenizer) > max_prompt_tokens:
-            outcome["prompt_too_long"] = 1
+        layout = {"system": system_prompt, "template": template, "separator": candidate_separator}
+        ranker = _Ranker(judge, members[0], seed, layout, tokenizer, max_prompt_tokens)
+        result = await ranker.rank(candidates, attempt=0)
+        for attempt in range(1, parse_retries + 1):
+            if not isinstance(result, Unreadable):
+                break
+            failures.append(result)
+            result = await ranker.rank(candidates, attempt)
+        if isinstance(result, Unreadable):
+            failures.append(result)
+            fallback_outcome(result, on_parse_error)  # raises under on_parse_error=raise
+            if find_culprit and len(candidates) >= 3:
+                culprit, scores = await ranker.find_culprit(candidates)
+            if culprit is None:
+                flags["parse_error"] = 1
+        elif isinstance(result, str):
+            flags[result] = 1  # judge_error or prompt_too_long
         else:
-            try:
-                reply = await judge.complete(messages)
-            except JudgeError:
-                outcome["judge_error"] = 1
-            else:
-                read = (
-                    "the judge ran out of max_tokens"
-                    if reply.truncated
-                    else gqm.read_gqm_output(
-                        reply.text, len(order), prompt_type="ranking_score", headers="optional", strict=False
-                    )
-                )
-                if isinstance(read, str):
-                    outcome["parse_error"] = 1
-                else:
-                    scores = {candidates[i]: read.scores[gqm.LABELS[p]] for p, i in enumerate(order)}
+            scores = result
 
+    # A group that could not be ranked: the lowest score (a loss) or, under on_parse_error=tie, the default.
+    unreadable = gqm.MIN_SCORE * score_scale if on_parse_error == "loss" else default_reward
     results = []
     for member, answer in zip(members, answers):
         penalty = overlong_penalty(member.response_length, max_resp_len, buffer_len, penalty_factor)
         if answer is None:
-            results.append(_result(format_error_reward - penalty, penalty, outcome, format_error=1))
+            results.append(_result(format_error_reward - penalty, penalty, flags, format_error=1))
+        elif answer == culprit:
+            result = _result(gqm.MIN_SCORE * score_scale - penalty, penalty, flags, rank_score=gqm.MIN_SCORE)
+            results.append({**result, **unreadable_flags(failures), "culprit": 1})
         elif answer in scores:
-            results.append(_result(scores[answer] * score_scale - penalty, penalty, outcome, rank_score=scores[answer]))
+            results.append(_result(scores[answer] * score_scale - penalty, penalty, flags, rank_score=scores[answer]))
+        elif flags.get("parse_error"):
+            results.append({**_result(unreadable - penalty, penalty, flags), **unreadable_flags(failures)})
         else:
-            results.append(_result(default_reward - penalty, penalty, outcome))
+            results.append(_result(default_reward - penalty, penalty, flags))
     return results
+
+
+class _Ranker:
+    """One group's GenRM calls: a ranking of some candidates in a shuffled order, read by the GQM reader."""
+
+    def __init__(self, judge, member, seed, layout, tokenizer, max_prompt_tokens):
+        self.judge, self.uid, self.seed = judge, member.uid, seed
+        self.prompt_args = {**layout, **_task(member)}
+        self.tokenizer, self.max_prompt_tokens = tokenizer, max_prompt_tokens
+
+    async def rank(self, candidates: list[str], attempt: int) -> dict[str, int] | str:
+        """{candidate: score}, an ``Unreadable``, or the flag ``judge_error`` / ``prompt_too_long``."""
+        # A retry rotates the shuffled order: every candidate moves to another label.
+        order = shuffled_order(candidates, self.seed, self.uid)
+        shift = attempt % len(order)
+        order = order[shift:] + order[:shift]
+        messages = gqm.build_messages([candidates[i] for i in order], **self.prompt_args)
+        if self.max_prompt_tokens and prompt_tokens(messages, self.tokenizer) > self.max_prompt_tokens:
+            return "prompt_too_long"
+        try:
+            reply = await self.judge.complete(messages)
+        except JudgeError:
+            return "judge_error"
+        read = self.judge.read(reply, _read_ranking, len(order))
+        if isinstance(read, Unreadable):
+            return read
+        return {candidates[i]: read.scores[gqm.LABELS[p]] for p, i in enumerate(order)}
+
+    async def find_culprit(self, candidates: list[str]) -> tuple[str | None, dict[str, int]]:
+        """The one candidate whose absence makes the group readable, and that ranking; else (None, {})."""
+        without = [[c for c in candidates if c != left_out] for left_out in candidates]
+        results = await asyncio.gather(*(self.rank(group, attempt=0) for group in without))
+        readable = [(left_out, r) for left_out, r in zip(candidates, results) if isinstance(r, dict)]
+        if len(readable) != 1:
+            return None, {}
+        return readable[0]
+
+
+def _read_ranking(text: str, n: int):
+    return parsing.read_gqm_output(text, n, prompt_type="ranking_score", headers="optional", strict=False)
 
 
 def _task(member: Member) -> dict:
@@ -163,17 +225,21 @@ def _task(member: Member) -> dict:
     return {"writing_prompt": member.prompt}
 
 
-def _result(score: float, penalty: float, outcome: dict, rank_score: int = -1, format_error: int = 0) -> dict:
+def _result(score: float, penalty: float, flags: dict, rank_score: int = -1, format_error: int = 0) -> dict:
     return {
         "score": float(score),
         "rank_score": rank_score,
         "overlong_penalty": float(penalty),
-        "num_candidates": outcome["num_candidates"],
-        "parse_error": outcome.get("parse_error", 0),
-        "judge_error": outcome.get("judge_error", 0),
+        "num_candidates": flags["num_candidates"],
+        "parse_error": flags.get("parse_error", 0),
+        "judge_truncated": 0,
+        "judge_refusal": 0,
+        "culprit": 0,
+        "judge_error": flags.get("judge_error", 0),
         "format_error": format_error,
-        "prompt_too_long": outcome.get("prompt_too_long", 0),
-        "too_many_candidates": outcome.get("too_many_candidates", 0),
+        "prompt_too_long": flags.get("prompt_too_long", 0),
+        "too_many_candidates": flags.get("too_many_candidates", 0),
+        "nothing_to_rank": flags.get("nothing_to_rank", 0),
     }
 
 
@@ -193,5 +259,9 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
                     ground_truth=row.ground_truth, extra_info=row.extra_info)  # fmt: skip
     candidates = [response] * min(group_size, gqm.MAX_CANDIDATES)
     return gqm.build_messages(
-        candidates, system=reward_kwargs.get("system_prompt"), template=reward_kwargs.get("template"), **_task(member)
+        candidates,
+        system=reward_kwargs.get("system_prompt"),
+        template=reward_kwargs.get("template"),
+        separator=reward_kwargs.get("candidate_separator", "\n\n"),
+        **_task(member),
     )

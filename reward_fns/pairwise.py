@@ -23,10 +23,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from writing_rl.curriculum import Curriculum
+from writing_rl.failures import check_on_parse_error, fallback_outcome, unreadable_flags
 from writing_rl.groups import Member, is_validation
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.parsing import parse_verdict, strip_think
-from writing_rl.prompts import format_criteria, pairwise_messages
+from writing_rl.parsing import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
+from writing_rl.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
 
 # Which slot the policy's response takes in each judge call.
 STRATEGIES = {
@@ -93,7 +94,13 @@ def outcome(verdict: str, response_slot: str) -> str:
 
 @dataclass(frozen=True)
 class Scoring:
-    """How one answer is judged against one reference: orders, scores, the neutral reward, the template."""
+    """How one answer is judged against one reference: orders, scores, the failure policy, the template.
+
+    ``output``: what the judge ends with, ``verdict`` (``[[A]]``/``[[B]]``/``[[C]]``), ``scores``
+    (``A: 7, B: 4``; a tie within ``tie_margin``) or ``auto``. ``on_parse_error``: what an unreadable
+    reply counts as (``loss``, ``tie``, or ``raise`` to stop the step). ``neutral_reward``: the reward
+    after a judge *call* failure under ``on_judge_error=neutral`` (default: the tie score).
+    ``system_prompt``: the judge's system message (None: none, as in Writing-RL's own prompt)."""
 
     strategy: str = "position-disadvantage"
     win_score: float = 1.0
@@ -101,10 +108,17 @@ class Scoring:
     loss_score: float = 0.0
     neutral_reward: float | None = None
     template: str | None = None
+    system_prompt: str | None = PAIRWISE_SYSTEM
+    output: str = "verdict"
+    tie_margin: float = 0.0
+    on_parse_error: str = "loss"
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+        if self.output not in PAIRWISE_OUTPUTS:
+            raise ValueError(f"reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {self.output!r}")
+        check_on_parse_error(self.on_parse_error)
 
     @property
     def neutral(self) -> float:
@@ -116,10 +130,12 @@ async def judge_against(response: str, task: WritingRLTask, reference: str, judg
 
     - The response's closed ``<think>`` block is dropped; no answer (unclosed block, empty) = loss,
       ``format_error=1``, no judge call.
-    - Each judged order gives win/tie/loss; the score is the mean over orders that produced a verdict.
-    - No verdict in any order (or a truncated judge reply) = the neutral reward (default: the tie
-      score) with ``parse_error=1``. A judge failure gives the same neutral reward; the manager marks
-      it ``judge_error=1`` or fails the step, as ``reward.reward_kwargs.on_judge_error`` says.
+    - Each judged order gives win/tie/loss; the score is the mean over the orders.
+    - An order whose reply cannot be read (no or conflicting verdicts, truncated, refused) counts as
+      ``how.on_parse_error`` says (a loss by default) and is counted (``parse_error``,
+      ``judge_truncated``, ``judge_refusal``).
+    - A judge call failure gives the neutral reward; the manager marks it ``judge_error=1`` or fails
+      the step, as ``reward.reward_kwargs.on_judge_error`` says.
     """
     answer = strip_think(response)
     if answer is None:
@@ -133,6 +149,7 @@ async def judge_against(response: str, task: WritingRLTask, reference: str, judg
             response_b=reference if slot == "A" else answer,
             criteria=task.criteria,
             template=how.template,
+            system=how.system_prompt,
         )
         for slot in slots
     ]
@@ -141,20 +158,21 @@ async def judge_against(response: str, task: WritingRLTask, reference: str, judg
     except JudgeError:
         return _result(how.neutral, outcomes=[])
 
-    outcomes = []
+    outcomes, unreadable = [], []
     for slot, reply in zip(slots, replies):
-        verdict = None if reply.truncated else parse_verdict(reply.text)
-        if verdict is not None:
-            outcomes.append(outcome(verdict, slot))
-    if not outcomes:
-        return _result(how.neutral, outcomes=[], parse_error=1)
+        read = judge.read(reply, read_comparison, how.output, how.tie_margin)
+        if isinstance(read, Unreadable):
+            unreadable.append(read)
+            outcomes.append(fallback_outcome(read, how.on_parse_error))
+        else:
+            outcomes.append(outcome(read.verdict, slot))
 
     consistent = -1
-    if len(slots) == 2 and len(outcomes) == 2:
+    if len(slots) == 2 and not unreadable:
         consistent = int(outcomes[0] == outcomes[1])
     scores = {"win": how.win_score, "tie": how.tie_score, "loss": how.loss_score}
     score = sum(scores[o] for o in outcomes) / len(outcomes)
-    return _result(score, outcomes, parse_error=int(len(outcomes) < len(slots)), position_consistent=consistent)
+    return _result(score, outcomes, unreadable=unreadable, position_consistent=consistent)
 
 
 async def compute_score(
@@ -183,8 +201,8 @@ async def compute_group_score(
     """Group entry (``GroupRewardManager``): Writing-RL with its reference curriculum.
 
     The group's level is pinned once, every rollout is judged against that reference, then the level
-    moves up one when at least one rollout won and the group's win rate (mean ``win`` share over its
-    rollouts) is at least ``advance_threshold`` (0: any win, as in Writing-RL). Validation rows
+    moves up one when at least one rollout won and the group's win rate (share of its rollouts that won
+    in every judged order) is at least ``advance_threshold`` (0: any win, as in Writing-RL). Validation rows
     (``extra_info.split`` test/val/validation) are judged against their first reference and never
     move a level. ``reference_level`` reports the pinned level.
     """
@@ -202,7 +220,9 @@ async def compute_group_score(
     results = await asyncio.gather(
         *(judge_against(m.text, task, reference, judge.member(i), how) for i, m in enumerate(members))
     )
-    win_rate = sum(r["win"] for r in results) / len(results)
+    # A rollout has won when it won in every order it was judged in: in both-order mode a win in one
+    # order and a loss in the other is a position-biased judge, not progress.
+    win_rate = sum(r["win"] == 1.0 for r in results) / len(results)
     if curriculum is not None and level + 1 < len(task.references) and not validation:
         if win_rate > 0 and win_rate >= advance_threshold:
             await curriculum.advance(key, level)
@@ -217,7 +237,11 @@ def curriculum_key(task: WritingRLTask) -> str:
 
 
 def _result(
-    score: float, outcomes: list[str], parse_error: int = 0, format_error: int = 0, position_consistent: int = -1
+    score: float,
+    outcomes: list[str],
+    unreadable: list[Unreadable] = (),
+    format_error: int = 0,
+    position_consistent: int = -1,
 ) -> dict[str, float]:
     n = len(outcomes) or 1
     return {
@@ -225,9 +249,9 @@ def _result(
         "win": outcomes.count("win") / n,
         "tie": outcomes.count("tie") / n,
         "loss": outcomes.count("loss") / n,
-        "parse_error": parse_error,
         "format_error": format_error,
         "position_consistent": position_consistent,
+        **unreadable_flags(unreadable),
     }
 
 
@@ -255,4 +279,7 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     """The judge call of this row with the response against its longest reference."""
     task = read_ground_truth(row.ground_truth, row.extra_info)
     reference = max(task.references, key=len)
-    return pairwise_messages(task.prompt, response, reference, task.criteria, template=reward_kwargs.get("template"))
+    system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
+    return pairwise_messages(
+        task.prompt, response, reference, task.criteria, template=reward_kwargs.get("template"), system=system
+    )

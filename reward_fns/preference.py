@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from writing_rl import gqm
-from writing_rl.parsing import parse_verdict, strip_think
+from writing_rl import parsing
 
 OUTPUT_FORMATS = ("auto", "verdict", "scores")
 _VERDICT = re.compile(r"\[\[([ABC])\]\]")
@@ -63,23 +62,24 @@ def compute_score(
 
 
 def read_verdict(solution_str: str, output_format: str = "auto") -> str | None:
-    """``"A"``, ``"B"`` or ``"C"`` from a GenRM answer, or None when it is malformed."""
+    """``"A"``, ``"B"`` or ``"C"`` from a GenRM answer, or None when it is malformed.
+
+    Read by ``writing_rl.parsing`` (conflicting verdicts, quoted-only verdicts and unclosed reasoning are
+    malformed); training also asks that the verdict or score line be the answer's last line."""
     if not isinstance(solution_str, str):
         return None
-    answer = strip_think(solution_str)
-    if answer is None:
+    split = parsing.split_reasoning(solution_str)
+    if isinstance(split, parsing.Unreadable) or not split[1].strip():
         return None
-    last_line = answer.splitlines()[-1].strip()
-    if output_format in ("scores", "auto"):
-        scores = gqm.parse_scores(last_line, ("A", "B"))
-        if not isinstance(scores, str):
-            return "A" if scores["A"] > scores["B"] else "B" if scores["B"] > scores["A"] else "C"
-        if output_format == "scores":
-            return None
-    verdict = parse_verdict(solution_str)
-    if verdict is None or set(_VERDICT.findall(answer)) != {verdict} or not _VERDICT.search(last_line):
-        return None  # no verdict, a hedge between several, or a verdict that does not end the answer
-    return verdict
+    last_line = split[1].strip().splitlines()[-1].strip()
+    if output_format == "auto":
+        output_format = "verdict" if _VERDICT.search(last_line) else "scores"
+    if output_format == "verdict" and not _VERDICT.search(last_line):
+        return None  # a verdict that does not end the answer
+    if output_format == "scores" and isinstance(parsing.parse_scores(last_line, ("A", "B")), str):
+        return None  # training wants the exact score line, 'A: 7, B: 4'
+    comparison = parsing.read_comparison(solution_str, output_format)
+    return None if isinstance(comparison, parsing.Unreadable) else comparison.verdict
 
 
 def read_label(ground_truth: Any, extra_info: Mapping | None = None) -> str:

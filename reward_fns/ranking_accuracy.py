@@ -13,7 +13,7 @@ or a ranking string ``B > A = C`` -> the answer ends with a ranking.
 - score reward (score dicts only): the mean over pairs of ``margin_rewards[|Δtruth − Δpredicted|]``
   with Δ the score difference of the pair: {0: 1.0, 1: 0.6, 2: 0.2, more: 0};
 - score = (ranking reward + score reward) x ``score_scale``, in [0, 2 x score_scale].
-A malformed answer scores 0 with ``valid_answer=0``; see ``writing_rl.gqm.read_gqm_output`` for the
+A malformed answer scores 0 with ``valid_answer=0``; see ``writing_rl.parsing.read_gqm_output`` for the
 format rules of each ``variant`` (default: reasoning then the final block; ``no_cot``; ``zero``).
 """
 
@@ -23,7 +23,7 @@ import json
 from itertools import combinations
 from typing import Any, Mapping, Sequence
 
-from writing_rl import gqm
+from writing_rl import gqm, parsing
 
 MARGIN_REWARDS = (1.0, 0.6, 0.2)
 
@@ -58,7 +58,7 @@ def compute_score(
         raise ValueError(
             f"{_where(extra_info)}: prompt_type {prompt_type} needs a score dict ground truth, got a ranking"
         )
-    answer = gqm.read_gqm_output(
+    answer = parsing.read_gqm_output(
         solution_str,
         labels,
         prompt_type=prompt_type,
@@ -103,7 +103,7 @@ def read_ground_truth(ground_truth: Any, extra_info: Mapping | None = None):
     if isinstance(value, str):
         items = [item.strip() for item in value.replace(">", "=").split("=") if item.strip()]
         labels = tuple(gqm.LABELS[: len(items)])
-        ranking = gqm.parse_ranking(value, labels) if len(items) >= 2 else "fewer than 2 candidates"
+        ranking = parsing.parse_ranking(value, labels) if len(items) >= 2 else "fewer than 2 candidates"
         if isinstance(ranking, str):
             raise ValueError(f"{_where(extra_info)}: ground truth ranking {value!r:.80} is invalid: {ranking}")
         return None, ranking, labels

@@ -16,7 +16,7 @@ from typing import Callable
 
 from aiohttp import web
 
-_PAIR_RE = re.compile(r"\[Response A\]\n(.*?)\n\n\[Response B\]\n(.*?)\n\n(?:Weigh|\[Evaluation criteria\])", re.S)
+from writing_rl.prompts import read_pairwise_request
 
 
 @dataclass
@@ -36,10 +36,10 @@ def quality(text: str) -> int:
 
 def preference_verdict(user_message: str) -> str:
     """[[A]], [[B]] or [[C]] by the 'good minus bad' count of each response; [[C]] if unreadable."""
-    match = _PAIR_RE.search(user_message)
-    if not match:
+    shown = read_pairwise_request(user_message)
+    if not shown:
         return "I cannot find two responses. [[C]]"
-    a, b = (quality(x) for x in match.groups())
+    a, b = quality(shown[1]), quality(shown[2])
     verdict = "A" if a > b else "B" if b > a else "C"
     return f"Response A scores {a}, response B scores {b}. Final verdict:\n[[{verdict}]]"
 

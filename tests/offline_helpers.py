@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Callable
 
-from judge_server import Reply, default_script
+from writing_rl.prompts import read_pairwise_request
 
-_PAIR = re.compile(r"\[Response A\]\n(.*?)\n\n\[Response B\]\n(.*?)\n\n(?:Weigh|\[Evaluation criteria\])", re.S)
+from judge_server import Reply, default_script
 
 
 def pair_of(request: dict) -> tuple[str, str]:
     """(Response A, Response B) of a pairwise judge request."""
-    match = _PAIR.search(request["messages"][-1]["content"])
-    assert match, "not a pairwise request"
-    return match.group(1), match.group(2)
+    shown = read_pairwise_request(request["messages"][-1]["content"])
+    assert shown, "not a pairwise request"
+    return shown[1], shown[2]
 
 
 def verdict(letter: str) -> Reply:

@@ -1,13 +1,13 @@
 """reward_fns.brpo against a judge double that prefers the answer with more 'good' than 'bad'."""
 
 import asyncio
-import re
 
 import pytest
 
 from reward_fns.brpo import choose_references, compute_score
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+from writing_rl.prompts import read_pairwise_request
 
 from judge_server import preference_verdict
 
@@ -91,7 +91,7 @@ def test_strategy_controls_orders(strategy, calls_per_candidate):
     ref = next(i for i, r in enumerate(results) if r["is_reference"])
     ref_text = members("a good", "b bad", "c")[ref].text
     for user in judge.asked:
-        a = re.search(r"\[Response A\]\n(.*?)\n\n", user, re.S).group(1)
+        _, a, _ = read_pairwise_request(user)
         if strategy == "position-advantage":
             assert a != ref_text
         if strategy == "position-disadvantage":
@@ -136,8 +136,75 @@ def test_failed_and_garbled_comparisons_are_flagged_per_member():
     alpha, beta, gamma = results
     assert beta["is_reference"] == 1
     assert alpha["judge_error"] == 1 and alpha["parse_error"] == 0 and alpha["score"] == 0.0
-    assert gamma["parse_error"] == 1 and gamma["judge_error"] == 0 and gamma["score"] == 0.0
+    # an unreadable comparison is a loss; with one readable-or-not candidate the culprit cannot be told
+    assert gamma["parse_error"] == 1 and gamma["judge_error"] == 0 and gamma["score"] == -1.0
+    assert beta["score"] == -1.0 and beta["parse_error"] == 1
     assert len(sample_judge.errors) == 1  # the manager sees it and applies on_judge_error
+
+
+def reference_uid(texts, reference):
+    return next(f"u{i}" for i in range(200) if choose_references(texts, 1, 0, f"u{i}") == [reference])
+
+
+def test_a_reference_that_breaks_every_comparison_is_the_loser_not_its_group():
+    texts = ["good one", "plain", "bad one", "Final verdict: [[B]] [[A]]"]
+    judge = PreferenceJudge(garble_on=lambda user: "Final verdict: [[B]]" in user)
+    results, _, _ = run(members(*texts, uid=reference_uid(texts, texts[3])), judge=judge)
+    *candidates, culprit = results
+    assert culprit["is_reference"] == 1 and culprit["score"] == -1.0 and culprit["parse_error"] == 1
+    assert [r["score"] for r in candidates] == [0.0, 0.0, 0.0] and all(r["parse_error"] for r in candidates)
+
+
+def test_a_candidate_that_breaks_its_comparisons_pays_a_loss():
+    texts = ["good one", "plain", "garble me"]
+    judge = PreferenceJudge(garble_on=lambda user: "garble me" in user)
+    results, _, _ = run(members(*texts, uid=reference_uid(texts, "plain")), judge=judge)
+    assert results[2]["score"] == -1.0 and results[2]["parse_error"] == 1
+    assert results[0]["score"] == 1.0 and results[1]["score"] == 0.0 and results[1]["parse_error"] == 0
+    results, _, _ = run(members(*texts, uid=reference_uid(texts, "plain")), judge=judge, on_parse_error="tie")
+    assert results[2]["score"] == 0.0
+
+
+class ScoreJudge:
+    """A Writing-Zero style GenRM: a score per answer from the 'good minus bad' count, then a vote script."""
+
+    def __init__(self, noise=()):
+        self.noise = list(noise)
+
+    async def complete(self, messages):
+        _, a, b = read_pairwise_request(messages[-1]["content"])
+        score_a, score_b = 5 + a.count("good") - a.count("bad"), 5 + b.count("good") - b.count("bad")
+        if self.noise:
+            score_a += self.noise.pop(0)
+        return JudgeReply(f"Both read well.\nA: {score_a}, B: {score_b}", "stop", 0.01)
+
+
+def test_score_format_genrm_with_tie_margin():
+    texts = ["good good story", "story", "good story"]
+    uid = reference_uid(texts, "story")
+    results, _, _ = run(members(*texts, uid=uid), judge=ScoreJudge(), output="scores")
+    assert [r["score"] for r in results] == [1.0, 0.0, 1.0]
+    results, _, _ = run(members(*texts, uid=uid), judge=ScoreJudge(), output="scores", tie_margin=1)
+    assert [r["score"] for r in results] == [1.0, 0.0, 0.0]  # one point apart is a tie
+    results, _, _ = run(members(*texts, uid=uid), judge=ScoreJudge(), output="auto")
+    assert [r["score"] for r in results] == [1.0, 0.0, 1.0]
+
+
+def test_votes_take_the_majority_of_judge_samples():
+    texts = ["good story", "story"]
+    uid = reference_uid(texts, "story")
+    # three samples per comparison, A is the candidate in one order: scores 6 vs 5, then noise
+    judge = ScoreJudge(noise=[-3, 0, 0, 0, 0, 0])
+    results, _, sample_judge = run(
+        members(*texts, uid=uid), judge=judge, output="scores", votes=3, strategy="position-advantage"
+    )
+    assert len(sample_judge.calls) == 3 and results[0]["score"] == 1.0  # 2 of 3 samples prefer it
+
+
+def test_writing_zero_win_rule_pays_only_a_win_in_every_order():
+    texts = ["x", "y", "z"]
+    results, _, _ = run(members(*texts), judge=PreferenceJudge(first_slot_bias=True), win_rule="consistent")
+    assert sorted(r["score"] for r in results) == [-1.0, -1.0, 0.0]  # a win in one order only is a loss
 
 
 def test_same_keys_for_every_member():
@@ -150,3 +217,6 @@ def test_bad_options_are_rejected():
         run(members("a", "b"), strategy="all-pairs")
     with pytest.raises(ValueError, match="num_references"):
         run(members("a", "b"), num_references=0)
+    for option, value in [("output", "json"), ("votes", 0), ("win_rule", "max"), ("on_parse_error", "zero")]:
+        with pytest.raises(ValueError, match=option):
+            run(members("a", "b"), **{option: value})

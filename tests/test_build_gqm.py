@@ -13,7 +13,7 @@ from data_prep.build_parquet import main as build
 from data_prep.fields import content_seed
 from data_prep.gqm import augmentation_plan, clean_analysis, sample_shuffles, sample_subgroups
 from reward_fns.ranking_accuracy import compute_score
-from writing_rl import gqm
+from writing_rl import gqm, parsing
 
 
 def group(i, n=4, lang=("zh", "en"), **extra):
@@ -302,8 +302,8 @@ def test_sft_conversations_end_with_the_final_block_and_read_back(tmp_path):
             f"### Final Ranking:\n\n{gqm.format_ranking(gqm.ranking_from_scores(scores))}\n\n"
             f"### Scores:\n\n{gqm.format_scores(scores)}\n"
         )
-        parsed = gqm.read_gqm_output(assistant["content"], 4)
-        assert isinstance(parsed, gqm.GQMOutput) and parsed.scores == scores
+        parsed = parsing.read_gqm_output(assistant["content"], 4)
+        assert isinstance(parsed, parsing.GQMOutput) and parsed.scores == scores
         assert "B > A > C > D" not in assistant["content"]  # the annotator's own verdict lines are dropped
     info = json.loads((out / "dataset_info.json").read_text())
     assert info["out_train"]["file_name"] == "train.parquet" and info["out_test"]["formatting"] == "sharegpt"

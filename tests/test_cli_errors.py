@@ -171,7 +171,7 @@ def test_wrong_kinds_of_path_are_one_line(tmp_path, sample_data, tokenizer_dir, 
     [
         (401, "Incorrect API key provided", "set the variable named by --api-key-env"),
         (404, "The model `scripted` does not exist", "check --judge-url"),
-        (400, "This model's maximum context length is 512 tokens", "check judge.model, judge.max_tokens"),
+        (400, "Unsupported parameter: top_k", "check judge.model, judge.max_tokens"),
     ],
 )
 def test_a_judge_4xx_names_status_message_and_fix(
@@ -184,6 +184,20 @@ def test_a_judge_4xx_names_status_message_and_fix(
     assert line.startswith(f"writing-rl score: error: judge {server.base_url} answered HTTP {status}: {message} (")
     assert hint in line and line.endswith(")")  # nothing was scored: nothing kept, no resume to speak of
     assert not (out / PROGRESS).exists()
+
+
+def test_a_judge_context_length_error_names_the_lengths_and_the_fix(
+    tmp_path, sample_data, tokenizer_dir, judge_server, capsys
+):
+    said = "This model's maximum context length is 512 tokens. However, you requested 900 tokens (700 in the messages, 200 in the completion)."
+    server = judge_server(script=lambda request, i: openai_error(400, said))
+    assert cli(score_args(sample_data, tmp_path / "out", tokenizer_dir, server.base_url)) == 1
+    line = error_line(capsys)
+    assert line.startswith(
+        f"writing-rl score: error: judge {server.base_url} answered HTTP 400: context length exceeded"
+    )
+    assert "judge context 512 tokens, requested 900 tokens = 700 prompt + 200 completion" in line
+    assert "judge.max_tokens" in line and "max_model_len" in line
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,23 @@ def test_advance_threshold(tmp_path, threshold, wins, moves):
     assert scheduler.table.level("7") == int(moves)
 
 
+class FirstSlotJudge:
+    """A position-biased judge: whatever it is shown, Response A is better."""
+
+    async def complete(self, messages):
+        return JudgeReply("A reads better.\n[[A]]", "stop", 0.001)
+
+
+def test_both_orders_advance_only_on_a_position_consistent_win(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    # A win in one order and a loss in the other is the judge's position bias, not progress.
+    results, _ = score(group(["good"] * 4), LocalCurriculum(scheduler), FirstSlotJudge(), strategy="both")
+    assert all(r["win"] == 0.5 and r["position_consistent"] == 0 for r in results)
+    assert scheduler.table.level("7") == 0
+    score(group(["good"] * 4), LocalCurriculum(scheduler), strategy="both")  # wins in both orders
+    assert scheduler.table.level("7") == 1
+
+
 def test_validation_never_moves_a_level_nor_reads_the_training_one(tmp_path):
     scheduler = ReferenceScheduler(settings(tmp_path))
     curriculum = LocalCurriculum(scheduler)

@@ -15,6 +15,7 @@ import pytest
 from writing_rl.config import JudgeConfig
 from writing_rl.judge import JudgeHTTPError, JudgeReply, OpenAIJudge
 from writing_rl.judge.cache import CachedJudge, cache_key, sampling_of
+from writing_rl.prompts import pairwise_messages
 
 from conftest import REPO_DIR
 from judge_server import Reply, default_script, preference_verdict
@@ -22,8 +23,7 @@ from waiting import until
 
 
 def messages(text: str) -> list[dict]:
-    user = f"[Request]\nq\n\n[Response A]\n{text}\n\n[Response B]\nplain\n\nWeigh them."
-    return [{"role": "user", "content": user}]
+    return pairwise_messages("q", text, "plain", system=None)
 
 
 def make_config(server, **kw) -> JudgeConfig:
@@ -146,8 +146,9 @@ from writing_rl.judge.cache import CachedJudge
 url, path, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config = JudgeConfig(base_url=url, model="scripted", max_concurrency=16)
 judge = CachedJudge.for_config(OpenAIJudge(config), config, path)
+from writing_rl.prompts import pairwise_messages
 def message(i):
-    return [{"role": "user", "content": f"[Request]\\nq\\n\\n[Response A]\\ngood {i}\\n\\n[Response B]\\nbad {i % 3}\\n\\nWeigh."}]
+    return pairwise_messages("q", f"good {i}", f"bad {i % 3}", system=None)
 async def main():
     await asyncio.gather(*(judge.complete(message(i)) for i in range(count)))
 asyncio.run(main())
@@ -155,9 +156,7 @@ asyncio.run(main())
 
 
 def crash_messages(i: int) -> list[dict]:
-    return [
-        {"role": "user", "content": f"[Request]\nq\n\n[Response A]\ngood {i}\n\n[Response B]\nbad {i % 3}\n\nWeigh."}
-    ]
+    return pairwise_messages("q", f"good {i}", f"bad {i % 3}", system=None)
 
 
 def stored_rows(path) -> int:

@@ -10,12 +10,14 @@ import pytest
 from writing_rl.config import ConfigError, JudgeConfig
 from writing_rl.judge import (
     JudgeConnectionError,
+    JudgeContextLengthError,
     JudgeHTTPError,
+    JudgeReply,
     JudgeResponseError,
     JudgeTimeout,
     OpenAIJudge,
 )
-from writing_rl.judge.http import redact_url
+from writing_rl.judge.http import http_error, message_content, redact_url
 
 from judge_server import Reply
 
@@ -162,11 +164,259 @@ def test_malformed_body_then_good_reply_recovers(judge_server):
     assert run(complete_and_close(make_judge(server))).text == "[[B]]"
 
 
-def test_null_content_is_empty_text_and_length_is_truncation(judge_server):
-    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": "length"}]})
-    server = judge_server(script=lambda b, i: Reply(body=body.encode()))
+def completion(message, finish_reason="stop") -> bytes:
+    return json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": finish_reason}]}).encode()
+
+
+def test_null_content_is_a_response_error_naming_it_not_an_empty_reply(judge_server):
+    message = {"role": "assistant", "content": None, "reasoning_content": "Let me think"}
+    server = judge_server(script=lambda b, i: Reply(body=completion(message, "length")))
+    with pytest.raises(JudgeResponseError) as info:
+        run(complete_and_close(make_judge(server, max_retries=1)))
+    assert "content is null" in str(info.value) and "finish_reason='length'" in str(info.value)
+    assert "reasoning_content" in str(info.value)  # says where the text went
+
+
+def test_content_parts_are_joined(judge_server):
+    parts = [{"type": "text", "text": "A is "}, {"type": "reasoning", "reasoning": "hm"}, "better [[A]]"]
+    server = judge_server(script=lambda b, i: Reply(body=completion({"role": "assistant", "content": parts})))
     reply = run(complete_and_close(make_judge(server)))
-    assert reply.text == "" and reply.truncated
+    assert reply.text == "A is better [[A]]" and reply.refusal is None and not reply.refused
+
+
+def test_refusal_is_a_refused_reply_not_an_error(judge_server):
+    message = {"role": "assistant", "content": None, "refusal": "I can't judge this."}
+    server = judge_server(script=lambda b, i: Reply(body=completion(message)))
+    reply = run(complete_and_close(make_judge(server)))
+    assert reply.text == "" and reply.refusal == "I can't judge this." and reply.refused
+    assert reply.attempts == 1 and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "message, text, refusal",
+    [
+        ({"content": "[[A]]"}, "[[A]]", None),
+        ({"content": ""}, "", None),
+        ({"content": ["[[", "B]]"]}, "[[B]]", None),
+        ({"content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]}, "xy", None),
+        ({"content": [{"text": "untyped"}]}, "untyped", None),
+        ({"content": [{"type": "image_url", "image_url": {"url": "u"}}, {"type": "text", "text": "t"}]}, "t", None),
+        ({"content": []}, "", None),
+        ({"content": None, "refusal": "no"}, "", "no"),
+        ({"refusal": "no"}, "", "no"),
+        ({"content": 7, "refusal": "no"}, "", "no"),
+        ({"content": [{"type": "refusal", "refusal": "no"}]}, "", "no"),
+        ({"content": "[[A]]", "refusal": "partly"}, "[[A]]", "partly"),
+        ({"content": "[[A]]", "refusal": ""}, "[[A]]", None),
+        ({"content": "[[A]]", "refusal": None}, "[[A]]", None),
+    ],
+)
+def test_message_content_shapes(message, text, refusal):
+    assert message_content({"role": "assistant", **message}) == (text, refusal)
+
+
+@pytest.mark.parametrize(
+    "message, named",
+    [
+        ({"content": None}, "content is null"),
+        ({"role": "assistant"}, "no content"),
+        ({"content": None, "refusal": "  "}, "content is null"),
+        ({"content": 42}, "content is int 42"),
+        ({"content": {"text": "x"}}, "content is dict"),
+        ({"content": True}, "content is bool"),
+        ({"content": ["ok", None]}, "a content part is null"),
+        ({"content": [{"type": "text", "text": None}]}, "'text' content part has text null"),
+        ({"content": [{"type": "text"}]}, "'text' content part has text null"),
+        ("just text", "message is str"),
+        (None, "message is null"),
+    ],
+)
+def test_unreadable_content_raises_naming_what_was_found(message, named):
+    with pytest.raises(ValueError, match=named):
+        message_content(message, "stop")
+
+
+@pytest.mark.parametrize(
+    "finish_reason, truncated",
+    [
+        ("length", True),
+        ("LENGTH", True),
+        ("max_tokens", True),
+        ("MAX_TOKENS", True),
+        ("max_output_tokens", True),
+        ("model_length", True),
+        ("token_limit", True),
+        ("stop", False),
+        ("eos", False),
+        ("content_filter", False),
+        ("tool_calls", False),
+        (None, False),
+    ],
+)
+def test_truncated_for_every_token_limit_reason(finish_reason, truncated):
+    assert JudgeReply("t", finish_reason, 0.1).truncated is truncated
+
+
+@pytest.mark.parametrize(
+    "finish_reason, refusal, refused",
+    [
+        ("stop", None, False),
+        ("stop", "I won't", True),
+        ("content_filter", None, True),
+        ("Content_Filter", None, True),
+        ("length", None, False),
+        (None, None, False),
+        (None, "", False),
+    ],
+)
+def test_refused_by_refusal_text_or_content_filter(finish_reason, refusal, refused):
+    assert JudgeReply("", finish_reason, 0.1, refusal=refusal).refused is refused
+
+
+def test_reply_constructor_stays_positional_compatible():
+    reply = JudgeReply("[[A]]", "stop", 0.5, 2)
+    assert (reply.text, reply.finish_reason, reply.latency_s, reply.attempts, reply.refusal) == (
+        "[[A]]",
+        "stop",
+        0.5,
+        2,
+        None,
+    )
+
+
+def test_non_string_finish_reason_is_dropped(judge_server):
+    body = json.dumps({"choices": [{"message": {"content": "[[A]]"}, "finish_reason": 3}]}).encode()
+    server = judge_server(script=lambda b, i: Reply(body=body))
+    reply = run(complete_and_close(make_judge(server)))
+    assert reply.finish_reason is None and not reply.truncated
+
+
+VLLM_CONTEXT = json.dumps(
+    {
+        "object": "error",
+        "message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens "
+        "(8488 in the messages, 512 in the completion). Please reduce the length of the messages or completion.",
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    }
+)
+OPENAI_CONTEXT = json.dumps(
+    {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+            "9000 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+)
+
+
+def error_body(message: str) -> str:
+    return json.dumps({"error": {"message": message, "type": "BadRequestError", "code": 400}})
+
+
+@pytest.mark.parametrize(
+    "status, body, numbers",
+    [
+        (400, VLLM_CONTEXT, (8192, 9000, 8488, 512)),
+        (400, OPENAI_CONTEXT, (8192, None, 9000, None)),
+        (
+            400,
+            error_body(
+                "This model's maximum context length is 40960 tokens. However, you requested 1024 output tokens and "
+                "your prompt contains at least 40000 input tokens, for a total of at least 41024 tokens."
+            ),
+            (40960, 41024, 40000, 1024),
+        ),
+        (
+            400,
+            error_body(
+                "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is "
+                "4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778)."
+            ),
+            (4096, None, 2778, 8000),
+        ),
+        (
+            400,
+            error_body("The decoder prompt (length 12324) is longer than the maximum model length of 8192."),
+            (8192, None, 12324, None),
+        ),
+        (
+            400,
+            error_body("The input (9000 tokens) is longer than the model's context length (8192 tokens)."),
+            (8192, None, 9000, None),
+        ),
+        (413, error_body("prompt is too long: 210000 tokens > 200000 maximum"), (200000, None, 210000, None)),
+        (422, "Input is too long for this model", (None, None, None, None)),
+        (400, json.dumps({"error": {"message": "Bad request", "code": "context_length_exceeded"}}), (None,) * 4),
+    ],
+)
+def test_context_length_bodies_are_a_context_length_error_with_their_numbers(status, body, numbers):
+    error = http_error("http://judge/v1", status, body, 1)
+    assert isinstance(error, JudgeContextLengthError) and isinstance(error, JudgeHTTPError)
+    assert error.kind == "context_length" and error.status == status
+    assert (error.max_context, error.requested, error.prompt_tokens, error.completion_tokens) == numbers
+    message = str(error)
+    assert "configuration error" in message and "judge.max_tokens" in message
+    for advice in ("response_length", "max_response_length", "reward.reward_kwargs.judge.max_tokens", "max_model_len"):
+        assert advice in message
+    for number in numbers:
+        assert number is None or str(number) in message
+
+
+def test_context_length_message_names_the_numbers():
+    message = str(http_error("http://judge/v1", 400, VLLM_CONTEXT, 1))
+    assert "judge context 8192 tokens, requested 9000 tokens = 8488 prompt + 512 completion" in message
+    assert '"object"' not in message  # the judge's words, not its JSON
+
+
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (400, error_body("Invalid value for 'temperature': must be <= 2")),
+        (400, "bad request"),
+        (422, error_body("messages: field required")),
+        (404, error_body("The model `judge-y` does not exist.")),
+        (500, VLLM_CONTEXT),  # a context message on a server error is not a verdict on the request
+        (503, "prompt is too long"),
+    ],
+)
+def test_other_errors_stay_plain_http_errors(status, body):
+    error = http_error("http://judge/v1", status, body, 1)
+    assert type(error) is JudgeHTTPError and error.kind == "http" and error.status == status
+
+
+def test_context_length_error_is_raised_at_once_and_never_retried(judge_server):
+    server = judge_server(script=lambda b, i: Reply(status=400, body=VLLM_CONTEXT.encode()))
+    judge = make_judge(server, max_retries=3)
+    with pytest.raises(JudgeContextLengthError) as info:
+        run(complete_and_close(judge))
+    assert info.value.attempts == 1 and len(server.requests) == 1
+    assert info.value.max_context == 8192 and info.value.requested == 9000
+    assert judge.stats.failures["context_length"] == 1 and judge.stats.retries == 0
+
+
+@pytest.mark.parametrize("header", ["1e12", "inf", "Fri, 31 Dec 9999 23:59:59 GMT"])
+def test_huge_retry_after_is_capped_by_retry_after_max_s(judge_server, header):
+    def script(body, index):
+        return Reply(status=429, body=b"wait", headers={"Retry-After": header}) if index == 0 else Reply(content="ok")
+
+    server = judge_server(script=script)
+    start = time.perf_counter()
+    reply = run(complete_and_close(make_judge(server, retry_after_max_s=0.05)))
+    assert reply.attempts == 2 and time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("header", ["NaN", "-5", "abc", ""])
+def test_unreadable_or_negative_retry_after_still_retries(judge_server, header):
+    def script(body, index):
+        return Reply(status=503, body=b"busy", headers={"Retry-After": header}) if index == 0 else Reply(content="ok")
+
+    server = judge_server(script=script)
+    assert run(complete_and_close(make_judge(server))).attempts == 2
 
 
 def test_connection_refused_raises_connection_error():
@@ -219,8 +469,16 @@ def test_endpoint_in_errors_never_shows_credentials():
         ({"base_url": "http://h/v1", "model": "m", "max_concurrency": 0}, "max_concurrency"),
         ({"base_url": "http://h/v1", "model": "m", "timeout_s": 0}, "timeout_s"),
         ({"base_url": "http://h/v1", "model": "m", "max_retries": -1}, "max_retries"),
+        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": -1}, "retry_after_max_s must be"),
+        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("nan")}, "retry_after_max_s must be"),
+        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("inf")}, "retry_after_max_s must be"),
     ],
 )
 def test_bad_judge_settings_name_the_key(settings, message):
     with pytest.raises(ConfigError, match=message):
         JudgeConfig(**settings).validate()
+
+
+def test_retry_after_max_s_defaults_to_a_minute_and_zero_is_allowed():
+    assert JudgeConfig().retry_after_max_s == 60.0
+    assert JudgeConfig(base_url="http://h/v1", model="m", retry_after_max_s=0).validate().retry_after_max_s == 0

@@ -8,6 +8,7 @@ from omegaconf import open_dict
 
 from writing_rl.batch import build_reward_batch
 from writing_rl.config import ConfigError
+from writing_rl.failures import ParseErrorRateExceeded
 from writing_rl.manager import JudgeFailure, ParallelRewardManager
 from writing_rl.summary import BatchSummary
 
@@ -19,6 +20,8 @@ EXTRA_KEYS = {
     "tie",
     "loss",
     "parse_error",
+    "judge_truncated",
+    "judge_refusal",
     "format_error",
     "position_consistent",
     "judge_error",
@@ -102,7 +105,7 @@ def test_transcripts_are_returned_only_when_asked(judge_server, tokenizer_dir, t
     config = compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.keep_transcripts=true")
     (output,) = score_all(load_manager(config, tokenizer), build_reward_batch(tokenizer, [writing_row(0)], ["good"]))
     (call,) = output["judge_transcripts"]
-    assert "[Response B]\ngood" in call["messages"][-1]["content"]
+    assert "[Response B]\n```\ngood" in call["messages"][-1]["content"]
     assert call["reply"].endswith("[[B]]") and call["error"] is None
 
 
@@ -189,6 +192,8 @@ def test_a_fn_returning_a_plain_float_gets_default_keys(tmp_path, tokenizer_dir,
     assert output["reward_score"] == 0.25
     assert output["reward_extra_info"] == {
         "parse_error": 0,
+        "judge_truncated": 0,
+        "judge_refusal": 0,
         "format_error": 0,
         "position_consistent": -1,
         "judge_error": 0,
@@ -243,7 +248,7 @@ def test_batch_summary_counts_retries_per_batch():
     Judge.stats.retries = 3
     line = summary.flush()
     assert line == (
-        "1 samples | reward 1.000 | win 1.00 tie 0.00 loss 0.00 | judge_error 0 parse_error 1 format_error 0 "
+        "1 samples | reward 1.000 | win 1.00 tie 0.00 loss 0.00 | judge_error 0 parse_error 1 judge_truncated 0 format_error 0 "
         "| judge 2 calls p50 0.20s p95 0.29s retries 3"
     )
     summary.add(0.0, {}, [])
@@ -279,7 +284,7 @@ def test_reasoning_tags_survive_decoding_when_the_tokenizer_marks_them_special(t
     batch = build_reward_batch(tokenizer, [writing_row(0)], ["<think>a bad plan</think>a good story"])
     (output,) = score_all(manager, batch)
     asked = output["judge_transcripts"][0]["messages"][-1]["content"]
-    assert "[Response B]\na good story" in asked and "bad plan" not in asked and "<|im_end|>" not in asked
+    assert "[Response B]\n```\na good story" in asked and "bad plan" not in asked and "<|im_end|>" not in asked
     assert output["reward_score"] == 1.0
 
 
@@ -300,3 +305,20 @@ def test_a_worker_that_is_never_idle_still_logs(monkeypatch, judge_server, token
     finally:
         logging.getLogger("writing_rl").removeHandler(handler)
     assert len(lines) == 3 and all(line.startswith("1 samples") for line in lines)
+
+
+def test_the_guard_stops_a_batch_of_unreadable_replies_with_an_example(judge_server, tokenizer_dir, tokenizer):
+    server = judge_server(script=lambda body, i: Reply(content="Both have merits; I will not choose."))
+    config = compose_writing_rl(
+        tokenizer_dir,
+        server.base_url,
+        "reward.reward_kwargs.max_parse_error_rate=0.5",
+        "reward.reward_kwargs.parse_error_min_samples=3",
+    )
+    manager = load_manager(config, tokenizer)
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(4)], ["one", "two", "three", "four"])
+    with pytest.raises(ParseErrorRateExceeded) as info:
+        score_all(manager, batch)
+    message = str(info.value)
+    assert "3 of 3 samples in this batch (100%)" in message
+    assert "I will not choose" in message and "check the judge model, its template" in message

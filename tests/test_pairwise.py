@@ -1,13 +1,14 @@
 """reward_fns.pairwise: the Writing-RL reward, against a scripted judge double."""
 
 import asyncio
-import re
 
 import numpy as np
 import pytest
 
 from reward_fns.pairwise import compute_score, outcome, read_ground_truth
+from writing_rl.failures import UnreadableJudgeReply
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+from writing_rl.prompts import read_pairwise_request
 
 
 class ScriptedJudge:
@@ -27,7 +28,8 @@ class ScriptedJudge:
 
 
 def slot_of(user_message: str, text: str) -> str:
-    a = re.search(r"\[Response A\]\n(.*?)\n\n\[Response B\]", user_message, re.S).group(1)
+    _, a, b = read_pairwise_request(user_message)
+    assert text in (a, b)
     return "A" if a == text else "B"
 
 
@@ -103,23 +105,39 @@ def test_configured_scores():
     assert result["score"] == -1.0
 
 
-def test_no_verdict_is_a_parse_error_with_the_neutral_reward():
-    result, _ = score("mine", ScriptedJudge("I like both, hard to say."))
-    assert result["parse_error"] == 1 and result["score"] == 0.5
-    assert result["win"] == result["tie"] == result["loss"] == 0.0
+def test_no_verdict_is_a_parse_error_that_pays_a_loss_by_default():
+    result, sample_judge = score("mine", ScriptedJudge("I like both, hard to say."))
+    assert result["parse_error"] == 1 and result["score"] == 0.0 and result["loss"] == 1.0
+    assert result["judge_truncated"] == 0 and result["judge_refusal"] == 0
+    assert [why.kind for _, why in sample_judge.unreadable] == ["parse_error"]
     result, _ = score("mine", ScriptedJudge("no verdict"), neutral_reward=0.2)
-    assert result["score"] == 0.2
+    assert result["score"] == 0.0  # the neutral reward is for failed judge calls, not for unreadable replies
+    result, _ = score("mine", ScriptedJudge("no verdict"), on_parse_error="tie")
+    assert result["score"] == 0.5 and result["tie"] == 1.0 and result["parse_error"] == 1
+    with pytest.raises(UnreadableJudgeReply, match="on_parse_error=raise"):
+        score("mine", ScriptedJudge("no verdict"), on_parse_error="raise")
+    with pytest.raises(ValueError, match="on_parse_error must be one of"):
+        score("mine", ScriptedJudge("[[A]]"), on_parse_error="neutral")
 
 
-def test_truncated_judge_reply_is_not_trusted():
+@pytest.mark.parametrize("finish_reason, key", [("length", "judge_truncated"), ("content_filter", "judge_refusal")])
+def test_truncated_or_refused_judge_reply_is_not_trusted(finish_reason, key):
     # Cut off by max_tokens: a verdict token seen mid-reasoning is not the final verdict.
-    result, _ = score("mine", ScriptedJudge("Maybe [[B]] but let me check", finish_reason="length"))
-    assert result["parse_error"] == 1 and result["score"] == 0.5
+    result, _ = score("mine", ScriptedJudge("Maybe [[B]] but let me check", finish_reason=finish_reason))
+    assert result["parse_error"] == 1 and result[key] == 1 and result["score"] == 0.0
 
 
-def test_one_unparseable_order_keeps_the_other_and_flags_it():
+def test_one_unparseable_order_counts_as_a_loss_and_is_flagged():
     result, _ = score("mine", ScriptedJudge("[[A]]", "garbled"), strategy="both")
-    assert result["score"] == 1.0 and result["parse_error"] == 1 and result["position_consistent"] == -1
+    assert result["score"] == 0.5 and result["parse_error"] == 1 and result["position_consistent"] == -1
+    assert (result["win"], result["loss"]) == (0.5, 0.5)
+
+
+def test_score_format_judges_with_a_tie_margin():
+    result, _ = score("mine", ScriptedJudge("Reasoning\nA: 4, B: 8"), output="scores")
+    assert result["score"] == 1.0  # the response is B by default
+    result, _ = score("mine", ScriptedJudge("Reasoning\nA: 7, B: 8"), output="scores", tie_margin=1)
+    assert result["score"] == 0.5
 
 
 @pytest.mark.parametrize("response", ["<think>never closed", "<think>x</think>   ", "", "  "])
@@ -133,7 +151,7 @@ def test_no_answer_is_a_loss_and_a_format_error_without_a_judge_call(response):
 def test_closed_think_is_stripped_before_judging():
     judge = ScriptedJudge("[[B]]")
     score("<think>secret plan</think>The poem.", judge)
-    assert "secret plan" not in judge.asked[0] and "[Response B]\nThe poem." in judge.asked[0]
+    assert "secret plan" not in judge.asked[0] and "[Response B]\n```\nThe poem.\n```" in judge.asked[0]
 
 
 def test_judge_failure_gives_the_neutral_result_and_is_recorded():

@@ -1,10 +1,11 @@
+import math
 import random
+import time
 from email.utils import formatdate
 
 import pytest
 
 from writing_rl.judge.retry import (
-    MAX_RETRY_AFTER_S,
     backoff_delay,
     is_retryable_status,
     parse_retry_after,
@@ -33,16 +34,63 @@ def test_retryable_statuses(status, retry):
     assert is_retryable_status(status) is retry
 
 
-def test_retry_after_seconds_and_dates():
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(" 0.5 ") == 0.5
-    assert parse_retry_after("-4") == 0.0
-    assert parse_retry_after("999999") == MAX_RETRY_AFTER_S
-    now = 1_700_000_000.0
-    assert parse_retry_after(formatdate(now + 7, usegmt=True), now=now) == pytest.approx(7.0)
-    assert parse_retry_after(formatdate(now - 7, usegmt=True), now=now) == 0.0
-    for unreadable in (None, "", "soon", "Mon, 99 Foo"):
-        assert parse_retry_after(unreadable) is None
+NOW = 1_700_000_000.0
+CAP = 60.0
+
+
+@pytest.mark.parametrize(
+    "header, seconds",
+    [
+        ("3", 3.0),
+        (" 0.5 ", 0.5),
+        ("0", 0.0),
+        ("-5", 0.0),
+        ("-inf", 0.0),
+        ("59.9", 59.9),
+        ("999999", CAP),
+        ("1e12", CAP),
+        ("1e400", CAP),  # float() overflows to inf
+        ("inf", CAP),
+        ("Infinity", CAP),
+        ("NaN", None),
+        ("-nan", None),
+        (formatdate(NOW + 7, usegmt=True), 7.0),  # a future HTTP date
+        (formatdate(NOW - 7, usegmt=True), 0.0),  # a past one
+        (formatdate(NOW + 7), 7.0),  # "-0000": UTC
+        (formatdate(NOW + 86_400, usegmt=True), CAP),
+        ("Mon, 01 Jan 0001 00:00:00 GMT", 0.0),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", CAP),
+        ("", None),
+        ("   ", None),
+        (None, None),
+        ("abc", None),
+        ("soon", None),
+        ("Mon, 99 Foo", None),
+        ("Mon, 32 Jan 2024 00:00:00 GMT", None),
+    ],
+)
+def test_retry_after_is_a_finite_wait_within_the_cap_or_none(header, seconds):
+    waited = parse_retry_after(header, CAP, now=NOW)
+    if seconds is None:
+        assert waited is None
+    else:
+        assert isinstance(waited, float) and math.isfinite(waited) and 0.0 <= waited <= CAP
+        assert waited == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("cap, header, seconds", [(10.0, "30", 10.0), (10.0, "3", 3.0), (0.0, "30", 0.0)])
+def test_retry_after_cap_is_the_callers(cap, header, seconds):
+    assert parse_retry_after(header, cap) == seconds
+
+
+def test_retry_after_date_without_zone_is_utc_whatever_the_local_zone(monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert parse_retry_after(formatdate(NOW + 7), CAP, now=NOW) == pytest.approx(7.0)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_backoff_grows_exponentially_with_jitter_and_a_cap():

@@ -50,6 +50,8 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
         "tie",
         "loss",
         "parse_error",
+        "judge_truncated",
+        "judge_refusal",
         "format_error",
         "position_consistent",
         "judge_error",

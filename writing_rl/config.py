@@ -41,6 +41,8 @@ class JudgeConfig:
     # Exponential backoff: base * 2**attempt seconds (half of it jittered), capped at backoff_max_s.
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    # Longest wait honoured from a 429/503's Retry-After header, whatever the server asks.
+    retry_after_max_s: float = 60.0
     # Sampling of the judge.
     temperature: float = 0.0
     top_p: float = 1.0
@@ -75,6 +77,10 @@ class JudgeConfig:
         _require(self.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {self.timeout_s}")
         _require(self.max_retries >= 0, f"{prefix}.max_retries must be >= 0, got {self.max_retries}")
         _require(self.backoff_base_s >= 0, f"{prefix}.backoff_base_s must be >= 0, got {self.backoff_base_s}")
+        _require(
+            0 <= self.retry_after_max_s < float("inf"),
+            f"{prefix}.retry_after_max_s must be a finite number >= 0, got {self.retry_after_max_s}",
+        )
         _require(self.max_tokens is None or self.max_tokens >= 1, f"{prefix}.max_tokens must be >= 1 or null")
         return self
 
@@ -93,6 +99,11 @@ class ManagerConfig:
     summary_idle_s: float = 1.0
     # Return the judge transcripts with each sample (used by `writing-rl score`; verl ignores them).
     keep_transcripts: bool = False
+    # Stop the run when more than this share of a batch's samples had a judge reply the reward could
+    # not read (parse_error: no or conflicting verdicts, truncated, refused); 1.0 turns the guard off.
+    max_parse_error_rate: float = 0.2
+    # ... once the batch holds at least this many samples (one reward worker's share of a step).
+    parse_error_min_samples: int = 32
 
     @classmethod
     def from_verl(
@@ -119,6 +130,14 @@ class ManagerConfig:
             raise ConfigError(
                 f"reward.reward_kwargs.on_judge_error must be one of {ON_JUDGE_ERROR}, got {settings.on_judge_error!r}"
             )
+        _require(
+            0.0 <= settings.max_parse_error_rate <= 1.0,
+            f"reward.reward_kwargs.max_parse_error_rate must be within 0-1, got {settings.max_parse_error_rate}",
+        )
+        _require(
+            settings.parse_error_min_samples >= 1,
+            f"reward.reward_kwargs.parse_error_min_samples must be >= 1, got {settings.parse_error_min_samples}",
+        )
         return settings
 
 

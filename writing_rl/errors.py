@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from .judge.base import JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeTimeout
+from .judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeError, JudgeHTTPError, JudgeTimeout
 
 USAGE = 2  # exit code: the command, its config or its inputs are wrong
 FAILED = 1  # exit code: the run itself failed (judge, crash)
@@ -56,6 +56,8 @@ def judge_message(body: str, limit: int = 300) -> str:
 def judge_error_line(err: JudgeError) -> str:
     """One line for a judge failure after retries: what the judge said (for HTTP: status and message)
     and what to change. Shared by every offline tool (`writing-rl score` through the CLI)."""
+    if isinstance(err, JudgeContextLengthError):
+        return f"judge {err.endpoint} answered HTTP {err.status}: {err.cause.split(': ', 1)[1]}"
     if isinstance(err, JudgeHTTPError):
         body = err.cause.split(": ", 1)[1] if ": " in err.cause else err.cause
         hint = _HTTP_HINTS.get(err.status, "the judge failed: check its logs, or retry later")

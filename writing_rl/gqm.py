@@ -16,16 +16,13 @@ A ranking line lists every candidate exactly once, best first: tiers joined by `
 candidates joined by `` = ``. A scores line gives every candidate exactly once an integer from 0 to 10.
 With both, the ranking must be the one the scores imply.
 
-API (pure functions; model output never raises, it gives a reason string):
+API (pure functions):
 
 - ``build_prompt(candidates, source_text=... | writing_prompt=..., prompt_type=...)`` and
   ``build_messages(...)``: the GenRM request. Languages are codes or names (``zh``, ``Chinese``), or a
   ``lang_pair`` such as ``"en-zh"``.
-- ``parse_ranking(line, labels)``, ``parse_scores(line, labels)``: one final line -> value or reason.
-- ``read_gqm_output(text, labels, prompt_type=..., variant=..., headers=..., strict=...)``: a whole
-  GenRM answer -> ``GQMOutput`` or reason. Presets: ``**STRICT``, the exact format RLVR trains
-  (``reward_fns.ranking_accuracy``), and ``**LENIENT``, for judging policy rollouts: headers
-  optional, flexible spacing, markdown emphasis around the final lines ignored.
+- Reading a GenRM's answer lives with every other judge reader in ``writing_rl.parsing``:
+  ``parse_ranking``, ``parse_scores``, ``read_gqm_output`` and its ``STRICT`` / ``LENIENT`` presets.
 - ``GroupPrompter(candidates, ...).prompt(order)``: ``build_prompt`` for many orders/subsets of one
   group (position shuffling, augmentation) without redoing the shared work; ``.prompts_utf8(orders)``
   gives them already encoded, for dataset writers.
@@ -37,9 +34,10 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import AnyStr, Iterable, Mapping, Sequence, Union
+from typing import AnyStr, Iterable, Mapping, Sequence
+
+from .quoting import fence, plain_text
 
 LABELS = string.ascii_uppercase
 MAX_CANDIDATES = len(LABELS)
@@ -330,219 +328,6 @@ def _json_scores_format(n: int) -> str:
     return "{" + ", ".join(f'"{label}": %d' for label in labels_for(n)) + "}"
 
 
-# ---------------------------------------------------------------- strict parsers
-
-_EMPHASIS = re.compile(r"^[*_`\s]+|[*_`\s.]+$")
-
-
-def parse_ranking(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> Ranking | str:
-    """``"B > A = D > C"`` -> ``(("B",), ("A", "D"), ("C",))``, or the reason it is not a valid ranking.
-
-    strict: exactly one space around ``>`` and ``=``, nothing else on the line. Otherwise spacing is
-    free and markdown emphasis or backticks around the line are ignored.
-    """
-    labels = _labels(labels)
-    if not isinstance(line, str):
-        return f"expected a ranking line, got {type(line).__name__}"
-    text = line.strip() if strict else _EMPHASIS.sub("", line)
-    if not text:
-        return "empty ranking line"
-    if "<" in text:
-        return f"ranking {_clip(text)} uses '<'; rank best first with '>'"
-    if strict:
-        tiers = [tier.split(" = ") for tier in text.split(" > ")]
-    else:
-        tiers = [re.split(r"\s*=\s*", tier.strip()) for tier in re.split(r"\s*>\s*", text)]
-    items = [item for tier in tiers for item in tier]
-    reason = _check_labels(items, labels, f"ranking {_clip(text)}")
-    if reason:
-        return reason
-    order = {label: i for i, label in enumerate(labels)}
-    return tuple(tuple(sorted(tier, key=order.__getitem__)) for tier in tiers)
-
-
-_STRICT_SCORE = re.compile(r"^([A-Z]): (\d{1,2})$")
-_LOOSE_SCORE = re.compile(r"^\s*([A-Z])\s*:\s*(\d+)\s*$")
-
-
-def parse_scores(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> dict[str, int] | str:
-    """``"B: 9, A: 7"`` -> ``{"B": 9, "A": 7}`` (integers 0-10, every candidate once), or the reason."""
-    labels = _labels(labels)
-    if not isinstance(line, str):
-        return f"expected a scores line, got {type(line).__name__}"
-    text = line.strip() if strict else _EMPHASIS.sub("", line)
-    if not text:
-        return "empty scores line"
-    pattern = _STRICT_SCORE if strict else _LOOSE_SCORE
-    scores: dict[str, int] = {}
-    items = []
-    for item in text.split(", ") if strict else text.split(","):
-        match = pattern.match(item)
-        if not match:
-            return f"scores {_clip(text)}: {_clip(item)} is not '<label>: <integer>'"
-        label, value = match.group(1), int(match.group(2))
-        if not MIN_SCORE <= value <= MAX_SCORE:
-            return f"scores {_clip(text)}: {label} has {value}, outside {MIN_SCORE}-{MAX_SCORE}"
-        items.append(label)
-        scores[label] = value
-    reason = _check_labels(items, labels, f"scores {_clip(text)}")
-    return reason or scores
-
-
-def check_consistent(ranking: Ranking, scores: Mapping[str, int]) -> str | None:
-    """None when the ranking is the one the scores imply; else the reason."""
-    implied = ranking_from_scores(scores)
-    if tuple(ranking) == implied:
-        return None
-    return f"ranking {format_ranking(ranking)} disagrees with the scores, which rank {format_ranking(implied)}"
-
-
-def _check_labels(items: list[str], labels: tuple[str, ...], what: str) -> str | None:
-    known = set(labels)
-    seen: set[str] = set()
-    for item in items:
-        if item not in known:
-            return f"{what}: {_clip(item)} is not a candidate label ({labels[0]}-{labels[-1]})"
-        if item in seen:
-            return f"{what} names {item} twice"
-        seen.add(item)
-    missing = [label for label in labels if label not in seen]
-    if missing:
-        return f"{what} leaves out {', '.join(missing)}"
-    return None
-
-
-# ---------------------------------------------------------------- whole answers
-
-
-@dataclass(frozen=True)
-class GQMOutput:
-    """A GenRM answer that follows the protocol. ``scores`` is None for the ranking prompt type;
-    ``ranking`` is always set (implied by the scores for the score prompt type)."""
-
-    ranking: Ranking
-    scores: dict[str, int] | None
-    reasoning: str
-
-
-# Reading presets: ``read_gqm_output(text, labels, prompt_type=..., **LENIENT)``.
-# STRICT: the exact format RLVR trains (reward_fns.ranking_accuracy's default).
-# LENIENT: for a GenRM judging policy rollouts: analysis, then a ranking line, then a last line of
-# scores; header lines optional, free spacing, markdown emphasis around the final lines ignored.
-STRICT = {"variant": "default", "headers": "required", "strict": True}
-LENIENT = {"variant": "default", "headers": "optional", "strict": False}
-
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def read_gqm_output(
-    text: str,
-    labels: Sequence[str] | int,
-    *,
-    prompt_type: str = "ranking_score",
-    variant: str = "default",
-    headers: str = "required",
-    strict: bool = True,
-    min_reasoning_chars: int = MIN_REASONING_CHARS,
-) -> Union[GQMOutput, str]:
-    """Read a whole GenRM answer; a ``GQMOutput``, or a string saying why it does not follow the protocol.
-
-    - The final block is read from the last non-empty lines (blank lines are ignored). A closed
-      ``<think>`` block counts as reasoning; an unclosed one means no answer.
-    - ``variant="default"``: some reasoning must precede the final block. ``"no_cot"``: the answer is
-      exactly the final value lines (no headers, no reasoning). ``"zero"``: at least
-      ``min_reasoning_chars`` reasoning characters per candidate.
-    - ``headers="required"``: each final value line follows its header line (one that mentions
-      "rank" / "score"); ``"optional"``: such header lines are skipped when present.
-    - ``prompt_type="ranking_score"``: the ranking must agree with the scores.
-    """
-    _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
-    _check_choice("variant", variant, VARIANTS)
-    _check_choice("headers", headers, HEADER_MODES)
-    labels = _labels(labels)
-    if not isinstance(text, str):
-        return f"expected text, got {type(text).__name__}"
-
-    thought, answer = "", text
-    close = text.rfind(THINK_CLOSE)
-    if close >= 0:
-        thought, answer = text[:close].replace(THINK_OPEN, ""), text[close + len(THINK_CLOSE) :]
-    elif THINK_OPEN in text:
-        return "the <think> block is never closed (no answer after the reasoning)"
-
-    lines = answer.splitlines()
-    nonblank = [i for i, line in enumerate(lines) if line.strip()]
-    slots = _final_slots(prompt_type)
-    values: dict[str, str] = {}
-    cursor = len(nonblank) - 1
-    for slot in reversed(slots):
-        if slot.endswith("header"):
-            if variant == "no_cot":
-                continue
-            keyword = "rank" if slot == "ranking_header" else "score"
-            looks_like = cursor >= 0 and _is_header(lines[nonblank[cursor]], keyword)
-            if looks_like:
-                cursor -= 1
-            elif headers == "required":
-                heading = RANKING_HEADER if keyword == "rank" else SCORES_HEADER
-                found = _clip(lines[nonblank[cursor]].strip()) if cursor >= 0 else "nothing"
-                return f"expected a header line like {heading!r} before the {slot[:-7]} line, found {found}"
-            continue
-        if cursor < 0:
-            return f"the answer ends before its {slot} line (expected the final block of a {prompt_type} answer)"
-        values[slot] = lines[nonblank[cursor]]
-        cursor -= 1
-
-    reasoning = thought.strip()
-    if cursor >= 0:
-        before = "\n".join(lines[: nonblank[cursor] + 1]).strip()
-        reasoning = f"{reasoning}\n{before}".strip() if reasoning else before
-    if variant == "no_cot" and reasoning:
-        return f"expected only the final {len(values)} line(s) (no_cot), found reasoning before them"
-    if variant == "default" and not reasoning:
-        return "no reasoning before the final block"
-    if variant == "zero" and len(reasoning) < min_reasoning_chars * len(labels):
-        return (
-            f"only {len(reasoning)} reasoning characters before the final block; the zero variant needs "
-            f"{min_reasoning_chars} per candidate ({min_reasoning_chars * len(labels)})"
-        )
-
-    ranking: Ranking | None = None
-    scores: dict[str, int] | None = None
-    if "ranking" in values:
-        parsed = parse_ranking(values["ranking"], labels, strict=strict)
-        if isinstance(parsed, str):
-            return parsed
-        ranking = parsed
-    if "scores" in values:
-        parsed_scores = parse_scores(values["scores"], labels, strict=strict)
-        if isinstance(parsed_scores, str):
-            return parsed_scores
-        scores = parsed_scores
-        if ranking is None:
-            ranking = ranking_from_scores(scores)
-        else:
-            reason = check_consistent(ranking, scores)
-            if reason:
-                return reason
-    assert ranking is not None
-    return GQMOutput(ranking=ranking, scores=scores, reasoning=reasoning)
-
-
-def _final_slots(prompt_type: str) -> list[str]:
-    if prompt_type == "ranking":
-        return ["ranking_header", "ranking"]
-    if prompt_type == "score":
-        return ["scores_header", "scores"]
-    return ["ranking_header", "ranking", "scores_header", "scores"]
-
-
-def _is_header(line: str, keyword: str) -> bool:
-    text = line.strip()
-    # A header names the block; it is short and holds no candidate verdict of its own.
-    return keyword in text.lower() and len(text) <= 60 and not re.search(r"[A-Z]\s*[>=:]\s*[A-Z0-9]", text)
-
-
 # ---------------------------------------------------------------- prompts
 
 _SOURCE_HEADING = {"mt": "Source text:", "writing": "Writing request:"}
@@ -567,13 +352,16 @@ def build_prompt(
     prompt_type: str = "ranking_score",
     cot: bool = True,
     template: str | None = None,
+    separator: str = "\n\n",
 ) -> str:
     """The GQM request for a group of candidates (the user message).
 
     Give ``source_text`` (machine translation; languages as codes or names, or ``lang_pair``) or
     ``writing_prompt`` (general writing). ``cot=False`` asks for the final lines only. ``template``
     replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
-    (text inside candidates that looks like a placeholder is left alone).
+    (text inside candidates that looks like a placeholder is left alone). ``separator`` goes between
+    candidate blocks (``Translation A:`` and the fenced text); with a template these two reproduce a
+    published layout exactly (README "Reproducing a published judge prompt").
     """
     prompter = GroupPrompter(
         candidates,
@@ -585,6 +373,7 @@ def build_prompt(
         prompt_type=prompt_type,
         cot=cot,
         template=template,
+        separator=separator,
     )
     return prompter.render([prompter.block(i, i) for i in range(len(candidates))])
 
@@ -607,6 +396,7 @@ class GroupPrompter:
         prompt_type: str = "ranking_score",
         cot: bool = True,
         template: str | None = None,
+        separator: str = "\n\n",
     ):
         _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
         if (source_text is None) == (writing_prompt is None):
@@ -622,9 +412,10 @@ class GroupPrompter:
                 raise ValueError(f"candidate {i} must be a string, got {type(candidate).__name__}")
         languages = resolve_languages(src_lang, trg_lang, lang_pair) if self.kind == "mt" else (None, None)
         self._shape = (template or DEFAULT_TEMPLATE, self.kind, *languages, prompt_type, cot)
+        self._separator = separator
         self._source = fence(task_text)
         self._noun = CANDIDATE_NOUN[self.kind]
-        self._fenced = [fence(text) for text in candidates]
+        self._fenced = [fence(plain_text(text)) for text in candidates]
         # Built on first use: [position][candidate] blocks, and per shown count the template text around
         # the candidates (source filled in), as str and as UTF-8.
         self._table: list[list[str]] | None = None
@@ -641,7 +432,7 @@ class GroupPrompter:
         """The request showing candidates ``order[0]``, ``order[1]``, ... as A, B, ..."""
         table = self._table or self._blocks()
         around = self._around.get(len(order)) or self._text_around(len(order))
-        return "\n\n".join(map(list.__getitem__, table, order)).join(around)
+        return self._separator.join(map(list.__getitem__, table, order)).join(around)
 
     def prompts_utf8(self, orders: Iterable[Sequence[int]]) -> list[bytes]:
         """``[prompt(order).encode() for order in orders]``, joined from pieces encoded once per group."""
@@ -650,7 +441,7 @@ class GroupPrompter:
             fenced = [text.encode() for text in self._fenced]
             heads = _label_lines_utf8(self._noun)[: len(fenced)]
             table = self._table_utf8 = [[head + text for text in fenced] for head in heads]
-        arounds, join, pick = self._around_utf8, b"\n\n".join, list.__getitem__
+        arounds, join, pick = self._around_utf8, self._separator.encode().join, list.__getitem__
         prompts = []
         for order in orders:
             around = arounds.get(len(order)) or self._bytes_around(len(order))
@@ -659,7 +450,7 @@ class GroupPrompter:
 
     def render(self, blocks: list[str]) -> str:
         """The request around already-built candidate blocks (``block``), in the order shown."""
-        return "\n\n".join(blocks).join(self._text_around(len(blocks)))
+        return self._separator.join(blocks).join(self._text_around(len(blocks)))
 
     def _blocks(self) -> list[list[str]]:
         n = len(self._fenced)
@@ -693,14 +484,6 @@ def build_messages(candidates: Sequence[str], *, system: str | None = None, **pr
     messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": build_prompt(candidates, **prompt_args)})
     return messages
-
-
-def fence(text: str) -> str:
-    """``text`` in a fenced block whose fence is longer than any backtick run inside it."""
-    if "```" not in text:
-        return f"```\n{text}\n```"
-    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
-    return f"{ticks}\n{text}\n{ticks}"
 
 
 @lru_cache(maxsize=256)

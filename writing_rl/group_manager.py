@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from . import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
 from .actors import SharedActor
 from .config import ConfigError, CurriculumConfig, GroupConfig
 from .curriculum import Curriculum, get_or_create_scheduler

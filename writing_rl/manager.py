@@ -26,16 +26,17 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from .config import ConfigError, ManagerConfig, worker_concurrency
-from .judge import JudgeError, OpenAIJudge, SampleJudge
+from .failures import UNREADABLE_KEYS, ParseErrorGuard
+from .judge import JudgeContextLengthError, JudgeError, OpenAIJudge, SampleJudge
 from .parsing import THINK_CLOSE, THINK_OPEN
 from .summary import BatchSummary
 
 logger = logging.getLogger("writing_rl")
 
 # Keys every sample's reward_extra_info carries. verl builds its arrays from the first sample's keys,
-# so every sample must return the same set. The reward fn owns the first three (a fn that does not
-# report them gets these defaults); the manager measures the judge ones.
-FN_DEFAULTS = {"parse_error": 0, "format_error": 0, "position_consistent": -1}
+# so every sample must return the same set. The reward fn owns these (a fn that does not report them
+# gets these defaults); the manager measures the judge ones.
+FN_DEFAULTS = {**dict.fromkeys(UNREADABLE_KEYS, 0), "format_error": 0, "position_consistent": -1}
 JUDGE_KEYS = ("judge_error", "judge_latency_s", "judge_calls")
 
 
@@ -69,6 +70,7 @@ class ParallelRewardManager(RewardManagerBase):
         self._special_think_tags = special & {THINK_OPEN, THINK_CLOSE}
         self._other_special_tokens = sorted(special - self._special_think_tags, key=len, reverse=True)
         self.summary = BatchSummary(self.judge)
+        self.guard = ParseErrorGuard(self.settings.max_parse_error_rate, self.settings.parse_error_min_samples)
         self._expected_keys: set[str] | None = None
         self._in_flight = 0
         self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
@@ -77,6 +79,7 @@ class ParallelRewardManager(RewardManagerBase):
     async def run_single(self, data: DataProto) -> dict:
         if self._in_flight == 0:
             self.batches_started += 1
+            self.guard.new_batch()
         self._in_flight += 1
         try:
             return await self._score(data[-1])  # multi-turn outputs: the last sequence carries the reward
@@ -137,6 +140,12 @@ class ParallelRewardManager(RewardManagerBase):
         return SampleJudge(self.judge, keep_transcripts=self.settings.keep_transcripts)
 
     def _apply_judge_policy(self, judge: SampleJudge) -> None:
+        """Judge call failures: a context-length error always stops the step (a configuration error,
+        never a reward); others as ``on_judge_error`` says. Unreadable replies go to the guard."""
+        self.guard.remember(judge.unreadable)
+        too_long = next((e for e in judge.errors if isinstance(e, JudgeContextLengthError)), None)
+        if too_long is not None:
+            raise JudgeFailure(f"{too_long}. The step stops whatever on_judge_error says.") from too_long
         if judge.errors and self.settings.on_judge_error == "raise":
             err = judge.errors[0]
             raise JudgeFailure(
@@ -173,6 +182,7 @@ class ParallelRewardManager(RewardManagerBase):
             )
 
     def _output(self, score: float, info: dict, latencies: list[float], transcripts: list[dict]) -> dict:
+        self.guard.add(info)
         if self.settings.log_summary:  # only a logged summary is ever flushed
             self.summary.add(score, info, latencies)
             if self.summary.overdue():  # a worker that is never idle still logs

@@ -21,7 +21,7 @@ from typing import Callable, Sequence, TypeVar
 from .config import ConfigError, JudgeConfig, ManagerConfig
 from .errors import judge_error_line
 from .judge import Judge, JudgeError, Messages, OpenAIJudge
-from .judge.base import JudgeHTTPError, JudgeReply
+from .judge.base import JudgeContextLengthError, JudgeHTTPError, JudgeReply
 from .judge.cache import CachedJudge
 from .parsing import parse_score_pair, parse_verdict
 
@@ -157,17 +157,18 @@ def read_score_pair(text: str) -> Judgment:
 
 
 async def judge_once(judge: Judge, messages: Messages, read: Callable[[str], Judgment] = read_verdict) -> Judgment:
-    """A truncated reply or one with no final verdict counts as a parse failure, as in the reward. A
-    failure is counted, but one that every call would meet (``STOP_STATUSES``) is raised."""
+    """A truncated or refused reply, or one with no final verdict, counts as a parse failure, as in the
+    reward. A failure is counted, but one that every call would meet (``STOP_STATUSES``, a prompt
+    longer than the judge's context) is raised."""
     try:
         reply = await judge.complete(messages)
     except JudgeHTTPError as err:
-        if err.status in STOP_STATUSES:
+        if err.status in STOP_STATUSES or isinstance(err, JudgeContextLengthError):
             raise
         return Judgment(error=err.kind)
     except JudgeError as err:
         return Judgment(error=err.kind)
-    return Judgment() if reply.truncated else read(reply.text)
+    return Judgment() if reply.truncated or reply.refused else read(reply.text)
 
 
 async def judge_all(

@@ -3,7 +3,10 @@
 Pairwise templates ask for reasoning first and a final verdict ``[[A]]``, ``[[B]]`` or ``[[C]]`` (tie),
 the convention of MT-Bench and Writing-RL, so judge models trained on it work unchanged.
 Placeholders: ``{prompt}``, ``{response_a}``, ``{response_b}``, ``{criteria}``. They are filled in one
-pass, so text inside a response that looks like a placeholder is left alone.
+pass, so text inside a response that looks like a placeholder is left alone. A response goes in as
+``writing_rl.quoting`` makes it safe: ``{response_a}`` is its text in a code fence nothing inside can
+close, with special-token-like tags broken up; ``{response_a_text}`` (and ``_b_text``) is the same text
+unfenced, for templates that must reproduce a published prompt exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .judge import Messages
+from .quoting import fence, plain_text
 
 PAIRWISE_SYSTEM = "You are a careful, impartial judge of writing quality."
 
@@ -67,12 +71,33 @@ PAIRWISE_CRITERIA_TEMPLATE = _PAIRWISE_TASK + _CRITERIA_WEIGH + _ending(_END_WIT
 PAIRWISE_SCORES_TEMPLATE = _PAIRWISE_TASK + _WEIGH + _ending(_END_WITH_SCORES, False)
 PAIRWISE_CRITERIA_SCORES_TEMPLATE = _PAIRWISE_TASK + _CRITERIA_WEIGH + _ending(_END_WITH_SCORES, True)
 
-_PLACEHOLDER = re.compile(r"\{(prompt|response_a|response_b|criteria)\}")
+_PLACEHOLDER = re.compile(r"\{(prompt|response_a|response_b|response_a_text|response_b_text|criteria)\}")
 
 
 def render(template: str, **values: str) -> str:
     """Fill the placeholders of ``template`` in a single pass."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
+
+
+def response_values(response_a: str, response_b: str) -> dict[str, str]:
+    """The placeholder values of the two responses: fenced (``{response_a}``) and unfenced (``_text``)."""
+    a, b = plain_text(response_a), plain_text(response_b)
+    return {"response_a": fence(a), "response_b": fence(b), "response_a_text": a, "response_b_text": b}
+
+
+_SHOWN = re.compile(
+    r"\[Request\]\n(?P<prompt>.*?)\n\n"
+    r"\[Response A\]\n(?P<fa>`{3,})\n(?P<a>.*?)\n(?P=fa)\n\n"
+    r"\[Response B\]\n(?P<fb>`{3,})\n(?P<b>.*?)\n(?P=fb)\n",
+    re.S,
+)
+
+
+def read_pairwise_request(user_message: str) -> tuple[str, str, str] | None:
+    """(request, response A, response B) as the built-in pairwise prompt shows them; None for another
+    layout. Used to show what the judge saw (quickstart report) and by judge doubles in tests."""
+    match = _SHOWN.search(user_message)
+    return (match["prompt"], match["a"], match["b"]) if match else None
 
 
 _CRITERION_TEXT = ("criteria_description", "description")
@@ -156,8 +181,11 @@ def _short(value: object) -> str:
 @lru_cache(maxsize=16)
 def load_template(path: str) -> str:
     text = Path(path).read_text(encoding="utf-8")
-    if "{response_a}" not in text or "{response_b}" not in text:
-        raise ValueError(f"judge template {path} must contain the placeholders {{response_a}} and {{response_b}}")
+    for slot in ("a", "b"):
+        if f"{{response_{slot}}}" not in text and f"{{response_{slot}_text}}" not in text:
+            raise ValueError(
+                f"judge template {path} must contain the placeholder {{response_{slot}}} (or {{response_{slot}_text}})"
+            )
     return text
 
 
@@ -180,7 +208,7 @@ def pairwise_messages(
         body = PAIRWISE_CRITERIA_SCORES_TEMPLATE if criteria else PAIRWISE_SCORES_TEMPLATE
     else:
         raise ValueError(f"output must be 'verdict' or 'scores', got {output!r}")
-    user = render(body, prompt=prompt, response_a=response_a, response_b=response_b, criteria=criteria or "")
+    user = render(body, prompt=prompt, criteria=criteria or "", **response_values(response_a, response_b))
     messages: Messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": user})
     return messages

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .io import read_jsonl
 from .parsing import parse_verdict, strip_think
+from .prompts import read_pairwise_request
 
 PROMPT_CHARS = 200
 ANSWER_CHARS = 160
@@ -25,10 +26,6 @@ REASONING_CHARS = 300
 HIGH_PARSE_ERROR_RATE = 0.2
 README_SECTION = 'README "Per-sample extra info"'
 POLICY = "the policy's response"
-
-# The sections of the built-in pairwise prompt (writing_rl/prompts.py); a custom template may lack them.
-_VIEW = re.compile(r"\[Request\]\n(?P<prompt>.*?)\n\n\[Response A\]\n(?P<a>.*?)\n\n\[Response B\]\n(?P<b>.*)", re.S)
-_AFTER_B = ("\n\n[Evaluation criteria]\n", "\n\nWeigh how well each response")
 
 
 @dataclass(frozen=True)
@@ -115,12 +112,8 @@ def _shown_call(calls: list[dict]) -> int:
 def judge_view(messages: list[dict]) -> JudgeView | None:
     """Request, Response A and Response B from the judge's user message; None for a custom template."""
     user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-    match = _VIEW.search(user)
-    if match is None:
-        return None
-    b = match["b"]
-    ends = [b.rfind(marker) for marker in _AFTER_B if marker in b]
-    return JudgeView(match["prompt"], match["a"], b[: max(ends)] if ends else b)
+    shown = read_pairwise_request(user)
+    return JudgeView(*shown) if shown else None
 
 
 def slot_labels(sample: int, view: JudgeView, records: list[dict], responses: Responses) -> dict[str, str]:

@@ -48,6 +48,7 @@ _INFRASTRUCTURE = tuple(
         "max_retries",
         "backoff_base_s",
         "backoff_max_s",
+        "retry_after_max_s",
     )
 )
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 OUTCOME_KEYS = ("win", "tie", "loss")
-ERROR_KEYS = ("judge_error", "parse_error", "format_error")
+ERROR_KEYS = ("judge_error", "parse_error", "judge_truncated", "format_error")
 MAX_BATCH_S = 60.0
 
 

@@ -4,6 +4,7 @@ typed failures and the per-sample recorder used by the reward manager."""
 from .base import (
     Judge,
     JudgeConnectionError,
+    JudgeContextLengthError,
     JudgeError,
     JudgeHTTPError,
     JudgeReply,
@@ -17,6 +18,7 @@ from .http import OpenAIJudge
 __all__ = [
     "Judge",
     "JudgeConnectionError",
+    "JudgeContextLengthError",
     "JudgeError",
     "JudgeHTTPError",
     "JudgeReply",

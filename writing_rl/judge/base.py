@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
+
+from ..parsing import Unreadable, read_reply
 
 Messages = list[dict[str, str]]
+
+# finish_reason values (lowercased) with which endpoints say the reply hit the token limit.
+TOKEN_LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length", "token_limit"})
 
 
 @dataclass(frozen=True)
@@ -16,10 +23,16 @@ class JudgeReply:
     finish_reason: str | None
     latency_s: float
     attempts: int = 1
+    # The model's refusal (OpenAI's message.refusal); text is then "" unless the endpoint sent both.
+    refusal: str | None = None
 
     @property
     def truncated(self) -> bool:
-        return self.finish_reason == "length"
+        return (self.finish_reason or "").lower() in TOKEN_LIMIT_REASONS
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusal) or (self.finish_reason or "").lower() == "content_filter"
 
 
 class JudgeError(Exception):
@@ -47,7 +60,114 @@ class JudgeHTTPError(JudgeError):
 
     def __init__(self, endpoint: str, status: int, body: str, attempts: int = 1):
         self.status = status
-        super().__init__(endpoint, f"HTTP {status}: {body[:300]}", attempts)
+        super().__init__(endpoint, self._cause(status, body), attempts)
+
+    def _cause(self, status: int, body: str) -> str:
+        return f"HTTP {status}: {body[:300]}"
+
+
+# How endpoints refuse a prompt longer than the model's context (matched lowercased).
+_CONTEXT_STATUSES = (400, 413, 422)
+_CONTEXT_PHRASES = (
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI, vLLM, Mistral
+    "is longer than the model's context length",  # SGLang, Together
+    "is longer than the maximum model length",  # vLLM's engine: "The decoder prompt (length N) ..."
+    "prompt is too long",  # Anthropic-compatible endpoints
+    "input is too long",
+)
+# The token counts in those messages; the first pattern that matches gives the number.
+_CONTEXT_NUMBERS = {
+    "max_context": (
+        r"maximum context length is (\d+)",
+        r"model's context length \((\d+)",
+        r"maximum model length of (\d+)",
+        r"> (\d+) maximum",
+        r"(\d+) maximum context length",
+    ),
+    "requested": (r"you requested (?:about )?(\d+) tokens", r"for a total of at least (\d+) tokens"),
+    "prompt_tokens": (
+        r"\((\d+) in the messages",
+        r"(\d+) input tokens",
+        r"messages resulted in (\d+) tokens",
+        r"the input \((\d+) tokens\)",
+        r"prompt \(length (\d+)\)",
+        r"prompt is too long: (\d+) tokens",
+        r"prompt contains (\d+) tokens",
+        r"\((\d+) of text input",
+    ),
+    "completion_tokens": (
+        r"(\d+) in the completion",
+        r"requested (\d+) output tokens",
+        r"is too large: (\d+)",  # vLLM: "'max_tokens' or 'max_completion_tokens' is too large: N"
+        r"(\d+) in the output",
+    ),
+}
+
+
+def is_context_length_error(status: int, body: str) -> bool:
+    """Whether an error reply says the prompt plus max_tokens do not fit the judge's context."""
+    lowered = body.lower()
+    return status in _CONTEXT_STATUSES and any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+
+
+def context_length_numbers(body: str) -> dict[str, int | None]:
+    """``max_context``, ``requested``, ``prompt_tokens``, ``completion_tokens`` as the message states them."""
+    numbers: dict[str, int | None] = {}
+    for name, patterns in _CONTEXT_NUMBERS.items():
+        found = (re.search(pattern, body, re.IGNORECASE) for pattern in patterns)
+        match = next((m for m in found if m), None)
+        numbers[name] = int(match.group(1)) if match else None
+    return numbers
+
+
+def _judge_words(body: str, limit: int = 200) -> str:
+    """The message of an OpenAI-style error body (else the body) on one line: the judge's own words
+    without the JSON around them."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    said = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(said, str):
+        said = data.get("message") if isinstance(data, dict) else None
+    return " ".join((said if isinstance(said, str) else body).split())[:limit]
+
+
+class JudgeContextLengthError(JudgeHTTPError):
+    """The judge refused the request as longer than its context: a configuration error, never retried.
+    The token counts are those the judge's message states (None where it states none)."""
+
+    kind = "context_length"
+
+    def __init__(self, endpoint: str, status: int, body: str, attempts: int = 1):
+        numbers = context_length_numbers(body)
+        self.max_context: int | None = numbers["max_context"]
+        self.requested: int | None = numbers["requested"]
+        self.prompt_tokens: int | None = numbers["prompt_tokens"]
+        self.completion_tokens: int | None = numbers["completion_tokens"]
+        super().__init__(endpoint, status, body, attempts)
+
+    def _counts(self) -> str:
+        """E.g. "judge context 8192 tokens, requested 9000 tokens = 8488 prompt + 512 completion"."""
+        terms = ((self.prompt_tokens, "prompt"), (self.completion_tokens, "completion"))
+        split = " + ".join(f"{n} {what}" for n, what in terms if n is not None)
+        parts = [] if self.max_context is None else [f"judge context {self.max_context} tokens"]
+        if self.requested is not None:
+            parts.append(f"requested {self.requested} tokens" + (f" = {split}" if split else ""))
+        elif split:
+            parts.append(f"{split} tokens")
+        return ", ".join(parts) or "the judge's message states no token counts"
+
+    def _cause(self, status: int, body: str) -> str:
+        return (
+            f"HTTP {status}: context length exceeded, a configuration error (not retried): the judge prompt "
+            f"(request + responses) plus judge.max_tokens exceed the judge's context ({self._counts()}). "
+            "Lower actor_rollout_ref.rollout.response_length / data.max_response_length, lower "
+            "reward.reward_kwargs.judge.max_tokens, or serve the judge with a longer max_model_len. "
+            f"The judge said: {_judge_words(body)!r}"
+        )
 
 
 class JudgeResponseError(JudgeError):
@@ -83,11 +203,23 @@ class SampleJudge:
     keep_transcripts: bool = False
     calls: list[CallRecord] = field(default_factory=list)
     errors: list[JudgeError] = field(default_factory=list)
+    # (reply text, why) of each reply the reward could not read: the manager's parse-error guard shows one.
+    unreadable: list[tuple[str, Unreadable]] = field(default_factory=list)
     _for_member: int | None = None
 
     def member(self, index: int) -> SampleJudge:
         """The same judge, recording its calls as made for member ``index``."""
-        return SampleJudge(self.judge, self.keep_transcripts, self.calls, self.errors, _for_member=index)
+        return SampleJudge(
+            self.judge, self.keep_transcripts, self.calls, self.errors, self.unreadable, _for_member=index
+        )
+
+    def read(self, reply: JudgeReply, reader: Callable[..., Any], *args: Any) -> Any:
+        """``reader(reply.text, *args)`` through ``parsing.read_reply`` (a truncated or refused reply is
+        unreadable whatever it holds); an unreadable reply is remembered."""
+        value = read_reply(reply, reader, *args)
+        if isinstance(value, Unreadable):
+            self.unreadable.append((reply.text, value))
+        return value
 
     async def complete(self, messages: Messages) -> JudgeReply:
         start = time.perf_counter()

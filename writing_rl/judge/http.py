@@ -19,12 +19,14 @@ import aiohttp
 from ..config import JudgeConfig
 from .base import (
     JudgeConnectionError,
+    JudgeContextLengthError,
     JudgeError,
     JudgeHTTPError,
     JudgeReply,
     JudgeResponseError,
     JudgeTimeout,
     Messages,
+    is_context_length_error,
 )
 from .retry import is_retryable_status, parse_retry_after, retry_delay
 
@@ -43,6 +45,62 @@ def redact_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
+    """The typed error for a non-200 reply: a prompt too long for the judge's context has its own."""
+    if is_context_length_error(status, body):
+        return JudgeContextLengthError(endpoint, status, body, attempts)
+    return JudgeHTTPError(endpoint, status, body, attempts)
+
+
+def _found(value: object) -> str:
+    """What a field holds, for an error message: null, or its JSON type and start."""
+    if value is None:
+        return "null"
+    return f"{type(value).__name__} {json.dumps(value, ensure_ascii=False, default=str)[:80]}"
+
+
+def _part_text(part: object) -> tuple[str, str]:
+    """(text, refusal) of one OpenAI content part: a string, {"type": "text", "text": ...} or
+    {"type": "refusal", "refusal": ...}; other part types (reasoning, images) add nothing."""
+    if isinstance(part, str):
+        return part, ""
+    if not isinstance(part, dict):
+        raise ValueError(f"a content part is {_found(part)}")
+    kind = part.get("type", "text")
+    value = part.get(kind) if kind in ("text", "refusal") else ""
+    if not isinstance(value, str):
+        raise ValueError(f"a {kind!r} content part has {kind} {_found(value)}")
+    return (value, "") if kind == "text" else ("", value)
+
+
+def message_content(message: object, finish_reason: str | None = None) -> tuple[str, str | None]:
+    """(text, refusal) of a reply's message: content is a string or a list of parts (joined). A
+    non-empty refusal is kept, and excuses unreadable content (text ""); else a ValueError names what was found."""
+    if not isinstance(message, dict):
+        raise ValueError(f"message is {_found(message)}")
+    refusal = message.get("refusal")
+    refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
+    try:
+        text, part_refusal = _content_text(message)
+    except ValueError as exc:
+        if refusal:
+            return "", refusal
+        fields = ", ".join(map(str, message))
+        raise ValueError(f"{exc} (finish_reason={finish_reason!r}, message fields: {fields})") from None
+    return text, refusal or part_refusal
+
+
+def _content_text(message: dict) -> tuple[str, str | None]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content, None
+    if isinstance(content, list):
+        parts = [_part_text(part) for part in content]
+        refused = "".join(r for _, r in parts)
+        return "".join(t for t, _ in parts), refused if refused.strip() else None
+    raise ValueError("message has no content" if "content" not in message else f"message content is {_found(content)}")
 
 
 class OpenAIJudge:
@@ -95,12 +153,12 @@ class OpenAIJudge:
                         retry_after_header = resp.headers.get("Retry-After")
                 if status == 200:
                     return self._read_reply(raw, start, attempt + 1)
-                error: JudgeError = JudgeHTTPError(self.endpoint, status, raw.decode(errors="replace"), attempt + 1)
-                if not is_retryable_status(status):
+                error: JudgeError = http_error(self.endpoint, status, raw.decode(errors="replace"), attempt + 1)
+                if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):
                     self.stats.failures[error.kind] += 1
                     raise error
                 if status in (429, 503):
-                    retry_after = parse_retry_after(retry_after_header)
+                    retry_after = parse_retry_after(retry_after_header, self.config.retry_after_max_s)
             except asyncio.TimeoutError:
                 error = JudgeTimeout(self.endpoint, f"no reply within timeout_s={self.config.timeout_s}", attempt + 1)
             except aiohttp.ClientError as exc:
@@ -126,12 +184,18 @@ class OpenAIJudge:
             raise JudgeResponseError(
                 self.endpoint, f"not a chat completion ({type(exc).__name__}): {excerpt!r}", attempts
             ) from None
-        text = message.get("content") if isinstance(message, dict) else None
+        finish_reason = choice.get("finish_reason")
+        finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        try:
+            text, refusal = message_content(message, finish_reason)
+        except ValueError as exc:
+            raise JudgeResponseError(self.endpoint, f"no reply text: {exc}", attempts) from None
         return JudgeReply(
-            text=text or "",
-            finish_reason=choice.get("finish_reason"),
+            text=text,
+            finish_reason=finish_reason,
             latency_s=time.perf_counter() - start,
             attempts=attempts,
+            refusal=refusal,
         )
 
     async def close(self) -> None:

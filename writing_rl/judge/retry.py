@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from datetime import timezone
 from email.utils import parsedate_to_datetime
-
-# Never wait longer than this for one Retry-After, whatever the server asks.
-MAX_RETRY_AFTER_S = 600.0
 
 
 def is_retryable_status(status: int) -> bool:
@@ -15,22 +14,29 @@ def is_retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None if absent or unreadable."""
+def parse_retry_after(value: str | None, max_s: float, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), within [0, max_s];
+    None if absent or unreadable (NaN included)."""
     if not value:
         return None
     value = value.strip()
     try:
         seconds = float(value)
     except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+        seconds = _seconds_until(value, time.time() if now is None else now)
+    if seconds is None or math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), max_s)  # inf and -inf land on the bounds
+
+
+def _seconds_until(http_date: str, now: float) -> float | None:
+    try:
+        when = parsedate_to_datetime(http_date)
+        if when.tzinfo is None:  # "-0000": UTC by RFC 5322, not this machine's local time
+            when = when.replace(tzinfo=timezone.utc)
+        return when.timestamp() - now
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 def backoff_delay(attempt: int, base_s: float, max_s: float, rng: random.Random | None = None) -> float:

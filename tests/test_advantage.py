@@ -1,0 +1,45 @@
+"""BRPO's advantage: verl's own compute_advantage with the estimator our reward manager module registers."""
+
+import json
+import subprocess
+import sys
+
+from conftest import REPO_DIR
+
+# In a fresh interpreter, as verl's trainer driver does: compose brpo.yaml, resolve the reward manager
+# class from the config (the only import of our code the driver makes), then compute advantages.
+DRIVER = """
+import json, sys
+import numpy as np, torch
+from verl import DataProto
+from verl.trainer.ppo.ray_trainer import compute_advantage
+from verl.trainer.ppo.reward import resolve_reward_manager_cls
+from writing_rl.verl_config import compose
+
+config = compose("brpo", ["actor_rollout_ref.model.path=/unused"])
+assert "writing_rl.advantage" not in sys.modules
+resolve_reward_manager_cls(config)
+rewards = [[0.0, 1.0, -1.0, 1.0], [-1.0, 0.0, 0.5, 1.0]]
+mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]] * 2, dtype=torch.float32)
+token_rewards = torch.zeros(8, 4)
+for row, value in enumerate(sum(rewards, [])):
+    token_rewards[row, int(mask[row].sum()) - 1] = value
+data = DataProto.from_dict(
+    tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+    non_tensors={"uid": np.array(["g1"] * 4 + ["g2"] * 4, dtype=object)},
+)
+out = compute_advantage(data, config.algorithm.adv_estimator, config=config.algorithm)
+print(json.dumps({"estimator": config.algorithm.adv_estimator, "advantages": out.batch["advantages"].tolist()}))
+"""
+
+
+def test_brpo_rewards_are_the_advantage_and_the_reference_gets_none():
+    result = subprocess.run([sys.executable, "-c", DRIVER], capture_output=True, text=True, cwd=REPO_DIR, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["estimator"] == "brpo"
+    advantages = out["advantages"]
+    rewards = [0.0, 1.0, -1.0, 1.0, -1.0, 0.0, 0.5, 1.0]
+    masks = [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]] * 2
+    for row, (reward, mask) in enumerate(zip(rewards, masks)):
+        assert advantages[row] == [reward * m for m in mask]  # each response token carries the reward
