@@ -136,6 +136,8 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
             raise ValueError("pass --tokenizer DIR (the policy's tokenizer: responses are tokenized as in training)")
         config.reward.num_workers = 1  # one in-process worker holds the whole judge concurrency budget
         config.reward.reward_kwargs.keep_transcripts = True
+        # Scoring reports the parse-error rate (and why it is high) instead of stopping at it.
+        config.reward.reward_kwargs.max_parse_error_rate = 1.0
         if "curriculum" in config.reward.reward_kwargs:
             # Offline scoring judges against each row's first reference and never moves a training run's levels.
             config.reward.reward_kwargs.curriculum.enable = False

@@ -116,6 +116,8 @@ class CachedJudge:
         return None if row is None else JudgeReply(text=row[0], finish_reason=row[1], latency_s=row[2], attempts=row[3])
 
     def _store(self, key: str, reply: JudgeReply) -> None:
+        if reply.refusal:  # the table keeps text and finish_reason only: a refusal is asked again
+            return
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO replies (key, text, finish_reason, latency_s, attempts) VALUES (?, ?, ?, ?, ?)",
