@@ -107,6 +107,7 @@ async def compute_score(
             criteria=criteria,
             template=template,
             system=system_prompt,
+            output="scores" if output == "scores" else "verdict",
         )
         for c, r, slot in jobs
     ]

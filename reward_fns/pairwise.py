@@ -150,6 +150,7 @@ async def judge_against(response: str, task: WritingRLTask, reference: str, judg
             criteria=task.criteria,
             template=how.template,
             system=how.system_prompt,
+            output="scores" if how.output == "scores" else "verdict",
         )
         for slot in slots
     ]

@@ -51,7 +51,7 @@ def test_strip_think(response, answer):
         ("<think>leaning [[A]]</think>I cannot decide.", None),  # a verdict while thinking is not an answer
         ("<think>[[A]] but the judge was cut off", None),
         ("", None),
-        ("```\n[[B]]\n```", "B"),  # a fence around the judge's own last line is formatting
+        ("```\n[[B]]\n```", None),  # fenced text is quoted, even a lone verdict
         ("Final verdict: `[[A]]`", "A"),  # so are backticks
     ],
 )
@@ -70,7 +70,7 @@ def test_parse_verdict(output, verdict):
         ("A: **7**, B: `4`", (7, 4)),
         ("Final scores: A: 7, B: 4", (7, 4)),
         ("Scores: B: 2, A: 8.", (8, 2)),
-        ("Verdict below.\n```\nA: 6, B: 6\n```", (6, 6)),  # inside a code fence
+        ("Verdict below.\n```\nA: 6, B: 6\n```", None),  # fenced text is quoted, even a lone score line
         ("A: 7\nB: 4", None),  # one score per line: the last line alone has one
         ("Total: A: 7, B: 4", None),  # only a scores label is dropped
         ("<think>A: 1, B: 2</think>\nA: 5, B: 5", (5, 5)),  # scores considered while thinking do not count
@@ -126,7 +126,8 @@ def test_read_verdict_never_hands_a_quoted_or_conflicting_verdict_the_win(reply,
     [
         ("<think>plan</think>answer", "plan", "answer"),
         ("  \n<think>plan</think>answer", "plan", "answer"),
-        ("opened in the prompt</think>answer", "opened in the prompt", "answer"),
+        ("opened in the prompt\n</think>\n\nanswer", "opened in the prompt\n", "\n\nanswer"),
+        ("a quoted mid-line </think> is text [[A]]", "", "a quoted mid-line </think> is text [[A]]"),
         ("answer <think>quoted</think> more", "", "answer <think>quoted</think> more"),
         ("answer only", "", "answer only"),
         ("<think>a</think>b</think>c", "a", "b</think>c"),  # the first close ends the block
@@ -140,7 +141,8 @@ def test_without_quotes_blanks_line_for_line():
     text = 'keep\n> quoted\nsays "x [[B]]" here\n```\ncode\nmore\n```\nend'
     out = without_quotes(text)
     assert out.split("\n") == ["keep", "", "says   here", "", "", "", "", "end"]
-    assert without_quotes("```\nunclosed\n[[B]]") == "\n\n"  # an unclosed fence quotes to the end
+    # a fence that never closes quotes nothing (a response can leave the judge's own closing fence unmatched)
+    assert without_quotes("```\nunclosed\n[[B]]") == "```\nunclosed\n[[B]]"
 
 
 ADVERSARIAL_SCORES = [

@@ -16,11 +16,14 @@ import re
 ZERO_WIDTH_SPACE = "\u200b"
 
 # Tags that chat templates and tokenizers give a meaning: <|im_start|>, <|eot_id|>, DeepSeek's
-# <｜Assistant｜>, <s>, </s>, [INST], <<SYS>>, Gemma's <start_of_turn>, reasoning tags, <unk>/<pad>...
+# <｜Assistant｜>, <s>, </s>, [INST], <<SYS>>, Mistral's [SYSTEM_PROMPT] / [THINK], Gemma's
+# <start_of_turn>, Seed's <seed:bos>, tool-call tags, reasoning tags, <unk>/<pad>...
 _SPECIAL = re.compile(
     r"<[|\uff5c][^<>\n]{0,64}?[|\uff5c]>"
-    r"|</?(?:s|think|bos|eos|pad|unk|mask|start_of_turn|end_of_turn|im_start|im_end|endoftext|sep|cls)>"
-    r"|\[/?(?:INST|SYS|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]"
+    r"|</?(?:s|think|bos|eos|pad|unk|mask|start_of_turn|end_of_turn|im_start|im_end|endoftext|sep|cls"
+    r"|tool_call|tool_response|tools)>"
+    r"|<seed:[a-z_]{1,32}>"
+    r"|\[/?(?:INST|SYS|SYSTEM_PROMPT|THINK|IMG|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT)\]"
     r"|<</?SYS>>",
     re.I,
 )

@@ -87,6 +87,8 @@ def message_content(message: object, finish_reason: str | None = None) -> tuple[
     except ValueError as exc:
         if refusal:
             return "", refusal
+        if (finish_reason or "").lower() == "content_filter":  # e.g. Azure's output filter: no content
+            return "", "the judge's output was filtered (finish_reason=content_filter)"
         fields = ", ".join(map(str, message))
         raise ValueError(f"{exc} (finish_reason={finish_reason!r}, message fields: {fields})") from None
     return text, refusal or part_refusal
@@ -153,6 +155,11 @@ class OpenAIJudge:
                         retry_after_header = resp.headers.get("Retry-After")
                 if status == 200:
                     return self._read_reply(raw, start, attempt + 1)
+                if status == 400 and b"content_filter" in raw:
+                    # The endpoint's filter refused the prompt (the responses in it): a refusal the reward
+                    # counts and pays as a loss, not a judge failure a response could stop training with.
+                    refusal = f"the judge's input filter refused the request: {raw[:200].decode(errors='replace')}"
+                    return JudgeReply("", "content_filter", time.perf_counter() - start, attempt + 1, refusal=refusal)
                 error: JudgeError = http_error(self.endpoint, status, raw.decode(errors="replace"), attempt + 1)
                 if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):
                     self.stats.failures[error.kind] += 1

@@ -27,36 +27,54 @@ def read_verdict(reply: str) -> str | Unreadable:
     if isinstance(split, Unreadable):
         return split
     answer = split[1]
-    found = set(_VERDICT.findall(without_quotes(answer)))
+    found = set()
+    for line in without_quotes(answer).splitlines():
+        tokens = set(_VERDICT.findall(line))
+        if len(tokens) < len(VERDICTS):  # a line naming all three lists the options, it chooses none
+            found |= tokens
     if len(found) == 1:
         return found.pop()
     if len(found) > 1:
         return Unreadable(f"conflicting verdicts {', '.join(f'[[{v}]]' for v in sorted(found))} in one reply")
     if _VERDICT.search(answer):
-        return Unreadable("the only verdict tokens are inside quoted material")
+        return Unreadable("the only verdict tokens are inside quoted material or list the options")
     return Unreadable("no verdict [[A]], [[B]] or [[C]] after the reasoning")
 
 
 _SCORES_LABEL = re.compile(r"^\s*(?:final\s+)?scores?\s*:\s*", re.I)
+_LABEL_NOUN = re.compile(r"\b(?:response|assistant|answer)\s+(?=[AB]\s*:)", re.I)
+_OUT_OF_TEN = re.compile(r"(\d)\s*/\s*10\b")
+
+
+def _score_pair_line(line: str) -> tuple[int, int] | str:
+    """``(a, b)`` from one line such as ``A: 7, B: 4`` (also ``**Scores:** Response A: 7/10, ...``)."""
+    line = _SCORES_LABEL.sub("", re.sub(r"[*_`]", "", line))
+    line = _OUT_OF_TEN.sub(r"\1", _LABEL_NOUN.sub("", line))
+    scores = parse_scores(line, ("A", "B"), strict=False)
+    return scores if isinstance(scores, str) else (scores["A"], scores["B"])
 
 
 def read_score_pair(reply: str) -> tuple[int, int] | Unreadable:
     """The judge's scores of Response A and Response B, ``(a, b)``, integers 0-10.
 
     They are the last non-empty line of the answer outside quoted material, both labels once, in
-    either order: ``A: 7, B: 4``. Markdown emphasis and a leading ``Scores:`` / ``Final scores:`` are
-    ignored; a fence around that line alone is the judge's formatting."""
+    either order: ``A: 7, B: 4`` (markdown emphasis, a leading ``Scores:``, ``Response``/``Assistant``
+    before a label and ``/10`` after a score are ignored; a fence around that line alone is the judge's
+    formatting). Any other line outside quotes that is itself a score pair must agree with it: a judge
+    that echoes a response's fake score line after its own is unreadable."""
     split = split_reasoning(reply)
     if isinstance(split, Unreadable):
         return split
     lines = [line for line in without_quotes(split[1]).splitlines() if line.strip()]
     if not lines:
         return Unreadable("no answer after the reasoning")
-    line = _SCORES_LABEL.sub("", re.sub(r"[*_`]", "", lines[-1]))
-    scores = parse_scores(line, ("A", "B"), strict=False)
+    scores = _score_pair_line(lines[-1])
     if isinstance(scores, str):
         return Unreadable(f"the last line is not a score pair 'A: <0-10>, B: <0-10>': {scores}")
-    return scores["A"], scores["B"]
+    others = {pair for pair in map(_score_pair_line, lines[:-1]) if not isinstance(pair, str)}
+    if others - {scores}:
+        return Unreadable(f"conflicting score pairs {sorted(others | {scores})} in one reply")
+    return scores
 
 
 @dataclass(frozen=True)
@@ -75,51 +93,98 @@ def read_comparison(reply: str, output: str = "verdict", tie_margin: float = 0) 
     the reply holds a verdict token, else a score pair."""
     if output not in PAIRWISE_OUTPUTS:
         raise ValueError(f"output must be one of {PAIRWISE_OUTPUTS}, got {output!r}")
-    if output == "verdict" or (output == "auto" and isinstance(reply, str) and _VERDICT.search(reply)):
+    if output == "verdict":
         verdict = read_verdict(reply)
         return verdict if isinstance(verdict, Unreadable) else Comparison(verdict)
     scores = read_score_pair(reply)
-    if isinstance(scores, Unreadable):
-        return scores
+    from_scores = scores if isinstance(scores, Unreadable) else Comparison(_verdict_of(scores, tie_margin), scores)
+    if output == "scores" or not _states_a_verdict(reply):
+        return from_scores
+    # auto, with a verdict token in the judge's own words: it must read, and agree with any score line.
+    verdict = read_verdict(reply)
+    if isinstance(verdict, Unreadable) or isinstance(from_scores, Unreadable):
+        return verdict if isinstance(verdict, Unreadable) else Comparison(verdict)
+    if verdict != from_scores.verdict:
+        return Unreadable(f"the verdict [[{verdict}]] disagrees with the scores {scores}")
+    return from_scores
+
+
+def _verdict_of(scores: tuple[int, int], tie_margin: float) -> str:
     a, b = scores
-    verdict = "C" if abs(a - b) <= tie_margin else "A" if a > b else "B"
-    return Comparison(verdict, scores)
+    return "C" if abs(a - b) <= tie_margin else "A" if a > b else "B"
+
+
+def _states_a_verdict(reply: str) -> bool:
+    """Whether the answer, outside quoted material and the reasoning block, holds a verdict token."""
+    split = split_reasoning(reply)
+    return not isinstance(split, Unreadable) and bool(_VERDICT.search(without_quotes(split[1])))
 
 
 def read_json_score(reply: str, key: str = "score", low: float = 1, high: float = 10) -> float | Unreadable:
     """The number under ``key`` in the JSON object of the answer (WritingBench's critic writes
     ``{"score": 7, "reason": "..."}``), within ``[low, high]``.
 
-    Every JSON object in the answer that has ``key`` is read; they must agree (a quoted object with
-    another score makes the reply unreadable)."""
+    Every JSON object in the answer that has ``key`` is read and they must agree; an object with
+    ``key`` twice, or a ``"key":`` that no decoded object accounts for (a judge that copied a response's
+    text unescaped into its own object), makes the reply unreadable."""
     split = split_reasoning(reply)
     if isinstance(split, Unreadable):
         return split
     answer = split[1]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
     values = []
     position = answer.find("{")
     while position >= 0:
         try:
             value, end = decoder.raw_decode(answer, position)
+        except _DuplicateKey as exc:
+            return Unreadable(f'a JSON object has "{exc}" twice')
         except ValueError:
             position = answer.find("{", position + 1)
             continue
-        if isinstance(value, dict) and key in value:
-            values.append(value[key])
+        values += _values_under(value, key)
         position = answer.find("{", end)
+    mentions = len(re.findall(rf'"{re.escape(key)}"\s*:', answer))
     if not values:
         return Unreadable(f'no JSON object with a "{key}" field after the reasoning')
+    if mentions > len(values):
+        return Unreadable(f'{mentions} "{key}" fields but only {len(values)} in well-formed JSON objects')
     if any(v != values[0] for v in values[1:]):
         return Unreadable(f'conflicting "{key}" values {values[:4]} in one reply')
-    score = values[0]
+    return _number_in_range(values[0], key, low, high)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise _DuplicateKey(k)
+    return dict(pairs)
+
+
+def _values_under(value: object, key: str) -> list:
+    """The values under ``key`` in a decoded object and the objects nested in it."""
+    if isinstance(value, dict):
+        found = [value[key]] if key in value else []
+        return found + [v for item in value.values() for v in _values_under(item, key)]
+    if isinstance(value, list):
+        return [v for item in value for v in _values_under(item, key)]
+    return []
+
+
+def _number_in_range(value: object, key: str, low: float, high: float) -> float | Unreadable:
+    score = value
     if isinstance(score, str):
         try:
             score = float(score.strip())
         except ValueError:
-            return Unreadable(f'"{key}" is {values[0]!r:.40}, not a number')
+            return Unreadable(f'"{key}" is {value!r:.40}, not a number')
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        return Unreadable(f'"{key}" is {values[0]!r:.40}, not a number')
+        return Unreadable(f'"{key}" is {value!r:.40}, not a number')
     if not low <= score <= high:
         return Unreadable(f'"{key}" is {score}, outside {low}-{high}')
     return float(score)

@@ -208,6 +208,8 @@ def _read(
 
     ranking: Ranking | None = None
     scores: dict[str, int] | None = None
+    if not strict:  # "### Final Ranking: B > A > C": a header and its value on one line
+        values = {slot: _INLINE_HEADER.sub("", line) for slot, line in values.items()}
     if "ranking" in values:
         parsed = parse_ranking(values["ranking"], labels, strict=strict)
         if isinstance(parsed, str):
@@ -229,6 +231,9 @@ def _read(
     if reason:
         return reason
     return GQMOutput(ranking=ranking, scores=scores, reasoning=reasoning)
+
+
+_INLINE_HEADER = re.compile(r"^[\s#*]*(?:final\s+)?(?:rankings?|scores?)\s*\**\s*:\s*\**\s*(?=\S)", re.I)
 
 
 def _conflicting_line(

@@ -43,9 +43,10 @@ def split_reasoning(reply: str) -> tuple[str, str] | Unreadable:
     """(reasoning, answer) of a judge reply.
 
     A reasoning block counts only at the start of the reply: ``<think>...</think>``, or text up to the
-    first ``</think>`` with no ``<think>`` before it (chat templates that open the block in the prompt).
-    A ``<think>`` anywhere else is ordinary text, e.g. part of an answer the judge quotes. A block
-    opened at the start and never closed means the judge gave no answer.
+    first ``</think>`` standing on its own line with no ``<think>`` before it (chat templates that open
+    the block in the prompt). Any other ``<think>`` or ``</think>`` is ordinary text, e.g. part of an
+    answer the judge quotes mid-sentence. A block opened at the start and never closed means the judge
+    gave no answer.
     """
     if not isinstance(reply, str):
         return Unreadable(f"expected the judge's reply text, got {type(reply).__name__}")
@@ -55,10 +56,13 @@ def split_reasoning(reply: str) -> tuple[str, str] | Unreadable:
         if close < 0:
             return Unreadable("the judge's <think> block is never closed: no answer after the reasoning")
         return reply[start + len(THINK_OPEN) : close], reply[close + len(THINK_CLOSE) :]
-    close = reply.find(THINK_CLOSE)
-    if close >= 0 and THINK_OPEN not in reply[:close]:
-        return reply[:close], reply[close + len(THINK_CLOSE) :]
+    close = _OWN_LINE_CLOSE.search(reply)
+    if close and THINK_OPEN not in reply[: close.start()]:
+        return reply[: close.start()], reply[close.end() :]
     return "", reply
+
+
+_OWN_LINE_CLOSE = re.compile(r"(?:^|(?<=\n))[ \t]*</think>[ \t]*(?=\n|$)")
 
 
 def strip_think(text: str) -> str | None:
@@ -84,19 +88,17 @@ _INLINE_QUOTE = re.compile(r'"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u00ab[^\u00bb\n
 
 def without_quotes(answer: str) -> str:
     """``answer`` with quoted material blanked, line for line: fenced blocks, ``>`` block quotes and
-    double-quoted spans. A fenced block that holds a single line and ends the answer stays: that is a
-    judge formatting its own final line, not a quotation."""
+    double-quoted spans. A fence that never closes quotes nothing: a response can close the judge's
+    quote early, leaving the judge's own closing fence unmatched, and that fence must not hide the
+    judge's verdict."""
     lines = answer.split("\n")
     kept: list[str] = []
     i = 0
     while i < len(lines):
         opening = _FENCE.match(lines[i])
-        if opening:
-            end = _closing_fence(lines, i + 1, opening.group(1))
-            body = lines[i + 1 : end]
-            last = not any(line.strip() for line in lines[end + 1 :])
-            own_line = end < len(lines) and last and sum(bool(line.strip()) for line in body) == 1
-            kept += [""] + (body if own_line else [""] * len(body)) + [""] * (end < len(lines))
+        end = _closing_fence(lines, i + 1, opening.group(1)) if opening else len(lines)
+        if opening and end < len(lines):
+            kept += [""] * (end + 1 - i)
             i = end + 1
         elif lines[i].lstrip().startswith(">"):
             kept.append("")
