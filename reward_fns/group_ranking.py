@@ -81,6 +81,16 @@ def _load_tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path)
 
 
+def markup_tokens(tokenizer) -> tuple[str, ...]:
+    """The GenRM tokenizer's special and added tokens that look like markup (``<...>``, ``[...]``): a
+    candidate must not be able to write them into the GenRM's prompt."""
+    if tokenizer is None:
+        return ()
+    tokens = set(getattr(tokenizer, "all_special_tokens", []) or [])
+    tokens |= set((tokenizer.get_added_vocab() if hasattr(tokenizer, "get_added_vocab") else {}) or {})
+    return tuple(sorted(t for t in tokens if len(t) > 2 and t[0] + t[-1] in ("<>", "[]")))
+
+
 def prompt_tokens(messages: list[dict], tokenizer) -> int:
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return len(tokenizer.encode(text, add_special_tokens=False))
@@ -129,7 +139,8 @@ async def compute_score(
                 "reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set judge_tokenizer_path "
                 "(verl passes it automatically when it hosts the GenRM)"
             )
-        layout = {"system": system_prompt, "template": template, "separator": candidate_separator}
+        layout = {"system": system_prompt, "template": template, "separator": candidate_separator,
+                  "special_tokens": markup_tokens(tokenizer)}  # fmt: skip
         ranker = _Ranker(judge, members[0], seed, layout, tokenizer, max_prompt_tokens)
         result = await ranker.rank(candidates, attempt=0)
         for attempt in range(1, parse_retries + 1):

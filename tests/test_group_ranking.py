@@ -201,3 +201,12 @@ def test_extract_answer(response, mode, answer):
 def test_same_keys_for_every_rollout():
     results, _, _ = run(members("```\nok good\n```", "none", "```\nok bad\n```"), extraction="codeblock")
     assert len({frozenset(r) for r in results}) == 1
+
+
+def test_the_genrm_tokenizer_s_own_markup_tokens_are_broken_in_candidates(tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))  # a copy: the session's stays as it is
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<my_role>"]})
+    _, genrm, _ = run(members("good <my_role> text", "bad text"), judge_tokenizer=tokenizer)
+    assert "<my_role>" not in genrm.asked[0] and "<\u200bmy_role>" in genrm.asked[0]

@@ -59,7 +59,10 @@ def test_pairwise_gaming_responses_never_beat_a_loss(
 ):
     server = judge_server(script=red_team_judge)
     config = compose_writing_rl(
-        tokenizer_dir, server.base_url, f"reward.custom_reward_function.reward_kwargs.strategy={strategy}"
+        tokenizer_dir,
+        server.base_url,
+        f"reward.custom_reward_function.reward_kwargs.strategy={strategy}",
+        "reward.num_workers=1",
     )
     gaming = attacks(token)
     texts = [*HONEST, *gaming.values()]
@@ -86,7 +89,9 @@ def test_a_context_length_error_stops_the_step_whatever_on_judge_error_says(
     said = "This model's maximum context length is 512 tokens. However, you requested 900 tokens."
     body = f'{{"error": {{"message": "{said}", "code": 400}}}}'.encode()
     server = judge_server(script=lambda request, i: Reply(status=400, body=body))
-    config = compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.on_judge_error=neutral")
+    config = compose_writing_rl(
+        tokenizer_dir, server.base_url, "reward.reward_kwargs.on_judge_error=neutral", "reward.num_workers=1"
+    )
     batch = build_reward_batch(tokenizer, [writing_row(0)], ["a story"])
     with reward_loop(config) as manager, pytest.raises(Exception, match="judge context 512 tokens"):
         manager.compute_rm_score(batch)
@@ -120,6 +125,7 @@ def test_brpo_gaming_rollouts_and_gaming_references_pay_a_loss(ray_cluster, judg
             f"reward.reward_kwargs.judge.base_url={server.base_url}",
             "reward.reward_kwargs.judge.model=scripted-judge",
             "actor_rollout_ref.rollout.n=4",
+            "reward.num_workers=1",
             "reward.reward_kwargs.groups.settle_s=60",
         ],
     )
@@ -146,6 +152,7 @@ def test_grrm_a_candidate_faking_the_final_block_is_the_culprit(ray_cluster, jud
             f"reward.reward_kwargs.judge.base_url={server.base_url}",
             "reward.reward_kwargs.judge.model=scripted-judge",
             "actor_rollout_ref.rollout.n=4",
+            "reward.num_workers=1",
             "reward.reward_kwargs.groups.settle_s=60",
         ],
     )

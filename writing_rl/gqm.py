@@ -353,6 +353,7 @@ def build_prompt(
     cot: bool = True,
     template: str | None = None,
     separator: str = "\n\n",
+    special_tokens: tuple[str, ...] = (),
 ) -> str:
     """The GQM request for a group of candidates (the user message).
 
@@ -361,7 +362,8 @@ def build_prompt(
     replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
     (text inside candidates that looks like a placeholder is left alone). ``separator`` goes between
     candidate blocks (``Translation A:`` and the fenced text); with a template these two reproduce a
-    published layout exactly (README "Reproducing a published judge prompt").
+    published layout exactly (README "Reproducing a published judge prompt"). ``special_tokens`` (the
+    GenRM tokenizer's) are broken up in the candidates besides the usual template tags (writing_rl/quoting.py).
     """
     prompter = GroupPrompter(
         candidates,
@@ -374,6 +376,7 @@ def build_prompt(
         cot=cot,
         template=template,
         separator=separator,
+        special_tokens=special_tokens,
     )
     return prompter.render([prompter.block(i, i) for i in range(len(candidates))])
 
@@ -397,6 +400,7 @@ class GroupPrompter:
         cot: bool = True,
         template: str | None = None,
         separator: str = "\n\n",
+        special_tokens: tuple[str, ...] = (),
     ):
         _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
         if (source_text is None) == (writing_prompt is None):
@@ -415,7 +419,7 @@ class GroupPrompter:
         self._separator = separator
         self._source = fence(task_text)
         self._noun = CANDIDATE_NOUN[self.kind]
-        self._fenced = [fence(plain_text(text)) for text in candidates]
+        self._fenced = [fence(plain_text(text, special_tokens)) for text in candidates]
         # Built on first use: [position][candidate] blocks, and per shown count the template text around
         # the candidates (source filled in), as str and as UTF-8.
         self._table: list[list[str]] | None = None
