@@ -149,7 +149,7 @@ else
   cat <<'MSG'
 == 2/4 judge: a tiny UNTRAINED model (random weights, built here)
    !! Its verdicts are noise: this run shows the plumbing (serve-judge -> judge client -> verl's
-   !! reward loop -> reward), not judging. Expect parse errors and neutral rewards. For real verdicts
+   !! reward loop -> reward), not judging. Expect parse errors, each paid as a loss. For real verdicts
    !! set JUDGE_MODEL=/path/to/a/local/chat/model or JUDGE_BASE_URL (+ JUDGE_MODEL) and rerun.
 MSG
   JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-32}"

@@ -114,11 +114,16 @@ def test_slot_labels_pairwise_and_brpo():
     [
         (pairwise_record(1.0, "win"), [{"reply": "[[B]]"}], "1: a win"),
         (pairwise_record(0.75, None) | {"win": 0.5, "tie": 0.5}, [{"reply": "[[B]]"}], "0.75: win 0.5, tie 0.5"),
-        (pairwise_record(0.5, None, parse_error=1), [{"reply": "noise"}], "0.5: the neutral reward, no verdict"),
+        (pairwise_record(0.0, None, parse_error=1), [{"reply": "noise"}], "0: no verdict, counted as a loss"),
         ({"reward": 0.0, "format_error": 1, "win": 0, "tie": 0, "loss": 1}, [], "0: the response has no answer"),
         ({"reward": -1.0, "is_reference": 0}, [{"reply": "[[B]]"}], "-1: the reference preferred"),
-        ({"reward": 0.0, "is_reference": 0, "parse_error": 1}, [{"reply": "noise"}], "0: no verdict, counted as a tie"),
-        ({"reward": 0.0, "is_reference": 1}, [], "0: the group's bootstrapped reference"),
+        (
+            {"reward": -1.0, "is_reference": 0, "parse_error": 1},
+            [{"reply": "noise"}],
+            "-1: no verdict, counted as a loss",
+        ),
+        ({"reward": 0.0, "is_reference": 1}, [], "0: the group's bootstrapped reference, not judged"),
+        ({"reward": -1.0, "is_reference": 1, "parse_error": 1}, [], "-1: the group's bootstrapped reference; no comp"),
     ],
 )
 def test_reward_text(record, calls, expected):
@@ -126,13 +131,13 @@ def test_reward_text(record, calls, expected):
 
 
 def test_parse_error_lines_explain_the_untrained_judge_and_hint_for_a_real_one():
-    records = [pairwise_record(0.5, None, parse_error=1) | {"judge_calls": 1} for _ in range(3)]
+    records = [pairwise_record(0.0, None, parse_error=1) | {"judge_calls": 1} for _ in range(3)]
     records.append({"reward": 0.0, "parse_error": 0, "judge_calls": 0, "win": 0, "tie": 0, "loss": 1})
     untrained = parse_error_lines(records, untrained=True, max_tokens=16, out_dir="runs/x")
     assert untrained[0].startswith("-- parse errors: 3 of 3 judged samples (100%")
     assert "the table's parse_error_rate divides by all 4 samples, 1 not judged" in untrained[0]
     assert "tiny untrained judge writes up to 16 random tokens" in untrained[1]
-    assert "neutral reward, 0.5 here" in untrained[1] and "JUDGE_MODEL or JUDGE_BASE_URL" in untrained[1]
+    assert "pays a loss, 0 here" in untrained[1] and "JUDGE_MODEL or JUDGE_BASE_URL" in untrained[1]
 
     real = parse_error_lines(records, untrained=False, max_tokens=512, out_dir="runs/x")
     assert (
@@ -141,8 +146,8 @@ def test_parse_error_lines_explain_the_untrained_judge_and_hint_for_a_real_one()
 
     healthy = [r | {"parse_error": 0} for r in records[:3]] * 2 + [records[0]]  # 1 of 7: under the threshold
     assert len(parse_error_lines(healthy, untrained=False, max_tokens=None, out_dir="runs/x")) == 1
-    brpo = [{"reward": 0.0, "is_reference": 0, "parse_error": 1, "judge_calls": 2}]
-    assert "gets 0, the reward of a tie" in parse_error_lines(brpo, True, None, "runs/x")[1]
+    brpo = [{"reward": -1.0, "is_reference": 0, "parse_error": 1, "judge_calls": 2}]
+    assert "an unreadable comparison counts as a loss (-1)" in parse_error_lines(brpo, True, None, "runs/x")[1]
 
 
 def write_jsonl(path, rows):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .io import read_jsonl
-from .parsing import parse_verdict, strip_think
+from .parsing import Unreadable, parse_verdict, read_verdict, strip_think
 from .prompts import read_pairwise_request
 
 PROMPT_CHARS = 200
@@ -143,9 +143,9 @@ def _reference_label(sample: int, text: str, records: list[dict], responses: Res
 def verdict_text(reply: str | None, error: str | None, labels: dict[str, str]) -> str:
     if reply is None:
         return f"none: the judge call failed ({head(error or 'no reply', 120)})"
-    verdict = parse_verdict(reply)
-    if verdict is None:
-        return "none: the reply holds no [[A]]/[[B]]/[[C]] verdict (a parse error)"
+    verdict = read_verdict(reply)
+    if isinstance(verdict, Unreadable):
+        return f"none: {verdict} (a parse error)"
     if verdict == "C":
         return "[[C]]: a tie"
     who = labels.get(verdict)
@@ -158,9 +158,11 @@ def reward_text(record: dict, calls: list[dict]) -> str:
     if record.get("format_error"):
         return f"{reward}: the response has no answer (format error), not judged"
     if brpo and record["is_reference"]:
+        if record.get("parse_error"):
+            return f"{reward}: the group's bootstrapped reference; no comparison with it could be read, so it loses"
         return f"{reward}: the group's bootstrapped reference, not judged"
     if calls and not any(map(has_verdict, calls)):
-        return f"{reward}: no verdict, counted as a tie" if brpo else f"{reward}: the neutral reward, no verdict"
+        return f"{reward}: no verdict, counted as a loss (reward_kwargs.on_parse_error)"
     if brpo:
         meaning = {1.0: "preferred to the reference", -1.0: "the reference preferred", 0.0: "a tie"}
         return f"{reward}: " + meaning.get(record["reward"], "the mean over the judged orders")
@@ -227,10 +229,10 @@ def parse_error_lines(records: list[dict], untrained: bool, max_tokens: int | No
 
 def _parse_error_pay(records: list[dict]) -> str:
     if "is_reference" in records[0]:
-        return "a rollout with no verdict in any comparison gets 0, the reward of a tie"
-    paid = {r["reward"] for r in records if r.get("parse_error") and not any(r.get(k) for k in ("win", "tie", "loss"))}
+        return "an unreadable comparison counts as a loss (-1), and so does a reference none of whose comparisons reads"
+    paid = {r["reward"] for r in records if r.get("parse_error") and r.get("judge_calls")}
     here = f", {paid.pop():g} here" if len(paid) == 1 else ""
-    return f"such a sample gets the neutral reward{here} (reward_kwargs.neutral_reward; default: the tie score, 0.5)"
+    return f"such a sample pays a loss{here} (reward_kwargs.on_parse_error=loss; tie pays the tie score)"
 
 
 def report(out_dir: str, responses: str, untrained: bool = False, max_tokens: int | None = None) -> str:
