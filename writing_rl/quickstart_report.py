@@ -24,7 +24,7 @@ ANSWER_CHARS = 160
 REASONING_CHARS = 300
 # Above this share of judged samples without a verdict, a real judge gets a hint on what to fix.
 HIGH_PARSE_ERROR_RATE = 0.2
-README_SECTION = 'README "Per-sample extra info"'
+README_SECTION = 'README "Reward integrity"'
 POLICY = "the policy's response"
 
 
