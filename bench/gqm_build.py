@@ -68,9 +68,9 @@ def baseline_build(input_path: str, output_path: str, subgroups: int, shuffles: 
     """What a one-off script does: iterrows, one dict per output row, DataFrame, to_parquet."""
     import pandas as pd
 
-    from data_prep.fields import content_seed
     from data_prep.gqm import augmentation_plan
     from writing_rl import gqm
+    from writing_rl.data.fields import content_seed
 
     frame = pd.read_parquet(input_path)
     items = []

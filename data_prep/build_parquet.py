@@ -16,13 +16,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from data_prep import pipeline  # noqa: E402
 from data_prep.gqm import DUPLICATES, GQMRLBuilder, GQMSFTBuilder, GroupReader  # noqa: E402
 from data_prep.plain_prompts import MT_TEMPLATE, PromptsBuilder  # noqa: E402
 from data_prep.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder  # noqa: E402
-from data_prep.writing_rl import WritingRLBuilder  # noqa: E402
 from writing_rl import gqm  # noqa: E402
 from writing_rl.cli import HelpFormatter  # noqa: E402
+from writing_rl.data import pipeline  # noqa: E402
+from writing_rl.data.writing_rl_rows import WritingRLBuilder  # noqa: E402
 from writing_rl.io import atomic_write_text  # noqa: E402
 
 

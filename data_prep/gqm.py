@@ -28,10 +28,9 @@ import numpy as np
 import pyarrow as pa
 
 from writing_rl import gqm, parsing
-
-from . import fields
-from .pipeline import BadRow
-from .schemas import CHAT, MESSAGES_SCHEMA, rl_schema
+from writing_rl.data import fields
+from writing_rl.data.pipeline import BadRow
+from writing_rl.data.schemas import CHAT, MESSAGES_SCHEMA, rl_schema
 
 DUPLICATES = ("keep", "drop", "reject")
 

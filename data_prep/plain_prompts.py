@@ -16,10 +16,9 @@ from typing import ClassVar
 import pyarrow as pa
 
 from writing_rl import gqm
-
-from . import fields
-from .pipeline import BadRow
-from .schemas import rl_schema
+from writing_rl.data import fields
+from writing_rl.data.pipeline import BadRow
+from writing_rl.data.schemas import rl_schema
 
 MT_TEMPLATE = "Translate the following {src_lang} text into {trg_lang}. Reply with the translation only.\n\n{src_text}"
 

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from writing_rl import gqm
+from writing_rl.data import fields
+from writing_rl.data.pipeline import BadRow
+from writing_rl.data.schemas import MESSAGES_SCHEMA, rl_schema
 from writing_rl.parsing import parse_verdict, strip_think
 from writing_rl.prompts import PAIRWISE_SYSTEM, pairwise_messages
-
-from . import fields
-from .pipeline import BadRow
-from .schemas import MESSAGES_SCHEMA, rl_schema
 
 PROMPT_ALIASES = ("prompt", "question", "instruction", "input")
 CHOSEN_ALIASES = ("chosen", "chosen_response", "response_chosen", "chosen_story")

@@ -34,10 +34,9 @@ from typing import Mapping
 from writing_rl.failures import check_on_parse_error, fallback_outcome, unreadable_flags
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeError, SampleJudge
+from writing_rl.pairwise_task import STRATEGIES, outcome
 from writing_rl.parsing import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
 from writing_rl.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
-
-from .pairwise import STRATEGIES, outcome
 
 OUTCOME_VALUE = {"win": 1.0, "tie": 0.0, "loss": -1.0}
 WIN_RULES = ("mean", "consistent")

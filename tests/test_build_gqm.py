@@ -10,10 +10,10 @@ import pytest
 
 from data_prep import gqm as gqm_builders
 from data_prep.build_parquet import main as build
-from data_prep.fields import content_seed
 from data_prep.gqm import augmentation_plan, clean_analysis, sample_shuffles, sample_subgroups
 from reward_fns.ranking_accuracy import compute_score
 from writing_rl import gqm, parsing
+from writing_rl.data.fields import content_seed
 
 
 def group(i, n=4, lang=("zh", "en"), **extra):

@@ -14,7 +14,7 @@ import pytest
 
 from data_prep.build_parquet import _HelpFormatter, build_parser
 from data_prep.build_parquet import main as build
-from data_prep.readers import iter_located
+from writing_rl.data.readers import iter_located
 
 BAD_LINES = [
     b'{"prompt": "fine one", "references": ["r"]}\n',

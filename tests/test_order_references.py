@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from data_prep.writing_rl import SCHEMA
 from reward_fns.pairwise import read_ground_truth
 from writing_rl.cli import main as cli
 from writing_rl.config import JudgeConfig
+from writing_rl.data.writing_rl_rows import SCHEMA
 from writing_rl.offline import JudgeFailures, JudgeSettings
 from writing_rl.ordering import (
     PromptResult,

@@ -39,11 +39,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from data_prep import fields
-from data_prep.pipeline import BadRow, parse_test_size, test_mask
-from data_prep.readers import iter_chunks
-from data_prep.writing_rl import WritingRLBuilder
-
+from .data import fields
+from .data.pipeline import BadRow, parse_test_size, test_mask
+from .data.readers import iter_chunks
+from .data.writing_rl_rows import WritingRLBuilder
 from .io import atomic_path
 from .offline import JudgeFailures, JudgeSettings, failure_message, judge_through_cache
 from .prompts import pairwise_messages

@@ -49,8 +49,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from reward_fns.pairwise import outcome, read_ground_truth
-
 from .gqm import MAX_SCORE, MIN_SCORE
 from .io import atomic_path
 from .judge.cache import CachedJudge
@@ -63,6 +61,7 @@ from .offline import (
     read_score_pair,
     read_verdict,
 )
+from .pairwise_task import outcome, read_ground_truth
 from .parsing import strip_think
 from .plot import BLUE, GREY, Series, histogram
 from .prompts import pairwise_messages

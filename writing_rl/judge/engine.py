@@ -67,19 +67,6 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-def build_engine(engine: str, model: str, options: Mapping[str, Any]) -> Engine:
-    """The engine named ``engine`` serving ``model``; imports its heavy dependencies only now."""
-    if engine == "hf":
-        from .hf_engine import HFEngine
-
-        return HFEngine(model, **options)
-    if engine == "vllm":
-        from .vllm_engine import VLLMEngine
-
-        return VLLMEngine(model, **options)
-    raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
-
-
 def encode_chat(tokenizer, messages: list[dict[str, str]], chat_template_kwargs: Mapping[str, Any]) -> list[int]:
     """Prompt token ids: the model's chat template with the generation prompt. The template already
     holds any BOS the model wants, so no special tokens are added again."""

@@ -31,12 +31,25 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from .base import JudgeConnectionError, JudgeError, JudgeReply, JudgeTimeout, Messages
-from .engine import ENGINES, EngineUnavailable, Generation, RequestRejected, Sampling, build_engine
+from .engine import ENGINES, Engine, EngineUnavailable, Generation, RequestRejected, Sampling
 
 logger = logging.getLogger(__name__)
 
 PLACEMENT_STRATEGIES = ("SPREAD", "PACK", "STRICT_SPREAD", "STRICT_PACK")
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def build_engine(engine: str, model: str, options: Mapping[str, Any]) -> Engine:
+    """The engine named ``engine`` serving ``model``; imports its heavy dependencies only now."""
+    if engine == "hf":
+        from .hf_engine import HFEngine
+
+        return HFEngine(model, **options)
+    if engine == "vllm":
+        from .vllm_engine import VLLMEngine
+
+        return VLLMEngine(model, **options)
+    raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
 
 
 class JudgeRequestError(JudgeError):

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from writing_rl.prompts import format_criteria
+from ..prompts import format_criteria
 
 from . import fields
 from .pipeline import BadRow

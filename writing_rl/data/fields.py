@@ -8,7 +8,7 @@ import math
 import numbers
 from typing import Any, Sequence
 
-from writing_rl import gqm
+from .. import gqm
 
 from .pipeline import BadRow
 
