@@ -23,7 +23,7 @@ from writing_rl import gqm  # noqa: E402
 from writing_rl.cli import HelpFormatter  # noqa: E402
 from writing_rl.data import pipeline  # noqa: E402
 from writing_rl.data.writing_rl_rows import WritingRLBuilder  # noqa: E402
-from writing_rl.io import atomic_write_text  # noqa: E402
+from writing_rl.files import atomic_write_text  # noqa: E402
 
 
 class _HelpFormatter(HelpFormatter):

@@ -31,7 +31,7 @@ import numpy as np
 import ray
 
 from .config import CurriculumConfig
-from .io import atomic_path
+from .files import atomic_path
 
 logger = logging.getLogger("writing_rl")
 

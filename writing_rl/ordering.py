@@ -43,7 +43,7 @@ from .data import fields
 from .data.pipeline import BadRow, parse_test_size, test_mask
 from .data.readers import iter_chunks
 from .data.writing_rl_rows import WritingRLBuilder
-from .io import atomic_path
+from .files import atomic_path
 from .offline import JudgeFailures, JudgeSettings, failure_message, judge_through_cache
 from .prompts import pairwise_messages
 

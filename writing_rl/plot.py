@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .io import atomic_path
+from .files import atomic_path
 
 Color = tuple[int, int, int]
 WHITE: Color = (255, 255, 255)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .io import read_jsonl
+from .files import read_jsonl
 from .parsing import Unreadable, parse_verdict, read_verdict, strip_think
 from .prompts import read_pairwise_request
 

@@ -34,7 +34,7 @@ import numpy as np
 import ray
 
 from .config import ManagerConfig
-from .io import atomic_write_text, read_jsonl
+from .files import atomic_write_text, read_jsonl
 
 RESPONSE_KEYS = ("id", "index")
 PROGRESS = ".score_progress.jsonl"

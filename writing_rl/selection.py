@@ -49,8 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .files import atomic_path
 from .gqm import MAX_SCORE, MIN_SCORE
-from .io import atomic_path
 from .judge.cache import CachedJudge
 from .offline import (
     JudgeFailures,

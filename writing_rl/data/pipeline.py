@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..io import atomic_path
+from ..files import atomic_path
 
 from .readers import Located, count_rows, input_schema, iter_located
 
