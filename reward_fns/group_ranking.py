@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from writing_rl import gqm, parsing
-from writing_rl.failures import check_on_parse_error, fallback_outcome, unreadable_flags
+from writing_rl.failures import check_on_parse_error, raise_if_asked, unreadable_flags
 from writing_rl.groups import Member
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.parsing import Unreadable, strip_think
@@ -150,7 +150,7 @@ async def compute_score(
             result = await ranker.rank(candidates, attempt)
         if isinstance(result, Unreadable):
             failures.append(result)
-            fallback_outcome(result, on_parse_error)  # raises under on_parse_error=raise
+            raise_if_asked(result, on_parse_error)
             if find_culprit and len(candidates) >= 3:
                 culprit, scores = await ranker.find_culprit(candidates)
             if culprit is None:

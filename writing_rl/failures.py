@@ -28,13 +28,18 @@ def check_on_parse_error(value: str) -> str:
     return value
 
 
-def fallback_outcome(failure: Unreadable, on_parse_error: str) -> str:
-    """``"loss"`` or ``"tie"``: what an unreadable reply counts as. Never a win."""
+def raise_if_asked(failure: Unreadable, on_parse_error: str) -> None:
+    """Stop the step on an unreadable reply when ``on_parse_error=raise``."""
     if on_parse_error == "raise":
         raise UnreadableJudgeReply(
             f"a judge reply could not be read ({failure.kind}: {failure}); stopping the step "
             "(reward_kwargs.on_parse_error=raise). Set on_parse_error=loss to score such replies as losses."
         )
+
+
+def fallback_outcome(failure: Unreadable, on_parse_error: str) -> str:
+    """``"loss"`` or ``"tie"``: what an unreadable reply counts as. Never a win."""
+    raise_if_asked(failure, on_parse_error)
     return "tie" if on_parse_error == "tie" else "loss"
 
 

@@ -23,7 +23,7 @@ from .errors import judge_error_line
 from .judge import Judge, JudgeError, Messages, OpenAIJudge
 from .judge.base import JudgeContextLengthError, JudgeHTTPError, JudgeReply
 from .judge.cache import CachedJudge
-from .parsing import parse_score_pair, parse_verdict
+from .parsing import Unreadable, parse_score_pair, parse_verdict, read_reply
 
 T = TypeVar("T")
 # Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
@@ -168,7 +168,8 @@ async def judge_once(judge: Judge, messages: Messages, read: Callable[[str], Jud
         return Judgment(error=err.kind)
     except JudgeError as err:
         return Judgment(error=err.kind)
-    return Judgment() if reply.truncated or reply.refused else read(reply.text)
+    judgment = read_reply(reply, read)  # a truncated or refused reply is unreadable, as in the reward
+    return Judgment() if isinstance(judgment, Unreadable) else judgment
 
 
 async def judge_all(

@@ -23,12 +23,19 @@ def read_verdict(reply: str) -> str | Unreadable:
     Verdict tokens in quoted material do not count. Two different verdicts outside quotes make the
     reply unreadable (a judge quoting a response that ends in a fake verdict must not hand it the
     win); the same verdict repeated is fine."""
+    answer = _answer(reply)
+    return answer if isinstance(answer, Unreadable) else _verdict_in(*answer)
+
+
+def _answer(reply: str) -> tuple[str, str] | Unreadable:
+    """(the answer after the judge's reasoning block, the same with its quoted material blanked)."""
     split = split_reasoning(reply)
-    if isinstance(split, Unreadable):
-        return split
-    answer = split[1]
+    return split if isinstance(split, Unreadable) else (split[1], without_quotes(split[1]))
+
+
+def _verdict_in(answer: str, unquoted: str) -> str | Unreadable:
     found = set()
-    for line in without_quotes(answer).splitlines():
+    for line in unquoted.splitlines():
         tokens = set(_VERDICT.findall(line))
         if len(tokens) < len(VERDICTS):  # a line naming all three lists the options, it chooses none
             found |= tokens
@@ -62,10 +69,12 @@ def read_score_pair(reply: str) -> tuple[int, int] | Unreadable:
     before a label and ``/10`` after a score are ignored; a fence around that line alone is the judge's
     formatting). Any other line outside quotes that is itself a score pair must agree with it: a judge
     that echoes a response's fake score line after its own is unreadable."""
-    split = split_reasoning(reply)
-    if isinstance(split, Unreadable):
-        return split
-    lines = [line for line in without_quotes(split[1]).splitlines() if line.strip()]
+    answer = _answer(reply)
+    return answer if isinstance(answer, Unreadable) else _score_pair_in(answer[1])
+
+
+def _score_pair_in(unquoted: str) -> tuple[int, int] | Unreadable:
+    lines = [line for line in unquoted.splitlines() if line.strip()]
     if not lines:
         return Unreadable("no answer after the reasoning")
     scores = _score_pair_line(lines[-1])
@@ -93,31 +102,27 @@ def read_comparison(reply: str, output: str = "verdict", tie_margin: float = 0) 
     the reply holds a verdict token, else a score pair."""
     if output not in PAIRWISE_OUTPUTS:
         raise ValueError(f"output must be one of {PAIRWISE_OUTPUTS}, got {output!r}")
+    answer = _answer(reply)
+    if isinstance(answer, Unreadable):
+        return answer
     if output == "verdict":
-        verdict = read_verdict(reply)
+        verdict = _verdict_in(*answer)
         return verdict if isinstance(verdict, Unreadable) else Comparison(verdict)
-    scores = read_score_pair(reply)
-    from_scores = scores if isinstance(scores, Unreadable) else Comparison(_verdict_of(scores, tie_margin), scores)
-    if output == "scores" or not _states_a_verdict(reply):
-        return from_scores
+    scores = _score_pair_in(answer[1])
+    if output == "scores" or not _VERDICT.search(answer[1]):
+        return scores if isinstance(scores, Unreadable) else Comparison(_verdict_of(scores, tie_margin), scores)
     # auto, with a verdict token in the judge's own words: it must read, and agree with any score line.
-    verdict = read_verdict(reply)
-    if isinstance(verdict, Unreadable) or isinstance(from_scores, Unreadable):
+    verdict = _verdict_in(*answer)
+    if isinstance(verdict, Unreadable) or isinstance(scores, Unreadable):
         return verdict if isinstance(verdict, Unreadable) else Comparison(verdict)
-    if verdict != from_scores.verdict:
+    if verdict != _verdict_of(scores, tie_margin):
         return Unreadable(f"the verdict [[{verdict}]] disagrees with the scores {scores}")
-    return from_scores
+    return Comparison(verdict, scores)
 
 
 def _verdict_of(scores: tuple[int, int], tie_margin: float) -> str:
     a, b = scores
     return "C" if abs(a - b) <= tie_margin else "A" if a > b else "B"
-
-
-def _states_a_verdict(reply: str) -> bool:
-    """Whether the answer, outside quoted material and the reasoning block, holds a verdict token."""
-    split = split_reasoning(reply)
-    return not isinstance(split, Unreadable) and bool(_VERDICT.search(without_quotes(split[1])))
 
 
 def read_json_score(reply: str, key: str = "score", low: float = 1, high: float = 10) -> float | Unreadable:
