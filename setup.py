@@ -28,8 +28,17 @@ setup(
     extras_require={
         # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by
         # tests/test_advantage.py) imports them without declaring them; vLLM brings them on GPU machines.
-        # matplotlib: the tests draw the real plots (the [plot] extra).
-        "test": ["pytest>=7", "openai>=1.0", "cachetools", "uvicorn", "fastapi", "matplotlib>=3.7"],
+        # matplotlib: the tests draw the real plots (the [plot] extra). TransferQueue: verl's v1 trainer's
+        # data plane (verl's verl-core extra), which tests/test_health_tracker.py drives.
+        "test": [
+            "pytest>=7",
+            "openai>=1.0",
+            "cachetools",
+            "uvicorn",
+            "fastapi",
+            "matplotlib>=3.7",
+            "TransferQueue>=0.1.10",
+        ],
         # PNG plots of `writing-rl select`, `curriculum show --plot` and `eval`; without it they are skipped.
         "plot": ["matplotlib>=3.7"],
         # GPU-only: never needed on CPU machines, imported lazily.

@@ -11,8 +11,9 @@ same batch with four reward paths:
   lean        verl's `naive` manager + one shared aiohttp session, one POST, minimal parsing
   ours        ParallelRewardManager + reward_fns.pairwise + OpenAIJudge (concurrency limit, retries,
               per-sample metrics, batch summaries all on)
-  ours+groups hydra_configs/writing_rl.yaml as shipped: GroupRewardManager, the group collector and the
-              reference curriculum on top of the same judge path (groups of 8 rollouts)
+  ours+groups hydra_configs/writing_rl.yaml as shipped: GroupRewardManager, the group rendezvous and the
+              reference curriculum on top of the same judge path (groups of 8 rollouts; ours+groups16:
+              groups of 16, rollout.n=16)
 
 It prints samples/s and ratios, the reward workers' CPU time per sample, and the workers' peak RSS
 over a long run (`--rss-samples`).
@@ -77,7 +78,7 @@ def make_batch(tokenizer, n: int, group_size: int = 8):
         for i in range(n)
     ]
     responses = [
-        f"Platform {i % 9}. The train was late, which was good, because it gave Mara time to rehearse what she "
+        f"Platform {i % 17}. The train was late, which was good, because it gave Mara time to rehearse what she "
         "would say. When Tom stepped down she forgot all of it and simply took his bag. " * 2
         for i in range(n)
     ]
@@ -99,13 +100,17 @@ PER_SAMPLE = [
 ]
 
 
+GROUP_SIZES = {"ours+groups": 8, "ours+groups16": 16}
+
+
 def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str) -> list[str]:
     if name == "ours":
         return ["reward.reward_kwargs.judge.max_concurrency=64", *PER_SAMPLE]
-    if name == "ours+groups":  # hydra_configs/writing_rl.yaml as shipped: group collector + curriculum
+    if name in GROUP_SIZES:  # hydra_configs/writing_rl.yaml as shipped: group rendezvous + curriculum
         return [
             "reward.reward_kwargs.judge.max_concurrency=64",
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
+            f"actor_rollout_ref.rollout.n={GROUP_SIZES[name]}",
         ]
     fn = {"floor": "sleep_only", "docs-style": "docs_style", "lean": "lean"}[name]
     return [
@@ -145,19 +150,19 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None) -> dict:
+def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None, group_size: int = 8) -> dict:
     import ray
     from verl.experimental.reward_loop import RewardLoopManager
 
     manager = RewardLoopManager(config)
     try:
-        manager.compute_rm_score(fresh_groups(warmup))
+        manager.compute_rm_score(fresh_groups(warmup, group_size))
         pids = worker_pids()
         rates, cpu = [], []
         for _ in range(repeats):
             cpu_before = cpu_seconds(pids)
             start = time.perf_counter()
-            out = manager.compute_rm_score(fresh_groups(batch))
+            out = manager.compute_rm_score(fresh_groups(batch, group_size))
             rates.append(len(batch) / (time.perf_counter() - start))
             cpu.append((cpu_seconds(pids) - cpu_before) / len(batch))
         result = {
@@ -168,7 +173,7 @@ def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None) -> d
         }
         if rss_batch is not None:
             before = [peak_rss_mb(p) for p in pids]
-            manager.compute_rm_score(fresh_groups(rss_batch))
+            manager.compute_rm_score(fresh_groups(rss_batch, group_size))
             after = [peak_rss_mb(p) for p in pids]
             result["rss"] = (max(after), max(a - b for a, b in zip(after, before)))
         return result
@@ -207,7 +212,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     results = []
     try:
-        for name in ("floor", "docs-style", "lean", "ours", "ours+groups"):
+        for name in ("floor", "docs-style", "lean", "ours", "ours+groups", "ours+groups16"):
             config = compose(
                 "writing_rl",
                 [
@@ -219,7 +224,8 @@ def main() -> None:
                 ],
             )
             keep_rss = rss_batch if name in ("lean", "ours", "ours+groups") else None
-            results.append(measure(name, config, batch, warmup, args.repeats, keep_rss))
+            group_size = GROUP_SIZES.get(name, 8)
+            results.append(measure(name, config, batch, warmup, args.repeats, keep_rss, group_size))
             print(f"  measured {name}: {results[-1]['rate']:.0f} samples/s", file=sys.stderr)
     finally:
         ray.shutdown()
@@ -231,18 +237,19 @@ def main() -> None:
         f"\n{args.samples} samples, judge {args.latency_ms:.0f} ms x {args.capacity} concurrent "
         f"(ideal {ideal:.0f}/s), {args.workers} reward workers, best of {args.repeats}\n"
     )
-    print(f"{'variant':<12}{'samples/s':>11}{'vs floor':>10}{'vs lean':>9}{'vs ideal':>10}{'worker CPU ms/sample':>22}")
+    print(f"{'variant':<14}{'samples/s':>11}{'vs floor':>10}{'vs lean':>9}{'vs ideal':>10}{'worker CPU ms/sample':>22}")
     for r in results:
         print(
-            f"{r['name']:<12}{r['rate']:>11.0f}{r['rate'] / by_name['floor']['rate']:>10.2f}"
+            f"{r['name']:<14}{r['rate']:>11.0f}{r['rate'] / by_name['floor']['rate']:>10.2f}"
             f"{r['rate'] / by_name['lean']['rate']:>9.2f}{r['rate'] / ideal:>10.2f}{r['cpu_ms']:>22.2f}"
         )
     for name in ("lean", "ours", "ours+groups"):
         if "rss" in by_name[name]:
             peak, growth = by_name[name]["rss"]
             print(f"{name}: {args.rss_samples} more samples -> worker peak RSS {peak:.0f} MB (grew {growth:+.0f} MB)")
-    ratio = by_name["ours"]["rate"] / by_name["lean"]["rate"]
-    print(f"\nours / lean = {ratio:.3f} (target >= 0.95)")
+    print()
+    for name in ("ours", "ours+groups", "ours+groups16"):
+        print(f"{name} / lean = {by_name[name]['rate'] / by_name['lean']['rate']:.3f} (target >= 0.95)")
 
 
 if __name__ == "__main__":

@@ -111,10 +111,15 @@ class ScriptedJudgeServer:
         hold_until_in_flight: int | None = None,
         hold_deadline_s: float = 120.0,
         models: dict[str, int | None] | None = None,
+        refuse_over_capacity: bool = False,
     ):
         self.script = script
         self.latency_s = latency_s
         self.capacity = capacity
+        # With a capacity: a request arriving while `capacity` are being answered gets an immediate 429
+        # without Retry-After (a rate-limited API) instead of waiting for a slot; `refused` counts them.
+        self.refuse_over_capacity = refuse_over_capacity
+        self.refused = 0
         # The first requests wait until this many are in flight at once (or hold_deadline_s passes):
         # a test that needs concurrency observed gets it whatever the start-up order of its clients.
         self.hold_until_in_flight = hold_until_in_flight
@@ -131,6 +136,11 @@ class ScriptedJudgeServer:
         self.port: int | None = None
 
     @property
+    def in_flight(self) -> int:
+        """Requests received and not yet answered."""
+        return self._in_flight
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
@@ -144,6 +154,9 @@ class ScriptedJudgeServer:
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
             await self._hold_first_wave()
+            if self._slots is not None and self.refuse_over_capacity and self._slots.locked():
+                self.refused += 1
+                return web.json_response({"error": {"message": "rate limited", "code": 429}}, status=429)
             if self._slots is not None:
                 async with self._slots:
                     return await self._respond(body, index)
@@ -208,6 +221,21 @@ class ScriptedJudgeServer:
     def release(self) -> None:
         """Let every held reply (``Reply(hold=True)``) go, now and from now on."""
         self._loop.call_soon_threadsafe(self._released.set)
+
+    def kill(self) -> None:
+        """Stop at once, as a crashed judge: the port refuses connections and the requests in flight get
+        their connection cut (no reply). ``stop()`` afterwards is harmless."""
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._kill(), self._loop).result(timeout=10)
+
+    async def _kill(self) -> None:
+        for site in list(self._runner.sites):  # stop listening: new connections are refused
+            await site.stop()
+        # Then cut the open connections: the handlers in flight are cancelled, no grace (a timeout of 0
+        # would mean none at all).
+        await self._runner.server.shutdown(0.01)
+        await self._runner.cleanup()
+        self._runner = None
 
     def stop(self) -> None:
         if self._runner is not None:

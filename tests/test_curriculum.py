@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -13,20 +12,20 @@ from reward_fns.pairwise import compute_group_score
 from writing_rl.judge import JudgeReply, SampleJudge
 from writing_rl.reward_loop.collector import Member
 from writing_rl.reward_loop.config import CurriculumConfig, ManagerConfig
-from writing_rl.reward_loop.curriculum import (
+from writing_rl.reward_loop.curriculum import ReferenceScheduler
+from writing_rl.reward_loop.curriculum_log import (
     LATEST,
     LevelTable,
-    ReferenceScheduler,
-    describe,
     load_levels,
+    read_state,
     save_levels,
     step_snapshots,
 )
+from writing_rl.reward_loop.curriculum_report import describe
 from writing_rl.settings import ConfigError
 
 from conftest import png_colours
 from judge_server import preference_verdict
-from waiting import until
 
 
 class LocalCurriculum:
@@ -57,8 +56,24 @@ class PreferenceJudge:
 REFS = ["ref easy", "ref good medium", "ref good good hard"]
 
 
+@pytest.fixture(autouse=True)
+def closed_at_teardown():
+    """Every scheduler a test builds in-process gives its WAL file back at teardown."""
+    built, build = [], ReferenceScheduler.__init__
+
+    def init(self, *args, **kwargs):
+        build(self, *args, **kwargs)
+        built.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ReferenceScheduler, "__init__", init)
+        yield
+    for scheduler in built:
+        scheduler.close()
+
+
 def settings(tmp_path, **kw):
-    values = dict(state_dir=str(tmp_path / "state"), snapshot_interval_s=0.05, checkpoint_dir=str(tmp_path / "ckpt"))
+    values = dict(state_dir=str(tmp_path / "state"), checkpoint_dir=str(tmp_path / "ckpt"))
     values.update(kw)
     return CurriculumConfig(**values)
 
@@ -167,7 +182,7 @@ def test_single_reference_and_no_curriculum(tmp_path):
     assert "ref easy" in judge.asked[0]
 
 
-def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
+def test_step_snapshots_follow_verl_checkpoints(tmp_path):
     config = settings(tmp_path, keep_steps=2)
     scheduler = ReferenceScheduler(config)
     curriculum = LocalCurriculum(scheduler)
@@ -177,16 +192,15 @@ def test_snapshots_follow_changes_and_verl_checkpoints(tmp_path):
     async def train():
         judge = SampleJudge(PreferenceJudge())
         for step in range(1, 5):
+            # The step's first request cuts the checkpoint verl wrote after the step before.
             await compute_group_score(group(["good"], gid=step), judge=judge, curriculum=curriculum)
             (checkpoints / "latest_checkpointed_iteration.txt").write_text(str(step))
-            # The writer notices the change and the new checkpoint before the next step starts.
-            snapshot = tmp_path / "state" / f"levels.step_{step}.npz"
-            await until(snapshot.exists)
+        await scheduler.flush()
 
     asyncio.run(train())
-    assert sorted(step_snapshots(config.state_dir)) == [3, 4]  # keep_steps=2
+    assert sorted(step_snapshots(config.state_dir)) == [2, 3]  # keep_steps=2; checkpoint 4 not cut yet
     assert load_levels(tmp_path / "state" / "levels.step_3.npz").as_dict() == {"1": 1, "2": 1, "3": 1}
-    assert load_levels(tmp_path / "state" / LATEST).as_dict() == {"1": 1, "2": 1, "3": 1, "4": 1}
+    assert read_state(config.state_dir).table.as_dict() == {"1": 1, "2": 1, "3": 1, "4": 1}
 
 
 def test_a_fresh_run_in_an_old_checkpoint_dir_snapshots_its_own_checkpoints(tmp_path):
@@ -199,17 +213,20 @@ def test_a_fresh_run_in_an_old_checkpoint_dir_snapshots_its_own_checkpoints(tmp_
     old_run = LevelTable(["old"], [2], [3]).arrays()
     save_levels(tmp_path / "state" / "levels.step_1.npz", old_run)
     scheduler = ReferenceScheduler(settings(tmp_path, resume=False))
+    assert step_snapshots(tmp_path / "state") == {}  # the old run's history is dropped
     curriculum = LocalCurriculum(scheduler)
 
-    async def step_one():
-        await compute_group_score(group(["good"], gid=5), judge=SampleJudge(PreferenceJudge()), curriculum=curriculum)
+    async def steps():
+        judge = SampleJudge(PreferenceJudge())
+        await compute_group_score(group(["good"], gid=5), judge=judge, curriculum=curriculum)
         tracker.write_text("1")
         stat = tracker.stat()
         os.utime(tracker, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later save, however coarse the clock
-        # The old run's step-1 snapshot ({"old": 2}) is replaced by this run's levels.
-        await until(lambda: load_levels(tmp_path / "state" / "levels.step_1.npz").as_dict() == {"5": 1})
+        await compute_group_score(group(["good"], gid=6), judge=judge, curriculum=curriculum)
+        await scheduler.flush()
 
-    asyncio.run(step_one())
+    asyncio.run(steps())
+    assert load_levels(tmp_path / "state" / "levels.step_1.npz").as_dict() == {"5": 1}
 
 
 def test_restart_continues_and_resume_uses_the_checkpointed_step(tmp_path):
@@ -244,6 +261,14 @@ def test_config_from_verl_follows_trainer_settings(tmp_path):
         CurriculumConfig.from_verl(OmegaConf.create(base))
 
 
+def test_a_compaction_threshold_below_one_is_an_error():
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.create({"trainer": {}, "reward": {"reward_kwargs": {"curriculum": {"compact_records": 0}}}})
+    with pytest.raises(ConfigError, match="reward.reward_kwargs.curriculum.compact_records must be >= 1, got 0"):
+        CurriculumConfig.from_verl(config)
+
+
 def test_only_a_run_that_schedules_references_needs_a_state_dir():
     from omegaconf import OmegaConf
 
@@ -270,10 +295,10 @@ while True:
 
 def test_kill_9_during_snapshots_leaves_a_loadable_state(tmp_path):
     path = tmp_path / "state" / LATEST
-    for delay in (0.3, 0.55, 0.8):
+    for complete in (1, 2, 3):  # killed while the next snapshot is being written
         proc = subprocess.Popen([sys.executable, "-c", KILLER, str(path), "200000"], stdout=subprocess.PIPE, text=True)
-        proc.stdout.readline()  # at least one snapshot is complete
-        time.sleep(delay)
+        for _ in range(complete):
+            proc.stdout.readline()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         values = load_levels(path).arrays()[1]
@@ -293,6 +318,29 @@ def test_show_reports_levels(tmp_path, capsys):
     assert main(["curriculum", "show", "--state-dir", str(state)]) == 0
     assert "at their hardest reference" in capsys.readouterr().out
     assert main(["curriculum", "show", "--state-dir", str(tmp_path / "nothing")]) == 2
+
+
+def test_show_replays_the_wal_read_only(tmp_path, capsys):
+    from writing_rl.tools.cli import main
+
+    (tmp_path / "ckpt").mkdir()
+    scheduler = ReferenceScheduler(settings(tmp_path))
+
+    async def advance():
+        for key in ("a", "b"):
+            await scheduler.advance(key, await scheduler.pin(key, 3))
+        await scheduler.pin("c", 3)
+        await scheduler.flush()
+
+    asyncio.run(advance())
+    wal = tmp_path / "state" / "levels.wal"
+    before = wal.read_bytes()
+    assert load_levels(tmp_path / "state" / LATEST).as_dict() == {}  # everything is still in the WAL
+    assert main(["curriculum", "show", "--state-dir", str(tmp_path / "state")]) == 0
+    printed = capsys.readouterr().out
+    assert "levels.latest.npz + 5 WAL records; last verl checkpoint seen: none yet" in printed
+    assert "3 ids; 0 (0.0%) at their hardest reference" in printed and "level   1:        2" in printed
+    assert wal.read_bytes() == before  # nothing written
 
 
 def checkpointed_levels(tmp_path):

@@ -1,5 +1,6 @@
 """Integration: hydra_configs/writing_rl.yaml as shipped (curriculum on, no extra step) through verl's
-RewardLoopManager: levels advance across steps, the judge sees the harder reference, snapshots land."""
+RewardLoopManager: levels advance across steps, the judge sees the harder reference, and every advance
+is on disk (snapshot + write-ahead log) by the time its step's rewards return."""
 
 import uuid
 
@@ -7,11 +8,11 @@ import pytest
 import ray
 
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.reward_loop.curriculum import LATEST, load_levels, scheduler_name
+from writing_rl.reward_loop.curriculum import scheduler_name
+from writing_rl.reward_loop.curriculum_log import read_state
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer
-from waiting import wait_until
 
 REFS = ["easy reference", "medium good reference", "hard good good good reference"]
 
@@ -50,16 +51,11 @@ def loop(ray_cluster, tokenizer_dir, tmp_path_factory):
             "actor_rollout_ref.rollout.n=2",
             "reward.reward_kwargs.groups.timeout_s=5",
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
-            "reward.reward_kwargs.curriculum.snapshot_interval_s=0.1",
             f"trainer.default_local_dir={tmp_path / 'ckpt'}",
             per_sample=False,
         )
         with reward_loop(config) as manager:
             yield manager, server, state_dir
-
-
-def wait_for_level(state_dir, key, level):
-    assert wait_until(lambda: (state_dir / LATEST).exists() and load_levels(state_dir / LATEST).level(key) == level)
 
 
 def test_levels_advance_between_steps_through_verls_reward_loop(loop, tokenizer):
@@ -75,8 +71,8 @@ def test_levels_advance_between_steps_through_verls_reward_loop(loop, tokenizer)
     asked = [r["messages"][-1]["content"] for r in server.requests[calls_before:]]
     assert sum("medium good reference" in q for q in asked) == 2 and sum("easy reference" in q for q in asked) == 2
     assert second.batch["rm_scores"].sum(-1).tolist() == [0.5, 1.0, 0.5, 0.5]
-    wait_for_level(state_dir, "0", 2)
-    assert load_levels(state_dir / LATEST).as_dict() == {"0": 2, "1": 0}
+    # Durable before the rewards returned: no wait.
+    assert read_state(state_dir).table.as_dict() == {"0": 2, "1": 0}
 
 
 def test_a_late_member_never_moves_its_ids_level_a_second_time(loop, tokenizer):
@@ -93,4 +89,4 @@ def test_a_late_member_never_moves_its_ids_level_a_second_time(loop, tokenizer):
     # The scheduler's live table: a second (wrong) advance would be there before `late` returned.
     scheduler = ray.get_actor(scheduler_name())
     assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 1
-    assert wait_until(lambda: load_levels(state_dir / LATEST).level("9") == 1)
+    assert read_state(state_dir).table.level("9") == 1

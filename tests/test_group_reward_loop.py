@@ -1,7 +1,9 @@
 """Integration: BRPO through hydra_configs/brpo.yaml, GroupRewardManager and verl's real reward loop."""
 
 import copy
+import os
 import random
+import signal
 import time
 import uuid
 
@@ -17,6 +19,7 @@ from writing_rl.tools.verl_config import compose
 
 from conftest import reward_loop
 from judge_server import ScriptedJudgeServer, quality
+from waiting import wait_until
 
 N = 3  # rollouts per prompt
 
@@ -57,6 +60,27 @@ def wait_for_actor(name, timeout_s=60):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def collector_recovered() -> bool:
+    """The run's collector answers again, or its name is free (the next batch then creates a new one)."""
+    try:
+        collector = ray.get_actor(collector_name())
+    except ValueError:
+        return True
+    try:
+        ray.get(collector.stats.remote(), timeout=10)
+        return True
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return False
+
+
+def collector_joins() -> int:
+    """Members the run's collector has received so far (0 before it exists)."""
+    try:
+        return ray.get(ray.get_actor(collector_name()).stats.remote())["joined"]
+    except ValueError:
+        return 0
 
 
 def group_rows(uid, texts, split="train"):
@@ -103,6 +127,7 @@ def test_colocated_groups_straddle_workers_and_padding_is_harmless(manager, serv
     groups = new_groups(3)
     batch, _, _ = make_batch(tokenizer, groups)
     before = len(server.requests)
+    joined_before = collector_joins()
     output = manager.compute_rm_score(batch)
     assert output.batch["rm_scores"].sum(-1).tolist() == expected_rewards(groups)
     extra = output.non_tensor_batch
@@ -112,6 +137,10 @@ def test_colocated_groups_straddle_workers_and_padding_is_harmless(manager, serv
     assert extra["position_consistent"].tolist() == [-1 if r else 1 for r in extra["is_reference"]]
     # (n - 1) candidates x 2 orders per group; the padded copy made no extra call
     assert len(server.requests) - before == 3 * (N - 1) * 2
+    # Groups 0 and 2 were whole in one worker and scored there: only the split group's 3 members and
+    # the padded copy of sample 0 went to the collector.
+    collector = wait_for_actor(collector_name())
+    assert ray.get(collector.stats.remote())["joined"] - joined_before == 3 + 1
     # the schema of writing_rl/reward_loop/results.py is what verl receives
     schema = {*FN_DEFAULTS, *SampleJudge.METRIC_KEYS, *GROUP_KEYS}
     assert set(output.meta_info["reward_extra_keys"]) >= {"is_reference", "verdict", *schema}
@@ -161,7 +190,8 @@ def test_validation_rows_use_the_validation_group_size(manager, tokenizer):
     assert info["group_size"] == 1 and info["partial_group"] == 0 and info["is_reference"] == 1
 
 
-def test_a_dead_collector_fails_the_step_and_is_recreated(manager, tokenizer):
+@pytest.mark.parametrize("how", ["ray.kill", "kill -9"])
+def test_a_dead_collector_fails_the_step_and_is_recreated(manager, tokenizer, how):
     groups = new_groups(1)
     batch, _, _ = make_batch(tokenizer, groups)
     waiting = manager.reward_loop_workers[0].compute_score.remote(batch[0:1])  # 1 of 3: waits
@@ -170,10 +200,16 @@ def test_a_dead_collector_fails_the_step_and_is_recreated(manager, tokenizer):
     while ray.get(collector.stats.remote())["open"] == 0:  # the member is waiting in the collector
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    ray.kill(collector, no_restart=True)
+    if how == "ray.kill":
+        ray.kill(collector, no_restart=True)
+    else:  # a crash: Ray restarts the collector under the same name
+        os.kill(ray.get(collector.__ray_call__.remote(lambda actor: os.getpid())), signal.SIGKILL)
     with pytest.raises(ray.exceptions.RayTaskError, match="collector died"):
-        ray.get(waiting, timeout=30)
-    # The next step gets a fresh collector.
+        ray.get(waiting, timeout=120)
+    # The next step (minutes later in training) finds the collector again: restarted after a crash, or
+    # gone from Ray's registry (its owner let go of it), so that the next batch creates a new one.
+    del collector
+    assert wait_until(collector_recovered)
     groups = new_groups(1)
     batch, _, _ = make_batch(tokenizer, groups)
     results = ray.get([manager.reward_loop_workers[i % 2].compute_score.remote(batch[i : i + 1]) for i in range(N)])

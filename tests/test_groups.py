@@ -1,12 +1,18 @@
-"""GroupCollector's rendezvous logic, driven in one event loop (the actor's code, without Ray)."""
+"""The group rendezvous: reward workers' side (GroupRendezvous) and the collector's (GroupCollector),
+driven in one event loop without Ray; each "worker" is its own GroupRendezvous."""
 
 import asyncio
+import os
 import pickle
+import subprocess
+import sys
+from collections import Counter
 
 import pytest
 
-from writing_rl.reward_loop.collector import GroupCollector, GroupError, Member
+from writing_rl.reward_loop.collector import GroupCollector, GroupError, Member, shard_of
 from writing_rl.reward_loop.config import GroupConfig
+from writing_rl.reward_loop.rendezvous import GroupRendezvous
 
 FAST = GroupConfig(timeout_s=5.0, settle_s=0.05, result_timeout_s=5.0, finished_cache=3)
 
@@ -17,73 +23,182 @@ def member(text: str, uid: str = "u1") -> Member:
     )
 
 
-async def run_group(collector, uid, texts, expected, settings=FAST, delays=None, lead=None):
-    """Every text joins (after its delay); a leader scores each member as len(text) and publishes."""
-    lead = lead or (lambda members: [{"score": len(m.text), "text": m.text} for m in members])
-    leads = []
+class Direct:
+    """A GroupCollector called in this loop the way RayCollectors calls the actor; counts the calls."""
 
-    async def one(text, delay):
+    def __init__(self, collector: GroupCollector, settings: GroupConfig):
+        self.collector = collector
+        self.settings = settings
+        self.calls = Counter()
+
+    async def claim(self, groups):
+        self.calls["claim"] += 1
+        return self.collector.claim(groups, self.settings)
+
+    async def join(self, uid, members, expected):
+        self.calls["join"] += 1
+        return await self.collector.join(uid, members, expected, self.settings)
+
+    async def publish(self, uid, results):
+        self.calls["publish"] += 1
+        self.collector.publish(uid, results)
+
+    def fail(self, uid, message):
+        self.collector.fail(uid, message)
+
+    def remember(self, entries):
+        self.calls["remember"] += 1
+        self.collector.remember(entries)
+
+
+def score_by_length(members):
+    return [{"score": len(m.text), "text": m.text} for m in members]
+
+
+async def run_group(workers, uid, texts, expected, placement=None, delays=None, lead=score_by_length):
+    """Every text joins through its worker (``placement``: one worker index per text; default: a worker
+    each, as in streaming mode), after its delay; a leader scores each member with ``lead``."""
+    leads = []
+    placement = placement if placement is not None else list(range(len(texts)))
+
+    async def one(text, worker, delay):
         await asyncio.sleep(delay)
-        ticket = await collector.join(uid, member(text, uid), expected, settings)
+        rendezvous = workers[worker]
+        ticket, batch = await rendezvous.join(member(text, uid), expected)
         if ticket.lead:
             leads.append([m.text for m in ticket.members])
-            results = lead(ticket.members)
-            collector.publish(uid, results, ticket.members[0] if ticket.late else None)
+            try:
+                results = lead(ticket.members)
+            except Exception as err:
+                rendezvous.fail(ticket, batch, uid, err)
+                raise
+            await rendezvous.publish(ticket, batch, uid, results)
             return ticket, results[ticket.index]
-        return ticket, ticket.result
+        return ticket, ticket.result if ticket.result is not None else (await batch.results())[ticket.index]
 
     delays = delays or [0.0] * len(texts)
-    outcomes = await asyncio.gather(*(one(t, d) for t, d in zip(texts, delays)))
+    outcomes = await asyncio.gather(*(one(t, w, d) for t, w, d in zip(texts, placement, delays)))
     return outcomes, leads
 
 
-def test_a_complete_group_is_scored_once_and_each_member_gets_its_own_result():
-    collector = GroupCollector()
-    outcomes, leads = asyncio.run(run_group(collector, "u1", ["a", "bb", "ccc", "dddd"], expected=4))
+def cluster(workers: int, settings=FAST, finished_cache=None):
+    collector = GroupCollector(finished_cache or settings.finished_cache)
+    direct = Direct(collector, settings)
+    return collector, direct, [GroupRendezvous(direct) for _ in range(workers)]
+
+
+async def until_remembered(collector, uid):
+    while uid not in collector.finished:
+        await asyncio.sleep(0)
+
+
+def test_a_group_complete_in_one_worker_is_scored_there_after_one_claim():
+    collector, direct, workers = cluster(1)
+
+    async def scenario():
+        outcomes = await run_group(workers, "u1", ["a", "bb", "ccc", "dddd"], expected=4, placement=[0] * 4)
+        await until_remembered(collector, "u1")  # sent afterwards, for copies other workers may hold
+        return outcomes
+
+    outcomes, leads = asyncio.run(scenario())
     assert leads == [["a", "bb", "ccc", "dddd"]]
     assert [r["text"] for _, r in outcomes] == ["a", "bb", "ccc", "dddd"]
-    assert not any(t.partial or t.late for t, _ in outcomes)
-    assert collector.stats() == {"open": 0, "finished": 1}
+    assert direct.calls == {"claim": 1, "remember": 1}  # no member travelled to the collector
+    assert collector.stats() == {"open": 0, "finished": 1, "joined": 0}
+
+
+def test_a_group_split_over_two_workers_costs_one_join_per_worker():
+    collector, direct, workers = cluster(2)
+    texts = ["a", "bb", "ccc", "dddd", "eeeee"]
+    outcomes, leads = asyncio.run(run_group(workers, "u1", texts, expected=5, placement=[0, 1, 0, 1, 1]))
+    assert leads == [["a", "ccc", "bb", "dddd", "eeeee"]]  # one leader; members in the order their batches came
+    assert [r["text"] for _, r in outcomes] == texts
+    assert direct.calls["join"] == 2 and direct.calls["publish"] == 1
+    assert collector.stats() == {"open": 0, "finished": 1, "joined": 5}
 
 
 def test_groups_do_not_mix():
-    collector = GroupCollector()
+    _, _, workers = cluster(2)
 
     async def both():
         return await asyncio.gather(
-            run_group(collector, "g1", ["x1", "x2"], expected=2),
-            run_group(collector, "g2", ["y1", "y2", "y3"], expected=3),
+            run_group(workers, "g1", ["x1", "x2"], expected=2, placement=[0, 1]),
+            run_group(workers, "g2", ["y1", "y2", "y3"], expected=3, placement=[1, 0, 0]),
         )
 
     (out1, leads1), (out2, leads2) = asyncio.run(both())
-    assert leads1 == [["x1", "x2"]] and leads2 == [["y1", "y2", "y3"]]
+    assert leads1 == [["x1", "x2"]] and sorted(leads2[0]) == ["y1", "y2", "y3"]
+    assert [r["text"] for _, r in out1 + out2] == ["x1", "x2", "y1", "y2", "y3"]
 
 
 def test_padded_copy_arriving_early_does_not_take_a_real_members_place():
-    # verl pads by repeating the first samples: "a" arrives twice before "late real" does.
-    collector = GroupCollector()
+    # verl pads by repeating the first samples: "a" arrives twice before "c" does.
     texts = ["a", "b", "a", "c"]  # expected 3 real members a, b, c plus one copy of a
     # "c" seals the group as soon as it arrives (3 distinct responses), long before settle_s.
     patient = GroupConfig(timeout_s=120.0, settle_s=60.0, result_timeout_s=5.0)
-    grouped = run_group(collector, "u1", texts, expected=3, settings=patient, delays=[0, 0, 0, 0.02])
+    _, _, workers = cluster(4, settings=patient)
+    grouped = run_group(workers, "u1", texts, expected=3, delays=[0, 0, 0, 0.02])
     outcomes, leads = asyncio.run(asyncio.wait_for(grouped, timeout=30))  # not settle_s
     assert leads == [["a", "b", "c"]]
     assert [r["text"] for _, r in outcomes] == ["a", "b", "a", "c"]  # the copy gets its original's result
 
 
+def test_a_copy_waiting_at_the_collector_gets_the_result_of_a_group_scored_in_a_worker():
+    collector, direct, workers = cluster(2)
+
+    async def scenario():
+        copy = asyncio.ensure_future(run_group(workers, "u1", ["b"], expected=3, placement=[1]))
+        while "u1" not in collector.open:  # the copy waits at the collector
+            await asyncio.sleep(0)
+        group = await run_group(workers, "u1", ["a", "b", "c"], expected=3, placement=[0, 0, 0])
+        return group, await asyncio.wait_for(copy, timeout=30)  # not timeout_s
+
+    (group, leads), (copy, copy_leads) = asyncio.run(scenario())
+    assert leads == [["a", "b", "c"]] and copy_leads == []  # claimed and scored in worker 0
+    ((ticket, result),) = copy
+    assert result == group[1][1] and not ticket.lead
+    assert direct.calls["claim"] == 1 and direct.calls["join"] == 1  # only the copy travelled
+    assert collector.stats()["open"] == 0
+
+
+def test_a_claim_loses_when_the_collector_holds_a_response_the_claimant_lacks():
+    # More rollouts than expected: "z" waits at the collector; a worker holding a, b (expected 2) may not
+    # score the group alone: it joins, and the collector seals the group with every distinct response.
+    collector, direct, workers = cluster(2)
+
+    async def scenario():
+        extra = asyncio.ensure_future(run_group(workers, "u1", ["z"], expected=2, placement=[1]))
+        while "u1" not in collector.open:
+            await asyncio.sleep(0)
+        group = await run_group(workers, "u1", ["a", "b"], expected=2, placement=[0, 0])
+        return group, await asyncio.wait_for(extra, timeout=30)
+
+    (group, leads), (extra, extra_leads) = asyncio.run(scenario())
+    assert direct.calls["claim"] == 1 and direct.calls["join"] == 2
+    assert leads + extra_leads == [["z", "a", "b"]]
+    assert [r["text"] for _, r in group + extra] == ["a", "b", "z"] and not any(t.late for t, _ in group + extra)
+
+
 def test_identical_real_rollouts_are_all_members():
-    collector = GroupCollector()
-    outcomes, leads = asyncio.run(run_group(collector, "u1", ["same", "same", "other"], expected=3))
+    _, _, workers = cluster(3)
+    outcomes, leads = asyncio.run(run_group(workers, "u1", ["same", "same", "other"], expected=3))
     assert sorted(leads[0]) == ["other", "same", "same"]
     assert [r["text"] for _, r in outcomes] == ["same", "same", "other"]
 
 
+def test_identical_rollouts_in_one_worker_go_through_the_collector_settle():
+    collector, direct, workers = cluster(1)
+    outcomes, leads = asyncio.run(run_group(workers, "u1", ["same", "same", "other"], expected=3, placement=[0] * 3))
+    assert sorted(leads[0]) == ["other", "same", "same"] and direct.calls["join"] == 1
+    assert [r["text"] for _, r in outcomes] == ["same", "same", "other"]
+
+
 def test_copy_arriving_after_the_group_finished_gets_the_same_result():
-    collector = GroupCollector()
+    collector, _, workers = cluster(2)
 
     async def scenario():
-        first, _ = await run_group(collector, "u1", ["a", "b"], expected=2)
-        late, leads = await run_group(collector, "u1", ["a"], expected=2)
+        first, _ = await run_group(workers, "u1", ["a", "b"], expected=2)
+        late, leads = await run_group(workers, "u1", ["a"], expected=2)
         return first, late, leads
 
     first, late, leads = asyncio.run(scenario())
@@ -93,21 +208,24 @@ def test_copy_arriving_after_the_group_finished_gets_the_same_result():
 
 
 def test_timeout_scores_a_partial_group():
-    collector = GroupCollector()
     settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0)
-    outcomes, leads = asyncio.run(run_group(collector, "u1", ["a", "b"], expected=4, settings=settings))
+    _, _, workers = cluster(2, settings=settings)
+    outcomes, leads = asyncio.run(run_group(workers, "u1", ["a", "b"], expected=4))
     assert leads == [["a", "b"]]
     assert all(ticket.partial for ticket, _ in outcomes)
 
 
 def test_new_response_after_sealing_is_scored_alone_as_late():
-    collector = GroupCollector()
     settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0)
+    collector, _, workers = cluster(1, settings=settings)
 
     async def scenario():
-        first = await run_group(collector, "u1", ["a"], expected=2, settings=settings)
-        second = await run_group(collector, "u1", ["z"], expected=2, settings=settings)
-        again = await run_group(collector, "u1", ["z"], expected=2, settings=settings)
+        first = await run_group(workers, "u1", ["a"], expected=2)
+        second = await run_group(workers, "u1", ["z"], expected=2)
+        await until_remembered(collector, "u1")
+        while len(collector.finished["u1"]) < 2:  # the late member's result is remembered too
+            await asyncio.sleep(0)
+        again = await run_group(workers, "u1", ["z"], expected=2)
         return first, second, again
 
     (first, lead1), (second, lead2), (again, lead3) = asyncio.run(scenario())
@@ -116,40 +234,44 @@ def test_new_response_after_sealing_is_scored_alone_as_late():
     assert lead3 == [] and again[0][1]["text"] == "z"
 
 
-def test_a_failing_leader_fails_its_members_instead_of_hanging():
-    collector = GroupCollector()
+def explode(members):
+    raise ValueError("judge exploded")
+
+
+@pytest.mark.parametrize("placement", [[0, 1, 2], [0, 0, 0]], ids=["over workers", "in one worker"])
+def test_a_failing_leader_fails_its_members_instead_of_hanging(placement):
+    collector, _, workers = cluster(3)
 
     async def scenario():
-        async def one(text):
-            ticket = await collector.join("u1", member(text), 3, FAST)
+        async def one(text, worker):
+            ticket, batch = await workers[worker].join(member(text), 3)
             if ticket.lead:
-                collector.fail("u1", "ValueError: judge exploded")
+                workers[worker].fail(ticket, batch, "u1", ValueError("judge exploded"))
                 raise ValueError("judge exploded")
-            return ticket
+            return ticket.result if ticket.result is not None else await batch.results()
 
-        return await asyncio.gather(*(one(t) for t in "abc"), return_exceptions=True)
+        return await asyncio.gather(*(one(t, w) for t, w in zip("abc", placement)), return_exceptions=True)
 
     results = asyncio.run(scenario())
-    assert sum(isinstance(r, ValueError) for r in results) == 1
+    assert sum(type(r) is ValueError for r in results) == 1
     followers = [r for r in results if isinstance(r, GroupError)]
     assert len(followers) == 2 and "judge exploded" in str(followers[0])
     assert collector.stats()["open"] == 0
 
 
-def test_a_copy_arriving_after_its_group_failed_fails_at_once():
+@pytest.mark.parametrize("placement", [[0, 1], [0, 0]], ids=["over workers", "in one worker"])
+def test_a_copy_arriving_after_its_group_failed_fails_at_once(placement):
     # Before: the copy opened a fresh group, waited groups.timeout_s, then re-scored the group alone.
-    collector = GroupCollector()
+    collector, _, workers = cluster(2)
 
     async def scenario():
-        async def one(text):
-            ticket = await collector.join("u1", member(text), 2, FAST)
-            if ticket.lead:
-                collector.fail("u1", "ValueError: judge exploded")
-            return ticket
-
-        await asyncio.gather(*(one(t) for t in "ab"), return_exceptions=True)
+        await asyncio.gather(
+            run_group(workers, "u1", ["a", "b"], expected=2, placement=placement, lead=explode),
+            return_exceptions=True,
+        )
+        await until_remembered(collector, "u1")
         with pytest.raises(GroupError, match="judge exploded"):
-            await asyncio.wait_for(collector.join("u1", member("a"), 2, FAST), timeout=1.0)
+            await asyncio.wait_for(run_group(workers, "u1", ["a"], expected=2, placement=[1]), timeout=10)
 
     asyncio.run(scenario())
     assert collector.stats()["open"] == 0
@@ -157,13 +279,13 @@ def test_a_copy_arriving_after_its_group_failed_fails_at_once():
 
 def test_finished_results_do_not_pin_the_responses():
     # Thousands of cached groups x long rollouts: the cache must not grow with the response length.
-    collector = GroupCollector()
+    collector, _, workers = cluster(2)
     long_texts = ["good " * 200_000, "bad " * 200_000]  # 1 MB and 0.8 MB
     lead = lambda members: [{"score": float(i)} for i, _ in enumerate(members)]  # noqa: E731
 
     async def scenario():
-        await run_group(collector, "u1", long_texts, expected=2, lead=lead)
-        return await run_group(collector, "u1", [long_texts[1]], expected=2, lead=lead)  # a late padded copy
+        await run_group(workers, "u1", long_texts, expected=2, lead=lead)
+        return await run_group(workers, "u1", [long_texts[1]], expected=2, lead=lead)  # a late padded copy
 
     (late,), leads = asyncio.run(scenario())
     assert len(pickle.dumps(collector.finished)) < 2_000
@@ -171,41 +293,131 @@ def test_finished_results_do_not_pin_the_responses():
 
 
 def test_silent_leader_times_out_its_members():
-    collector = GroupCollector()
     settings = GroupConfig(timeout_s=5.0, settle_s=0.0, result_timeout_s=0.1)
+    collector, _, workers = cluster(2, settings=settings)
 
     async def scenario():
-        async def one(text):
-            ticket = await collector.join("u1", member(text), 2, settings)
+        async def one(text, worker):
+            ticket, _ = await workers[worker].join(member(text), 2)
             return ticket if ticket.lead else ticket.result
 
-        return await asyncio.gather(*(one(t) for t in "ab"), return_exceptions=True)
+        return await asyncio.gather(one("a", 0), one("b", 1), return_exceptions=True)
 
     lead, follower = asyncio.run(scenario())
     assert lead.lead and isinstance(follower, GroupError) and "result_timeout_s" in str(follower)
     assert collector.stats()["open"] == 0  # the abandoned group does not stay in the collector
 
     async def late_copy():
-        return await collector.join("u1", member("b"), 2, settings)
+        return await workers[1].join(member("b"), 2)
 
     with pytest.raises(GroupError, match="result_timeout_s"):
         asyncio.run(late_copy())  # fails at once, no second wait
 
 
 def test_finished_groups_are_evicted_beyond_the_cache():
-    collector = GroupCollector(finished_cache=3)
+    collector, _, workers = cluster(2, finished_cache=3)
 
     async def many():
         for g in range(10):
-            await run_group(collector, f"g{g}", ["a", "b"], expected=2)
+            await run_group(workers, f"g{g}", ["a", "b"], expected=2)
 
     asyncio.run(many())
-    assert collector.stats() == {"open": 0, "finished": 3}
+    assert collector.stats() == {"open": 0, "finished": 3, "joined": 20}
     assert list(collector.finished) == ["g7", "g8", "g9"]
 
 
 @pytest.mark.parametrize("expected", [1, 2])
 def test_small_groups(expected):
-    collector = GroupCollector()
-    outcomes, leads = asyncio.run(run_group(collector, "u1", ["a", "b"][:expected], expected=expected))
+    _, _, workers = cluster(2)
+    outcomes, leads = asyncio.run(run_group(workers, "u1", ["a", "b"][:expected], expected=expected))
     assert len(leads) == 1 and len(outcomes) == expected
+
+
+def test_thousands_of_groups_in_one_worker_leave_nothing_behind():
+    collector, direct, workers = cluster(1, finished_cache=100)
+
+    async def scenario():
+        await asyncio.gather(
+            *(run_group(workers, f"g{g}", [f"{g}a", f"{g}b"], expected=2, placement=[0, 0]) for g in range(2000))
+        )
+        await until_remembered(collector, "g1999")
+
+    asyncio.run(scenario())
+    assert workers[0].pending == {} and workers[0].outbox == [] and workers[0].claims == []
+    assert direct.calls["join"] == 0 and direct.calls["claim"] == 1  # one burst, one claim
+    assert direct.calls["remember"] < 2000  # results travel in batches
+    assert collector.stats() == {"open": 0, "finished": 100, "joined": 0}
+
+
+def test_a_uid_has_the_same_shard_in_every_process():
+    uids = ["0", "prompt-17", "b2f9e0c1-uid", "日本語"]
+    here = [shard_of(uid, 7) for uid in uids]
+    code = f"from writing_rl.reward_loop.collector import shard_of; print([shard_of(u, 7) for u in {uids!r}])"
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == str(here)
+    assert len(set(shard_of(f"uid-{i}", 4) for i in range(100))) == 4
+
+
+def test_a_padded_copy_of_a_whole_group_in_another_worker_is_not_scored_twice():
+    # verl pads the last worker's chunk with copies of the first samples: with pad >= n it holds a whole
+    # copy of group 0. One worker claims the group; the other's copies get its results.
+    collector, direct, workers = cluster(2)
+
+    async def scenario():
+        return await asyncio.gather(
+            run_group(workers, "u1", ["a", "bb"], expected=2, placement=[0, 0]),
+            run_group(workers, "u1", ["a", "bb"], expected=2, placement=[1, 1]),
+        )
+
+    (real, real_leads), (copies, copy_leads) = asyncio.run(scenario())
+    assert len(real_leads + copy_leads) == 1  # scored once
+    assert [r for _, r in real] == [r for _, r in copies] == [{"score": 1, "text": "a"}, {"score": 2, "text": "bb"}]
+    assert collector.stats()["open"] == 0
+
+
+def test_copies_of_a_claimed_group_fail_when_its_worker_sends_nothing():
+    settings = GroupConfig(timeout_s=5.0, settle_s=0.0, result_timeout_s=0.2)
+    collector, _, workers = cluster(2, settings=settings)
+
+    async def scenario():
+        silent, batch = None, None
+
+        async def hold(text):  # worker 0 holds the whole group and its leader never publishes
+            nonlocal silent, batch
+            ticket, batch = await workers[0].join(member(text), 2)
+            if ticket.lead:
+                silent = ticket
+
+        await asyncio.gather(hold("a"), hold("b"))
+        assert silent is not None and silent.sealed_here
+        with pytest.raises(GroupError, match="result_timeout_s"):
+            await asyncio.wait_for(run_group(workers, "u1", ["a"], expected=2, placement=[1]), timeout=30)
+
+    asyncio.run(scenario())
+    assert collector.stats()["open"] == 0
+
+
+@pytest.mark.parametrize("cancel_at", ["before its batch is sent", "as its tickets arrive"])
+def test_a_cancelled_leader_fails_its_batch_mates_instead_of_leaving_them_waiting(cancel_at):
+    _, _, workers = cluster(1)
+
+    async def scenario():
+        async def mate():
+            ticket, batch = await workers[0].join(member("b"), 2)
+            return await batch.results()
+
+        lead = asyncio.ensure_future(workers[0].join(member("a"), 2))  # first arrival: the leader-to-be
+        other = asyncio.ensure_future(mate())
+        await asyncio.sleep(0)  # both have joined; their batch goes out on the next turn
+        (batch,) = workers[0].pending.values()
+        if cancel_at == "as its tickets arrive":
+            while not batch.tickets.done():
+                await asyncio.sleep(0)
+            assert not lead.done()  # the tickets are there, the leader has not resumed yet
+        lead.cancel()
+        with pytest.raises(GroupError, match="cancelled"):
+            await asyncio.wait_for(other, timeout=30)
+
+    asyncio.run(scenario())

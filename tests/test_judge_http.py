@@ -17,7 +17,7 @@ from writing_rl.judge import (
     OpenAIJudge,
 )
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.http import http_error, message_content, redact_url
+from writing_rl.judge.http import RATE_LIMIT_FLOOR_S, http_error, message_content, redact_url
 from writing_rl.settings import ConfigError
 
 from judge_server import Reply
@@ -91,8 +91,44 @@ def test_429_with_retry_after_is_honoured_then_succeeds(judge_server):
     start = time.perf_counter()
     reply = run(complete_and_close(judge))
     assert time.perf_counter() - start >= 0.4
-    assert reply.text == "[[B]]" and reply.attempts == 2
-    assert len(server.requests) == 2 and judge.stats.retries == 1
+    # A 429 queues the request again without using up a retry; the limit went down once.
+    assert reply.text == "[[B]]" and reply.attempts == 1 and reply.rate_limited == 1
+    assert len(server.requests) == 2 and judge.stats.retries == 0 and judge.stats.rate_limited == 1
+    assert reply.concurrency_limit == judge.concurrency_limit == 57  # 64 x 0.9, rounded down
+
+
+def test_429_with_retry_after_zero_still_waits_the_floor_before_asking_again(judge_server):
+    """A judge answering every request with ``429, Retry-After: 0`` must not get a tight loop of requests."""
+
+    def script(body, index):
+        return Reply(status=429, body=b"busy", headers={"Retry-After": "0"}) if index < 3 else Reply(content="[[A]]")
+
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+        await asyncio.sleep(seconds)
+
+    server = judge_server(script=script)
+    config = JudgeConfig(base_url=server.base_url, model="judge-x")
+    reply = run(complete_and_close(OpenAIJudge(config, sleep=record)))
+    assert reply.text == "[[A]]" and reply.rate_limited == 3 and len(server.requests) == 4
+    assert waits == [RATE_LIMIT_FLOOR_S] * 3  # no reply yet, so no latency to scale the floor by
+
+
+def test_the_429_floor_grows_with_the_judges_usual_latency(judge_server):
+    def script(body, index):
+        return Reply(status=429, body=b"busy", headers={"Retry-After": "0"}) if index == 0 else Reply(content="ok")
+
+    waits = []
+
+    async def record(seconds):  # returns at once
+        waits.append(seconds)
+
+    judge = OpenAIJudge(JudgeConfig(base_url=judge_server(script=script).base_url, model="m"), sleep=record)
+    judge.limit.long_latency = 3.0  # as if the judge usually took 3 s: the floor is a tenth of it
+    assert run(complete_and_close(judge)).rate_limited == 1
+    assert waits == [pytest.approx(0.3)]
 
 
 def test_503_retry_after_honoured(judge_server):
@@ -408,7 +444,7 @@ def test_huge_retry_after_is_capped_by_retry_after_max_s(judge_server, header):
     server = judge_server(script=script)
     start = time.perf_counter()
     reply = run(complete_and_close(make_judge(server, retry_after_max_s=0.05)))
-    assert reply.attempts == 2 and time.perf_counter() - start < 5
+    assert reply.rate_limited == 1 and len(server.requests) == 2 and time.perf_counter() - start < 5
 
 
 @pytest.mark.parametrize("header", ["NaN", "-5", "abc", ""])
@@ -466,6 +502,18 @@ def test_endpoint_in_errors_never_shows_credentials():
     [
         ({"base_url": None, "model": "m"}, "base_url is not set"),
         ({"base_url": "localhost:8000/v1", "model": "m"}, "must start with http"),
+        ({"base_url": ["http://a/v1", "b:8000/v1"], "model": "m"}, r"base_url\[1\] must start with http"),
+        ({"base_url": ["http://a/v1", 7], "model": "m"}, r"base_url\[1\] must start with http.*got 7"),
+        ({"base_url": ["http://a/v1", "http://a/v1"], "model": "m"}, "lists http://a/v1 more than once"),
+        ({"base_url": [], "model": "m"}, "base_url is not set"),
+        ({"base_url": {"url": "http://a/v1"}, "model": "m"}, "must be a URL or a list of URLs"),
+        ({"base_url": "http://h/v1", "model": "m", "min_concurrency": 0}, "min_concurrency must be >= 1"),
+        ({"base_url": "http://h/v1", "model": "m", "concurrency_decrease": 1.0}, "concurrency_decrease must be"),
+        ({"base_url": "http://h/v1", "model": "m", "latency_tolerance": 0.5}, "latency_tolerance must be"),
+        ({"base_url": "http://h/v1", "model": "m", "rate_limit_wait_s": -1}, "rate_limit_wait_s must be"),
+        ({"base_url": "http://h/v1", "model": "m", "endpoint_max_failures": 0}, "endpoint_max_failures must be"),
+        ({"base_url": "http://h/v1", "model": "m", "endpoint_cooldown_s": -1}, "endpoint_cooldown_s must be"),
+        ({"base_url": "http://h/v1", "model": "m", "all_down_timeout_s": -1}, "all_down_timeout_s must be"),
         ({"base_url": "http://h/v1", "model": None}, "judge.model is not set"),
         ({"base_url": "http://h/v1", "model": "m", "max_concurrency": 0}, "max_concurrency"),
         ({"base_url": "http://h/v1", "model": "m", "timeout_s": 0}, "timeout_s"),

@@ -27,6 +27,10 @@ EXTRA_KEYS = {
     "judge_error",
     "judge_latency_s",
     "judge_calls",
+    "judge_rate_limited",
+    "judge_retries",
+    "judge_tokens",
+    "judge_concurrency_limit",
 }
 
 
@@ -199,6 +203,10 @@ def test_a_fn_returning_a_plain_float_gets_default_keys(tmp_path, tokenizer_dir,
         "judge_error": 0,
         "judge_latency_s": 0.0,
         "judge_calls": 0,
+        "judge_rate_limited": 0,
+        "judge_retries": 0,
+        "judge_tokens": 0,
+        "judge_concurrency_limit": 8,  # no call: the worker's limit now (64 over 8 workers)
     }
 
 
@@ -239,20 +247,23 @@ def test_one_summary_line_per_batch(judge_server, tokenizer_dir, tokenizer):
 def test_batch_summary_counts_retries_per_batch():
     class Stats:
         retries = 0
+        rate_limited = 0
+        concurrency_limit = 32
 
     class Judge:
         stats = Stats()
 
     summary = BatchSummary(Judge())
     summary.add(1.0, {"win": 1.0, "tie": 0.0, "loss": 0.0, "judge_error": 0, "parse_error": 1}, [0.1, 0.3])
-    Judge.stats.retries = 3
+    Judge.stats.retries, Judge.stats.rate_limited = 3, 5
     line = summary.flush()
     assert line == (
         "1 samples | reward 1.000 | win 1.00 tie 0.00 loss 0.00 | judge_error 0 parse_error 1 judge_truncated 0 judge_refusal 0 format_error 0 "
-        "| judge 2 calls p50 0.20s p95 0.29s retries 3"
+        "| judge 2 calls p50 0.20s p95 0.29s retries 3 429s 5 limit 32"
     )
     summary.add(0.0, {}, [])
-    assert summary.flush().endswith("judge 0 calls retries 0")
+    Judge.stats.concurrency_limit = 24
+    assert summary.flush().endswith("judge 0 calls retries 0 429s 0 limit 24")
 
 
 def test_nothing_accumulates_when_the_summary_is_off(judge_server, tokenizer_dir, tokenizer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -15,7 +16,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temp path beside ``path``; renamed onto it when the block succeeds, deleted when it fails.
 
     Readers see the old file or the complete new one, never a partial write (rename is atomic on
-    POSIX within one filesystem, and the temp file lives in the same directory).
+    POSIX within one filesystem, and the temp file lives in the same directory). The directory is
+    fsynced after the rename, so the new file is durable before whatever the caller does next (e.g.
+    truncating a log the file replaces) reaches the disk.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -28,8 +31,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp_path, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
+        fsync_directory(path.parent)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def fsync_directory(path: str | Path) -> None:
+    """Make the entries of directory ``path`` (a rename, a new file) durable. Skipped where a directory
+    cannot be opened or fsynced at all (Windows, some network filesystems); an I/O error is raised."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def current_umask() -> int:

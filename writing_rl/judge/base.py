@@ -24,6 +24,12 @@ class JudgeReply:
     attempts: int = 1
     # The model's refusal (OpenAI's message.refusal); text is then "" unless the endpoint sent both.
     refusal: str | None = None
+    # usage.total_tokens as the endpoint reports it (0: not reported).
+    tokens: int = 0
+    # 429s this call met (queued again, not counted in attempts) and the client's concurrency limit when
+    # its last request was sent (0: a client without one).
+    rate_limited: int = 0
+    concurrency_limit: int = 0
 
     @property
     def truncated(self) -> bool:
@@ -38,6 +44,9 @@ class JudgeError(Exception):
     """The judge gave no usable reply after all retries. ``endpoint`` never contains credentials."""
 
     kind = "error"
+    # What the call met before it failed (the client sets them): 429s, and its concurrency limit.
+    rate_limited = 0
+    concurrency_limit = 0
 
     def __init__(self, endpoint: str, cause: str, attempts: int = 1):
         self.endpoint = endpoint
@@ -52,6 +61,18 @@ class JudgeTimeout(JudgeError):
 
 class JudgeConnectionError(JudgeError):
     kind = "connection"
+
+
+class JudgeUnavailable(JudgeConnectionError):
+    """Every endpoint was left out as failing for ``judge.all_down_timeout_s``; ``endpoint`` lists them."""
+
+    kind = "all_endpoints_down"
+
+
+class JudgeRateLimited(JudgeError):
+    """The judge kept answering 429 for longer than ``judge.rate_limit_wait_s``."""
+
+    kind = "rate_limited"
 
 
 class JudgeHTTPError(JudgeError):
@@ -188,6 +209,10 @@ class CallRecord:
     reply: str | None = None
     error: str | None = None
     member: int | None = None  # in a group: the member the call was made for (None: the whole group)
+    retries: int = 0  # attempts after the first (429s not counted: they are rate_limited)
+    rate_limited: int = 0
+    tokens: int = 0
+    concurrency_limit: int = 0
 
 
 @dataclass
@@ -199,7 +224,15 @@ class SampleJudge:
     """
 
     # The extra-info keys ``metrics`` measures for each sample.
-    METRIC_KEYS: ClassVar[tuple[str, ...]] = ("judge_error", "judge_latency_s", "judge_calls")
+    METRIC_KEYS: ClassVar[tuple[str, ...]] = (
+        "judge_error",
+        "judge_latency_s",
+        "judge_calls",
+        "judge_rate_limited",
+        "judge_retries",
+        "judge_tokens",
+        "judge_concurrency_limit",
+    )
 
     judge: Judge
     keep_transcripts: bool = False
@@ -229,9 +262,13 @@ class SampleJudge:
             reply = await self.judge.complete(messages)
         except JudgeError as err:
             self.errors.append(err)
-            self._record(messages, time.perf_counter() - start, error=str(err))
+            met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit}
+            self._record(messages, time.perf_counter() - start, error=str(err), retries=err.attempts - 1, **met)
             raise
-        self._record(messages, reply.latency_s, reply=reply.text)
+        met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit}
+        self._record(
+            messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, tokens=reply.tokens, **met
+        )
         return reply
 
     def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
@@ -247,14 +284,20 @@ class SampleJudge:
         return [call.latency_s for call in self.calls if call.error is None]
 
     def metrics(self, member: int | None = None) -> dict[str, float]:
-        """The judge keys of extra info (``METRIC_KEYS``): any failed call, mean latency, number of calls
-        (of one member)."""
+        """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call,
+        mean latency, number of calls, 429s met, retries, reply tokens, and the client's concurrency limit
+        when the last call was sent (with no call: the client's limit now; 0 for a judge without one)."""
         calls = self.calls_for(member)
         latencies = [c.latency_s for c in calls if c.error is None]
+        limit = calls[-1].concurrency_limit if calls else getattr(self.judge, "concurrency_limit", 0)
         return {
             "judge_error": int(any(c.error is not None for c in calls)),
             "judge_latency_s": sum(latencies) / len(latencies) if latencies else 0.0,
             "judge_calls": len(calls),
+            "judge_rate_limited": sum(c.rate_limited for c in calls),
+            "judge_retries": sum(c.retries for c in calls),
+            "judge_tokens": sum(c.tokens for c in calls),
+            "judge_concurrency_limit": int(limit or 0),
         }
 
     def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:

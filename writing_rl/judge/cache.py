@@ -104,6 +104,11 @@ class CachedJudge:
         if found != FORMAT_VERSION:
             raise ValueError(f"{self.path}: judge cache format {found}, this version reads {FORMAT_VERSION}")
 
+    @property
+    def concurrency_limit(self) -> int:
+        """The wrapped client's concurrency limit (0 for a judge without one)."""
+        return getattr(self.judge, "concurrency_limit", 0)
+
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]

@@ -14,15 +14,28 @@ from writing_rl.settings import ConfigError, require
 class JudgeConfig:
     """How to reach the judge: ``reward.reward_kwargs.judge``."""
 
-    # OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. When verl hosts the GenRM
-    # (reward.reward_model.enable=true) it defaults to verl's reward router.
-    base_url: str | None = None
+    # OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1, or a list of them (each request goes to the
+    # least-loaded healthy one). When verl hosts the GenRM (reward.reward_model.enable=true) it defaults to
+    # verl's reward router.
+    base_url: str | list[str] | None = None
     # Model name sent in each request. Defaults to reward.reward_model.model_path when verl hosts the GenRM.
     model: str | None = None
     # Name of the environment variable holding the API key (the key itself never enters config or logs).
     api_key_env: str | None = None
     # Judge requests in flight across *all* reward workers of the run (split evenly between them).
     max_concurrency: int = 64
+    # Shrink a worker's limit on 429/503/timeouts and grow it back while latency holds (AIMD,
+    # writing_rl/judge/limiter.py); false: a fixed limit of the worker's share.
+    adaptive_concurrency: bool = True
+    # The adaptive limit of one reward worker never goes below this (nor above its share of max_concurrency).
+    min_concurrency: int = 1
+    # On a rate-limit signal the limit is multiplied by this (at most once per round of requests).
+    concurrency_decrease: float = 0.9
+    # The limit grows only while recent latency stays within this factor of the long-run average.
+    latency_tolerance: float = 2.0
+    # A 429 does not use up max_retries: the request waits (Retry-After, else backoff) and queues again,
+    # for at most this many seconds in all; then the call fails (JudgeRateLimited).
+    rate_limit_wait_s: float = 600.0
     # Seconds allowed for one HTTP attempt.
     timeout_s: float = 300.0
     # Extra attempts after the first, for 429/5xx, timeouts and dropped connections.
@@ -32,6 +45,13 @@ class JudgeConfig:
     backoff_max_s: float = 60.0
     # Longest wait honoured from a 429/503's Retry-After header, whatever the server asks.
     retry_after_max_s: float = 60.0
+    # With several endpoints: one that fails this many times in a row (connection errors, timeouts, 5xx)
+    # is left out, and tried again with one request after endpoint_cooldown_s.
+    endpoint_max_failures: int = 3
+    endpoint_cooldown_s: float = 10.0
+    # With several endpoints all left out: a call waits this long for one to come back, then fails
+    # (JudgeUnavailable).
+    all_down_timeout_s: float = 60.0
     # Sampling of the judge.
     temperature: float = 0.0
     top_p: float = 1.0
@@ -51,6 +71,13 @@ class JudgeConfig:
             )
         return key
 
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The judge URLs: ``base_url`` as a tuple (one or more; empty when unset)."""
+        if not self.base_url:
+            return ()
+        return (self.base_url,) if isinstance(self.base_url, str) else tuple(self.base_url)
+
     def validate(self) -> JudgeConfig:
         prefix = "reward.reward_kwargs.judge"
         if not self.base_url:
@@ -58,8 +85,15 @@ class JudgeConfig:
                 f"{prefix}.base_url is not set and verl hosts no GenRM (reward.reward_model.enable=false): "
                 "point it at an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
             )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"{prefix}.base_url must start with http:// or https://, got {self.base_url!r}")
+        if isinstance(self.base_url, str):
+            _check_url(f"{prefix}.base_url", self.base_url)
+        elif isinstance(self.base_url, (list, tuple)):
+            for index, url in enumerate(self.base_url):
+                _check_url(f"{prefix}.base_url[{index}]", url)
+            duplicates = sorted({url for url in self.base_url if self.base_url.count(url) > 1})
+            require(not duplicates, f"{prefix}.base_url lists {', '.join(duplicates)} more than once")
+        else:
+            raise ConfigError(f"{prefix}.base_url must be a URL or a list of URLs, got {self.base_url!r}")
         if not self.model:
             raise ConfigError(f"{prefix}.model is not set: name the judge model the endpoint serves")
         require(self.max_concurrency >= 1, f"{prefix}.max_concurrency must be >= 1, got {self.max_concurrency}")
@@ -71,4 +105,26 @@ class JudgeConfig:
             f"{prefix}.retry_after_max_s must be a finite number >= 0, got {self.retry_after_max_s}",
         )
         require(self.max_tokens is None or self.max_tokens >= 1, f"{prefix}.max_tokens must be >= 1 or null")
+        require(self.min_concurrency >= 1, f"{prefix}.min_concurrency must be >= 1, got {self.min_concurrency}")
+        require(
+            0 < self.concurrency_decrease < 1,
+            f"{prefix}.concurrency_decrease must be within (0, 1), got {self.concurrency_decrease}",
+        )
+        require(self.latency_tolerance >= 1, f"{prefix}.latency_tolerance must be >= 1, got {self.latency_tolerance}")
+        require(self.rate_limit_wait_s >= 0, f"{prefix}.rate_limit_wait_s must be >= 0, got {self.rate_limit_wait_s}")
+        require(
+            self.endpoint_max_failures >= 1,
+            f"{prefix}.endpoint_max_failures must be >= 1, got {self.endpoint_max_failures}",
+        )
+        require(
+            self.endpoint_cooldown_s >= 0, f"{prefix}.endpoint_cooldown_s must be >= 0, got {self.endpoint_cooldown_s}"
+        )
+        require(
+            self.all_down_timeout_s >= 0, f"{prefix}.all_down_timeout_s must be >= 0, got {self.all_down_timeout_s}"
+        )
         return self
+
+
+def _check_url(name: str, url: object) -> None:
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{name} must start with http:// or https://, got {url!r}")

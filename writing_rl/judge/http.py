@@ -1,8 +1,15 @@
-"""A pooled async client for any OpenAI-compatible chat-completions endpoint.
+"""A pooled async client for any OpenAI-compatible chat-completions endpoint, or several of them.
 
 vLLM (`vllm serve`), verl's reward router, DashScope's compatible mode, OpenRouter and OpenAI all speak
 this protocol. One client per reward worker: it keeps one aiohttp session (connection pool) per event
-loop, bounds requests in flight with a semaphore, and retries what is worth retrying.
+loop, bounds requests in flight with an adaptive limit (``limiter.py``), sends each request to the least
+loaded healthy endpoint (``endpoints.py``) and retries what is worth retrying. A 429 is not a failure:
+the request waits (``Retry-After``, else backoff) and queues again, for at most ``rate_limit_wait_s``.
+
+A failed request is sent again at once to an endpoint the call has not tried since it last backed off;
+once every endpoint that takes requests has had its try, the call backs off (``backoff_base_s``,
+``backoff_max_s``, or the server's ``Retry-After``) before going round again. So an outage of every
+endpoint costs the call backoff waits, not a burst of retries that ends it at once.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,21 +29,37 @@ from writing_rl.judge.base import (
     JudgeContextLengthError,
     JudgeError,
     JudgeHTTPError,
+    JudgeRateLimited,
     JudgeReply,
     JudgeResponseError,
     JudgeTimeout,
+    JudgeUnavailable,
     Messages,
     is_context_length_error,
 )
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.retry import is_retryable_status, parse_retry_after, retry_delay
+from writing_rl.judge.endpoints import BUSY, FAILED, OK, Choice, Endpoint, EndpointPool
+from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
+from writing_rl.judge.replies import message_content
+from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
+
+__all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content", "redact_url"]
+
+# The least wait after a 429, even one saying ``Retry-After: 0``: else a judge answering every request
+# so would be sent a tight loop of requests until rate_limit_wait_s. 10 ms, or a tenth of the judge's
+# long-run latency when that is longer (a slot frees about once per latency / limit anyway).
+RATE_LIMIT_FLOOR_S = 0.01
+RATE_LIMIT_FLOOR_LATENCY = 0.1
 
 
 @dataclass
 class JudgeStats:
-    requests: int = 0
-    retries: int = 0
+    requests: int = 0  # HTTP requests sent
+    retries: int = 0  # attempts after a failure (429s not counted: see rate_limited)
     failures: Counter = field(default_factory=Counter)
+    rate_limited: int = 0  # 429s received
+    concurrency_limit: int = 0  # the adaptive limit now
+    limit_decreases: int = 0
 
 
 def redact_url(url: str) -> str:
@@ -54,66 +78,68 @@ def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTT
     return JudgeHTTPError(endpoint, status, body, attempts)
 
 
-def _found(value: object) -> str:
-    """What a field holds, for an error message: null, or its JSON type and start."""
-    if value is None:
-        return "null"
-    return f"{type(value).__name__} {json.dumps(value, ensure_ascii=False, default=str)[:80]}"
+@dataclass
+class _Answer:
+    """What one HTTP request got: a status and body, or an error before any reply."""
+
+    start: float
+    status: int = 0
+    raw: bytes = b""
+    retry_after: str | None = None
+    error: type[JudgeError] | None = None  # JudgeTimeout or JudgeConnectionError
+    cause: str = ""
+    sent_in: int = 0  # the endpoint's breaker trips when sent (EndpointPool.started)
 
 
-def _part_text(part: object) -> tuple[str, str]:
-    """(text, refusal) of one OpenAI content part: a string, {"type": "text", "text": ...} or
-    {"type": "refusal", "refusal": ...}; other part types (reasoning, images) add nothing."""
-    if isinstance(part, str):
-        return part, ""
-    if not isinstance(part, dict):
-        raise ValueError(f"a content part is {_found(part)}")
-    kind = part.get("type", "text")
-    value = part.get(kind) if kind in ("text", "refusal") else ""
-    if not isinstance(value, str):
-        raise ValueError(f"a {kind!r} content part has {kind} {_found(value)}")
-    return (value, "") if kind == "text" else ("", value)
+@dataclass
+class _Call:
+    """One ``complete`` call across its requests."""
 
+    failures: int = 0  # failed attempts so far (each used one of max_retries)
+    rate_limited: int = 0
+    limit: int = 0  # the concurrency limit when the last request was sent
+    rate_limit_deadline: float | None = None
+    down_deadline: float | None = None  # while no endpoint takes requests: when to give up; None otherwise
+    failed_on: Endpoint | None = None
+    tried: set[Endpoint] = field(default_factory=set)  # endpoints failed on since the call last backed off
 
-def message_content(message: object, finish_reason: str | None = None) -> tuple[str, str | None]:
-    """(text, refusal) of a reply's message: content is a string or a list of parts (joined). A
-    non-empty refusal is kept, and excuses unreadable content (text ""); else a ValueError names what was found."""
-    if not isinstance(message, dict):
-        raise ValueError(f"message is {_found(message)}")
-    refusal = message.get("refusal")
-    refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
-    try:
-        text, part_refusal = _content_text(message)
-    except ValueError as exc:
-        if refusal:
-            return "", refusal
-        if (finish_reason or "").lower() == "content_filter":  # e.g. Azure's output filter: no content
-            return "", "the judge's output was filtered (finish_reason=content_filter)"
-        fields = ", ".join(map(str, message))
-        raise ValueError(f"{exc} (finish_reason={finish_reason!r}, message fields: {fields})") from None
-    return text, refusal or part_refusal
+    @property
+    def attempt(self) -> int:
+        return self.failures + 1
 
-
-def _content_text(message: dict) -> tuple[str, str | None]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content, None
-    if isinstance(content, list):
-        parts = [_part_text(part) for part in content]
-        refused = "".join(r for _, r in parts)
-        return "".join(t for t, _ in parts), refused if refused.strip() else None
-    raise ValueError("message has no content" if "content" not in message else f"message content is {_found(content)}")
+    @property
+    def avoid(self) -> set[Endpoint]:
+        """Endpoints the next request goes to only when no other takes requests."""
+        return self.tried | {self.failed_on} if self.failed_on is not None else self.tried
 
 
 class OpenAIJudge:
     """``complete(messages) -> JudgeReply``; failures raise typed ``JudgeError``s after retries."""
 
-    def __init__(self, config: JudgeConfig, concurrency: int | None = None):
+    def __init__(
+        self,
+        config: JudgeConfig,
+        concurrency: int | None = None,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,  # tests record the waits asked for
+    ):
         self.config = config.validate()
+        self._sleep = sleep
         self.concurrency = concurrency or config.max_concurrency
-        self.endpoint = redact_url(config.base_url)
-        self.url = config.base_url.rstrip("/") + "/chat/completions"
-        self.stats = JudgeStats()
+        urls = config.endpoints
+        self.endpoint = ", ".join(map(redact_url, urls))
+        self.url = urls[0].rstrip("/") + "/chat/completions"
+        endpoints = [Endpoint(u.rstrip("/") + "/chat/completions", redact_url(u), i) for i, u in enumerate(urls)]
+        # One endpoint: nowhere else to go, so no breaker (a call fails after its retries as always).
+        failures = config.endpoint_max_failures if len(endpoints) > 1 else None
+        self.pool = EndpointPool(endpoints, failures, config.endpoint_cooldown_s)
+        self.limit = AimdLimit(
+            self.concurrency,
+            config.min_concurrency,
+            config.concurrency_decrease,
+            config.latency_tolerance,
+            adaptive=config.adaptive_concurrency,
+        )
+        self.stats = JudgeStats(concurrency_limit=self.limit.slots)
         self._headers = {"Content-Type": "application/json"}
         api_key = config.api_key()
         if api_key:
@@ -122,66 +148,197 @@ class OpenAIJudge:
         if config.max_tokens is not None:
             self._sampling["max_tokens"] = config.max_tokens
         self._session: aiohttp.ClientSession | None = None
-        self._slots: asyncio.Semaphore | None = None
+        self._gate: Gate | None = None
+        self._changed: asyncio.Future | None = None  # set when an endpoint's request ends
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Requests this client lets in flight now (the adaptive limit)."""
+        return self.limit.slots
 
     def _request_body(self, messages: Messages) -> bytes:
         payload = {"model": self.config.model, "messages": messages, **self._sampling, **self.config.extra_body}
         return json.dumps(payload, ensure_ascii=False).encode()
 
     def _ensure_session(self) -> aiohttp.ClientSession:
-        # aiohttp sessions and asyncio semaphores belong to one event loop: make them in the running one.
+        # aiohttp sessions and asyncio futures belong to one event loop: make them in the running one.
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
             timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self._headers)
-            self._slots = asyncio.Semaphore(self.concurrency)
+            self._gate = Gate(self.limit)
+            self._changed = loop.create_future()
             self._loop = loop
         return self._session
 
     async def complete(self, messages: Messages) -> JudgeReply:
         session = self._ensure_session()
         body = self._request_body(messages)
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            self.stats.requests += 1
-            retry_after = None
+        call = _Call()
+        while True:
+            ticket = await self._gate.acquire()
+            choice = self.pool.choose(avoid=call.avoid)
+            if choice.endpoint is None:
+                self._gate.release()
+                await self._wait_for_endpoint(call, choice)
+                continue
+            call.down_deadline = None  # an outage of every endpoint is over; a later one gets its own wait
+            call.limit = ticket.limit
             try:
-                async with self._slots:
-                    start = time.perf_counter()  # latency = time on the wire, not time queued for a slot
-                    async with session.post(self.url, data=body) as resp:
-                        status, raw = resp.status, await resp.read()
-                        retry_after_header = resp.headers.get("Retry-After")
-                if status == 200:
-                    return self._read_reply(raw, start, attempt + 1)
-                if status == 400 and b"content_filter" in raw:
-                    # The endpoint's filter refused the prompt (the responses in it): a refusal the reward
-                    # counts and pays as a loss, not a judge failure a response could stop training with.
-                    refusal = f"the judge's input filter refused the request: {raw[:200].decode(errors='replace')}"
-                    return JudgeReply("", "content_filter", time.perf_counter() - start, attempt + 1, refusal=refusal)
-                error: JudgeError = http_error(self.endpoint, status, raw.decode(errors="replace"), attempt + 1)
-                if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):
-                    self.stats.failures[error.kind] += 1
-                    raise error
-                if status in (429, 503):
-                    retry_after = parse_retry_after(retry_after_header, self.config.retry_after_max_s)
-            except asyncio.TimeoutError:
-                error = JudgeTimeout(self.endpoint, f"no reply within timeout_s={self.config.timeout_s}", attempt + 1)
-            except aiohttp.ClientError as exc:
-                error = JudgeConnectionError(self.endpoint, f"{type(exc).__name__}: {exc}", attempt + 1)
-            except JudgeResponseError as exc:
-                error = exc
-            if attempt + 1 == attempts:
-                self.stats.failures[error.kind] += 1
-                raise error
-            self.stats.retries += 1
-            await asyncio.sleep(
-                retry_delay(attempt, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
-            )
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                answer = await self._post(session, choice.endpoint, body)
+                outcome = self._settle(call, choice.endpoint, answer, ticket)
+                if answer.status == 429:
+                    # The refused request waits in its slot: no other request takes the place just refused
+                    # (which would be refused again at once); then it queues again behind the others.
+                    await self._sleep(outcome)
+                    continue
+            finally:
+                self._gate.release()
+            if isinstance(outcome, JudgeReply):
+                return outcome
+            await self._sleep(outcome)
 
-    def _read_reply(self, raw: bytes, start: float, attempts: int) -> JudgeReply:
+    async def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> _Answer:
+        sent_in = self.pool.started(endpoint)
+        self.stats.requests += 1
+        answer = _Answer(time.perf_counter(), sent_in=sent_in)  # latency: time on the wire, not queued
+        try:
+            async with session.post(endpoint.url, data=body) as resp:
+                answer.status, answer.raw = resp.status, await resp.read()
+                answer.retry_after = resp.headers.get("Retry-After")
+        except asyncio.TimeoutError:
+            answer.error, answer.cause = JudgeTimeout, f"no reply within timeout_s={self.config.timeout_s}"
+        except aiohttp.ClientError as exc:
+            answer.error, answer.cause = JudgeConnectionError, f"{type(exc).__name__}: {exc}"
+        except BaseException:  # cancelled: the endpoint's count goes down, its health is unknown
+            self._finished(endpoint, answer, None)
+            raise
+        return answer
+
+    def _finished(
+        self, endpoint: Endpoint, answer: _Answer, outcome: str | None, error: str | None = None, rest_s=None
+    ) -> None:
+        """Tell the pool how ``answer``'s request ended, and wake the calls waiting for an endpoint."""
+        self.pool.finished(endpoint, outcome, error, rest_s, answer.sent_in)
+        if not self._changed.done():
+            self._changed.set_result(None)
+        self._changed = asyncio.get_running_loop().create_future()
+
+    def _settle(self, call: _Call, endpoint: Endpoint, answer: _Answer, ticket: Ticket) -> JudgeReply | float:
+        """The reply, or the seconds to wait before the call's next request; raises the call's final error."""
+        latency = time.perf_counter() - answer.start
+        if answer.error is not None:
+            self._finished(endpoint, answer, FAILED, answer.cause)
+            if answer.error is JudgeTimeout:
+                self._overloaded(ticket)
+            return self._retry_or_raise(call, endpoint, answer.error(endpoint.shown, answer.cause, call.attempt), None)
+        status, raw = answer.status, answer.raw
+        if status == 200:
+            self._finished(endpoint, answer, OK)
+            self._gate.on_success(ticket, latency)
+            self.stats.concurrency_limit = self.limit.slots
+            try:
+                return self._read_reply(raw, answer.start, call, endpoint.shown)
+            except JudgeResponseError as error:
+                return self._retry_or_raise(call, endpoint, error, None)
+        if status == 400 and b"content_filter" in raw:
+            # The endpoint's filter refused the prompt (the responses in it): a refusal the reward
+            # counts and pays as a loss, not a judge failure a response could stop training with.
+            self._finished(endpoint, answer, OK)
+            refusal = f"the judge's input filter refused the request: {raw[:200].decode(errors='replace')}"
+            return JudgeReply("", "content_filter", latency, call.attempt, refusal=refusal, **self._met(call))
+        text = raw.decode(errors="replace")
+        retry_after = None
+        if status in (429, 503):
+            retry_after = parse_retry_after(answer.retry_after, self.config.retry_after_max_s)
+            self._overloaded(ticket)
+        if status == 429:
+            self._finished(endpoint, answer, BUSY, rest_s=retry_after)
+            return self._rate_limited(call, endpoint, text, retry_after)
+        busy = status == 503 and retry_after is not None  # a pause asked for: busy, not dead
+        outcome = BUSY if busy else FAILED if status >= 500 else OK
+        self._finished(endpoint, answer, outcome, f"HTTP {status}", retry_after)
+        error = http_error(endpoint.shown, status, text, call.attempt)
+        if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):
+            raise self._final(call, error)
+        return self._retry_or_raise(call, endpoint, error, retry_after)
+
+    def _overloaded(self, ticket: Ticket) -> None:
+        if self._gate.on_overload(ticket):
+            self.stats.limit_decreases += 1
+        self.stats.concurrency_limit = self.limit.slots
+
+    def _retry_or_raise(self, call: _Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None) -> float:
+        call.failures += 1
+        call.failed_on = endpoint
+        call.tried.add(endpoint)
+        if call.failures > self.config.max_retries:
+            raise self._final(call, error)
+        self.stats.retries += 1
+        if self.pool.another_takes_requests(call.tried):
+            return 0.0  # fail over at once to an endpoint this call has not tried since it backed off
+        call.tried.clear()  # each endpoint that takes requests had its try: back off, then go round again
+        return retry_delay(call.failures - 1, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
+
+    def _rate_limited(self, call: _Call, endpoint: Endpoint, text: str, retry_after: float | None) -> float:
+        """A 429: wait (Retry-After, else backoff) and queue again, until rate_limit_wait_s has passed."""
+        self.stats.rate_limited += 1
+        call.rate_limited += 1
+        now = time.monotonic()
+        if call.rate_limit_deadline is None:
+            call.rate_limit_deadline = now + self.config.rate_limit_wait_s
+        left = call.rate_limit_deadline - now
+        if left <= 0:
+            cause = (
+                f"HTTP 429 (rate limited) {call.rate_limited} time(s) over rate_limit_wait_s="
+                f"{self.config.rate_limit_wait_s:g}: {text[:200]}"
+            )
+            raise self._final(call, JudgeRateLimited(endpoint.shown, cause, call.attempt))
+        if retry_after is None:
+            # Without Retry-After: about when a request in service ends (the judge's usual latency), growing
+            # for a call refused again and again; the limiter, not this wait, keeps the load down.
+            scale = self.limit.long_latency or self.config.backoff_base_s
+            retry_after = backoff_delay(min(call.rate_limited - 1, 3), scale, self.config.backoff_max_s)
+        floor = max(RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (self.limit.long_latency or 0.0))
+        return min(max(retry_after, floor), left)
+
+    async def _wait_for_endpoint(self, call: _Call, choice: Choice) -> None:
+        """No endpoint takes requests now: wait until one may (or one's request ends), within the call's
+        all_down_timeout_s (all failing) or rate_limit_wait_s (all resting after a Retry-After)."""
+        now = time.monotonic()
+        if choice.down:
+            if call.down_deadline is None:
+                call.down_deadline = now + self.config.all_down_timeout_s
+            if now >= call.down_deadline:
+                cause = (
+                    f"every endpoint is failing; waited all_down_timeout_s={self.config.all_down_timeout_s:g} "
+                    f"for one to come back: {self.pool.down_message()}"
+                )
+                raise self._final(call, JudgeUnavailable(self.endpoint, cause, call.attempt))
+            deadline = call.down_deadline
+        else:
+            if call.rate_limit_deadline is None:
+                call.rate_limit_deadline = now + self.config.rate_limit_wait_s
+            if now >= call.rate_limit_deadline:
+                cause = f"every endpoint asked to wait (Retry-After) past rate_limit_wait_s={self.config.rate_limit_wait_s:g}"
+                raise self._final(call, JudgeRateLimited(self.endpoint, cause, call.attempt))
+            deadline = call.rate_limit_deadline
+        wait = deadline - now if choice.wait_s is None else min(choice.wait_s, deadline - now)
+        await asyncio.wait([self._changed], timeout=max(wait, 0.001))
+
+    def _final(self, call: _Call, error: JudgeError) -> JudgeError:
+        """The error the call raises, with what it met on the way."""
+        error.rate_limited = call.rate_limited
+        error.concurrency_limit = call.limit
+        self.stats.failures[error.kind] += 1
+        return error
+
+    def _met(self, call: _Call) -> dict:
+        return {"rate_limited": call.rate_limited, "concurrency_limit": call.limit}
+
+    def _read_reply(self, raw: bytes, start: float, call: _Call, shown: str) -> JudgeReply:
         try:
             data = json.loads(raw)
             choice = data["choices"][0]
@@ -189,23 +346,32 @@ class OpenAIJudge:
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             excerpt = raw[:200].decode(errors="replace")
             raise JudgeResponseError(
-                self.endpoint, f"not a chat completion ({type(exc).__name__}): {excerpt!r}", attempts
+                shown, f"not a chat completion ({type(exc).__name__}): {excerpt!r}", call.attempt
             ) from None
         finish_reason = choice.get("finish_reason")
         finish_reason = finish_reason if isinstance(finish_reason, str) else None
         try:
             text, refusal = message_content(message, finish_reason)
         except ValueError as exc:
-            raise JudgeResponseError(self.endpoint, f"no reply text: {exc}", attempts) from None
+            raise JudgeResponseError(shown, f"no reply text: {exc}", call.attempt) from None
         return JudgeReply(
             text=text,
             finish_reason=finish_reason,
             latency_s=time.perf_counter() - start,
-            attempts=attempts,
+            attempts=call.attempt,
             refusal=refusal,
+            tokens=_total_tokens(data),
+            **self._met(call),
         )
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def _total_tokens(data: object) -> int:
+    """``usage.total_tokens`` of a completion; 0 when the endpoint reports none (or nonsense)."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0

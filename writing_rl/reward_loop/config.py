@@ -7,6 +7,7 @@ Infrastructure settings sit under ``reward.reward_kwargs`` (the judge under ``re
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,14 @@ class GroupConfig:
     result_timeout_s: float = 3600.0
     # Finished groups whose results are kept for late duplicates (padded copies); older ones are evicted.
     finished_cache: int = 4096
+    # Collector actors; groups are spread over them by uid. One serves thousands of joins per second;
+    # raise it for streaming runs with many reward workers.
+    collector_shards: int = 1
+    # Ray resources each collector actor asks for, to pin the collectors to the nodes that offer them:
+    # {"node:__internal_head__": 0.01} is the head node, or a custom resource of your nodes. Held for the
+    # actor's life, so ask for a small share. {} = wherever Ray puts them (usually the node of the first
+    # reward worker that needs one).
+    actor_resources: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_verl(cls, config: Any) -> GroupConfig:
@@ -41,6 +50,8 @@ class GroupConfig:
         require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
         require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
         require(settings.finished_cache >= 1, f"{prefix}.finished_cache must be >= 1")
+        require(settings.collector_shards >= 1, f"{prefix}.collector_shards must be >= 1")
+        check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")
         return settings
 
 
@@ -50,12 +61,18 @@ class CurriculumConfig:
 
     # Off: every sample is judged against its first reference.
     enable: bool = True
-    # Where level snapshots go; null = {trainer.default_local_dir}/curriculum (next to verl's checkpoints).
+    # Where level snapshots and the write-ahead log go; null = {trainer.default_local_dir}/curriculum
+    # (next to verl's checkpoints).
     state_dir: str | None = None
-    # Changes are written at most this often (one snapshot per burst of changes).
-    snapshot_interval_s: float = 1.0
+    # Every change is in the write-ahead log before its reward returns; after this many records the log
+    # is folded into levels.latest.npz (bounds the log's size and the replay at a restart).
+    compact_records: int = 100_000
     # Snapshots kept per verl checkpoint step (for resuming from step S with the levels of step S).
     keep_steps: int = 5
+    # Ray resources the scheduler actor asks for, to pin it to a node that offers them (as
+    # groups.actor_resources): one whose filesystem holds state_dir, e.g. {"node:__internal_head__": 0.01}.
+    # {} = wherever Ray puts it (usually the node of the first reward worker that needs it).
+    actor_resources: dict[str, float] = field(default_factory=dict)
     # Where verl writes checkpoints (and latest_checkpointed_iteration.txt): filled from
     # trainer.default_local_dir; resume_step: the step verl resumes from (None: fresh or no checkpoint).
     checkpoint_dir: str | None = None
@@ -79,8 +96,9 @@ class CurriculumConfig:
             raw["resume_step"] = _resume_step(str(get(trainer, "resume_from_path", "") or ""))
         settings = build(cls, raw, "reward.reward_kwargs.curriculum")
         prefix = "reward.reward_kwargs.curriculum"
-        require(settings.snapshot_interval_s >= 0, f"{prefix}.snapshot_interval_s must be >= 0")
+        require(settings.compact_records >= 1, f"{prefix}.compact_records must be >= 1, got {settings.compact_records}")
         require(settings.keep_steps >= 1, f"{prefix}.keep_steps must be >= 1")
+        check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")
         return settings
 
     def for_scheduler(self) -> CurriculumConfig:
@@ -90,6 +108,33 @@ class CurriculumConfig:
             "reward.reward_kwargs.curriculum.state_dir is not set and no trainer.default_local_dir",
         )
         return self
+
+
+# Ray takes these as num_cpus / num_gpus, not as resources; the shared actors hold none.
+NOT_RESOURCES = ("CPU", "GPU")
+# Ray's finest resource amount (ray._raylet.RESOURCE_UNIT_SCALING).
+MIN_RESOURCE_AMOUNT = 0.0001
+
+
+def check_actor_resources(resources: Any, key: str) -> None:
+    """``resources`` is a mapping of Ray resource names to amounts Ray accepts for an actor."""
+    require(
+        isinstance(resources, dict),
+        f"{key} must be a mapping of Ray resource names to amounts, like {{'node:__internal_head__': 0.01}}, "
+        f"got {resources!r}",
+    )
+    for name, amount in resources.items():
+        require(isinstance(name, str) and bool(name), f"{key}: resource names must be non-empty strings, got {name!r}")
+        require(
+            name not in NOT_RESOURCES,
+            f"{key}.{name}: the shared actors take no {name}; pin them with a custom resource or "
+            "node:__internal_head__ (the head node) instead",
+        )
+        number = isinstance(amount, (int, float)) and not isinstance(amount, bool)
+        require(
+            number and math.isfinite(amount) and amount >= MIN_RESOURCE_AMOUNT,
+            f"{key}.{name} must be a number >= {MIN_RESOURCE_AMOUNT} (Ray's finest amount), got {amount!r}",
+        )
 
 
 def _resume_step(path: str) -> int | None:

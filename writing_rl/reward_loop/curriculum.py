@@ -8,106 +8,75 @@ level once per group, judges every rollout of the group against that reference, 
 the level moves one step when the group qualified, only if it still equals the pinned level (two groups
 of one id in flight move it once), and never past the last reference.
 
-Persistence (all writes: temp file, fsync, rename; a kill -9 at any moment leaves the last complete
-snapshot):
-- ``levels.latest.npz`` after every burst of changes (at most every ``snapshot_interval_s``);
-- ``levels.step_<S>.npz`` whenever verl writes checkpoint S (``latest_checkpointed_iteration.txt`` in
-  ``trainer.default_local_dir``), the last ``keep_steps`` kept.
-On start the scheduler loads the snapshot of the step verl resumes from (verl's own rule: the tracker
-file, or ``trainer.resume_from_path``), else the latest one; ``trainer.resume_mode=disable`` starts at 0.
+Durability: an advance returns only once its record is in the write-ahead log and fsynced, so a reward
+that reflects a level change is never paid for a change a crash can lose (file formats, group commit and
+compaction: curriculum_log.py). ``pin`` never hands out a level that is not durable either: a pin of an
+id whose advance is still being written waits for that write. (A new id's level-0 record is written
+without waiting: level 0 is also what replay gives an id it has never seen.)
+
+A failed WAL write or fsync is fatal to the scheduler: the advances waiting on it, and every later call,
+fail with ``WALWriteError`` (the reward fails with it: nothing is paid). Inside a Ray actor the process
+then exits, and Ray (``max_restarts``) starts it again from the disk; a call lost to the exit is retried
+there (``max_task_retries``) and sees the durable state. A failed advance may or may not be on disk
+(its record may have reached it, or a compaction taken in the meantime may hold it): either is a
+consistent state, since nothing was paid for it. When the disk stays unwritable, the restarted
+scheduler cannot start (it rewrites its snapshot first), Ray does not restart an actor whose constructor
+raised, and every call fails with that error.
+
+Checkpoints, by an ordering rule rather than by timing: before it applies any request, the scheduler
+stats verl's tracker file (``latest_checkpointed_iteration.txt`` in ``trainer.default_local_dir``); when
+it names a checkpoint not seen yet, the scheduler first *cuts*: a "checkpoint S" record in the WAL and
+``levels.step_<S>.npz`` of the state before this request (the last ``keep_steps`` kept). This relies on
+verl's synchronous trainer, which per step returns every reward of step S (so every advance of step S
+has returned), updates, saves checkpoint S (the tracker file last), validates (validation moves no
+level), and only then rolls out step S+1. So the state at the cut is exactly the state at the end of
+step S. Every WAL record carries the last checkpoint seen, so when a run dies between writing checkpoint
+S and the next request, the state at S is rebuilt from the WAL. With asynchronous trainers (rollouts
+of step S+1 overlapping the save of S) advances made while the save runs land on either side of the cut;
+with ``actor.checkpoint.async_save`` verl writes no tracker file, so there are no cuts and a resume gets
+the latest levels (with a warning).
+
+Start: a scheduler restarted within the same trainer run (same Ray session, job and namespace, same
+resume settings: Ray restarts the actor when its process dies) continues from the snapshot + WAL,
+losing nothing acknowledged. A trainer (re)start follows verl: ``trainer.resume_mode=disable`` starts at 0 and drops
+the old step snapshots; resuming from checkpoint S (the tracker file, or ``trainer.resume_from_path``)
+restores the state at S and drops the later history (step snapshots after S, WAL records after the cut
+of S), so it does not come back at the next restart; with no checkpoint to resume from, the latest state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-import re
-import time
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
-import numpy as np
 import ray
 
-from writing_rl.files import atomic_path
 from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.reward_loop.curriculum_log import (
+    LATEST,
+    WAL,
+    LevelTable,
+    Meta,
+    WALWriteError,
+    WriteAheadLog,
+    checkpoint_tag,
+    load_levels,
+    read_state,
+    save_levels,
+    step_path,
+    step_snapshots,
+)
+from writing_rl.reward_loop.placement import placement_options
 
 logger = logging.getLogger("writing_rl")
 
-LATEST = "levels.latest.npz"
-_STEP_FILE = re.compile(r"^levels\.step_(\d+)\.npz$")
 TRACKER = "latest_checkpointed_iteration.txt"
-
-
-class LevelTable:
-    """Level and reference count per id: an index of ids into numpy arrays, so a snapshot of a million
-    ids is two array copies (the ids are converted once, as they appear)."""
-
-    def __init__(self, ids: Sequence[str] = (), levels: Sequence[int] = (), references: Sequence[int] = ()):
-        self.ids = [str(i) for i in ids]
-        self.index = {key: i for i, key in enumerate(self.ids)}
-        self._ids_array = np.array(self.ids, dtype=str)
-        capacity = max(1024, len(self.ids))
-        self.levels = np.zeros(capacity, dtype=np.int32)
-        self.references = np.ones(capacity, dtype=np.int32)
-        self.levels[: len(self.ids)] = levels
-        self.references[: len(self.ids)] = references
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def slot(self, key: str, references: int) -> int:
-        """The row of ``key``, added at level 0 the first time it is seen."""
-        row = self.index.get(key)
-        if row is None:
-            row = len(self.ids)
-            if row == len(self.levels):
-                self.levels = np.concatenate([self.levels, np.zeros_like(self.levels)])
-                self.references = np.concatenate([self.references, np.ones_like(self.references)])
-            self.ids.append(key)
-            self.index[key] = row
-        self.references[row] = references
-        return row
-
-    def level(self, key: str) -> int:
-        row = self.index.get(key)
-        return 0 if row is None else int(self.levels[row])
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, levels, references), copies safe to write from another thread."""
-        n = len(self.ids)
-        if len(self._ids_array) < n:
-            self._ids_array = np.concatenate([self._ids_array, np.array(self.ids[len(self._ids_array) :], dtype=str)])
-        return self._ids_array[:n], self.levels[:n].copy(), self.references[:n].copy()
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(zip(self.ids, self.levels[: len(self.ids)].tolist()))
-
-
-def save_levels(path: str | Path, arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-    ids, levels, references = arrays
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, ids=ids, levels=levels, references=references)
-
-
-def load_levels(path: str | Path) -> LevelTable:
-    with np.load(path, allow_pickle=False) as data:
-        return LevelTable(data["ids"].tolist(), data["levels"], data["references"])
-
-
-def step_snapshots(state_dir: str | Path) -> dict[int, Path]:
-    """Per-checkpoint snapshots in ``state_dir``, by step."""
-    state_dir = Path(state_dir)
-    if not state_dir.is_dir():
-        return {}
-    found = {}
-    for path in state_dir.iterdir():
-        match = _STEP_FILE.match(path.name)
-        if match:
-            found[int(match.group(1))] = path
-    return dict(sorted(found.items()))
+EXIT_GRACE_S = 1.0  # after a fatal WAL failure, so the replies carrying the error go out before the exit
 
 
 def checkpointed_step(checkpoint_dir: str | None) -> int | None:
@@ -120,95 +89,255 @@ def checkpointed_step(checkpoint_dir: str | None) -> int | None:
         return None
 
 
-def checkpoint_marker(checkpoint_dir: str | None) -> tuple[int, int] | None:
-    """(step, mtime_ns) of verl's tracker file. verl rewrites it at every save, so a save is noticed even
-    when its step equals the one already there (a fresh run in an old run's checkpoint dir)."""
-    step = checkpointed_step(checkpoint_dir)
-    if step is None:
+def checkpoint_marker(checkpoint_dir: str | None, known: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """(step, mtime_ns) of verl's tracker file; the file is read only when its mtime differs from
+    ``known``'s. verl rewrites it at every save, so a save is noticed even when its step equals the one
+    already there (a fresh run in an old run's checkpoint dir). None while it is missing or half written."""
+    if not checkpoint_dir:
         return None
     try:
-        return step, Path(checkpoint_dir, TRACKER).stat().st_mtime_ns
+        mtime_ns = os.stat(os.path.join(checkpoint_dir, TRACKER)).st_mtime_ns
     except OSError:
         return None
+    if known is not None and known[1] == mtime_ns:
+        return known
+    step = checkpointed_step(checkpoint_dir)
+    return None if step is None else (step, mtime_ns)
 
 
-def initial_levels(settings: CurriculumConfig) -> tuple[LevelTable, str]:
-    """The levels a (re)started run begins with, and where they came from."""
+@dataclass
+class Start:
+    """Where a scheduler starts: its levels and what the state dir keeps of the past."""
+
+    table: LevelTable
+    seq: int
+    checkpoint: int | None
+    marker: tuple[int, int] | None
+    source: str
+    drop_steps: list[int] = field(default_factory=list)  # step snapshots of a discarded history
+    save_step: int | None = None  # the state at this step has no step snapshot yet
+
+
+def recover(settings: CurriculumConfig, run: str) -> Start:
+    """The levels a (re)started scheduler begins with (the rule: module docstring)."""
+    state_dir = settings.state_dir
+    log = read_state(state_dir)
+    current = checkpoint_marker(settings.checkpoint_dir)
+    steps = step_snapshots(state_dir)
+    replayed = f"{LATEST} + {log.applied} WAL records"
+    if log.meta.run == run:
+        return Start(log.table, log.seq, log.checkpoint, log.marker, f"{replayed} (restarted within the run)")
     if not settings.resume:
-        return LevelTable(), "fresh (trainer.resume_mode=disable)"
-    step = settings.resume_step if settings.resume_step is not None else checkpointed_step(settings.checkpoint_dir)
-    if step is not None:
-        snapshot = step_snapshots(settings.state_dir).get(step)
-        if snapshot is not None:
-            return load_levels(snapshot), f"{snapshot.name} (verl resumes from step {step})"
-        logger.warning("curriculum: verl resumes from step %s but %s has no snapshot of it", step, settings.state_dir)
-    latest = Path(settings.state_dir, LATEST)
-    if latest.exists():
-        return load_levels(latest), latest.name
-    return LevelTable(), "fresh"
+        return Start(LevelTable(), log.seq, None, current, "fresh (trainer.resume_mode=disable)", list(steps))
+    step = settings.resume_step if settings.resume_step is not None else (current[0] if current else None)
+    if step is None:
+        return Start(log.table, log.seq, log.checkpoint, current, f"{replayed} (no checkpoint to resume from)")
+    later = [s for s in steps if s > step]
+    if step in steps:
+        table = load_levels(steps[step])
+        return Start(table, log.seq, step, current, f"{steps[step].name} (verl resumes from step {step})", later)
+    # No snapshot of step S (the run died before writing it, or between writing checkpoint S and the
+    # scheduler's next request): the records before the cut of S are step S's state, as long as the base
+    # snapshot predates that cut and the WAL saw checkpoint S as a cut or not at all (a WAL that began
+    # after this tracker file was written holds no state of step S).
+    cut = any(record.get("checkpoint") == step for record in log.records)
+    if checkpoint_tag(log.meta.checkpoint) < step and (cut or log.marker != current):
+        table = read_state(state_dir, before_checkpoint=step).table
+        source = f"{LATEST} + WAL before checkpoint {step} (verl resumes from step {step})"
+        return Start(table, log.seq, step, current, source, later, save_step=step)
+    logger.warning("curriculum: verl resumes from step %s but %s holds no state of it", step, state_dir)
+    return Start(log.table, log.seq, step, current, f"{replayed} (no state of step {step} kept)", later)
+
+
+def run_identity(settings: CurriculumConfig) -> str:
+    """Which trainer run a scheduler serves: the Ray session, job and namespace (a restarted trainer is a
+    new job, and its driver a new namespace), with the resume settings. Same identity: a scheduler
+    restarted within the run."""
+    context = ray.get_runtime_context()
+    try:  # the session tells clusters apart (job ids restart at 01000000); no public API has it
+        session = ray._private.worker.global_worker.node.session_name
+    except AttributeError:
+        session = ""
+    return f"{session}/{context.get_job_id()}/{context.namespace}/resume={settings.resume}:{settings.resume_step}"
 
 
 class ReferenceScheduler:
-    """The levels of one run (a Ray actor; one asyncio loop, so each method runs to its next await)."""
+    """The levels of one run (a Ray actor; one asyncio loop, so each method runs to its next await).
 
-    def __init__(self, settings: CurriculumConfig):
+    ``run`` names the trainer run (``run_identity``); None: a new run. ``fsync`` is injectable for tests,
+    and so is ``on_fatal``, called with the ``WALWriteError`` that stops the scheduler (default: exit the
+    process if it is a Ray actor, so Ray restarts it from the disk; elsewhere nothing more).
+    """
+
+    def __init__(self, settings: CurriculumConfig, run: str | None = None, fsync=os.fsync, on_fatal=None):
         self.settings = settings
-        self.table, self.source = initial_levels(settings)
-        self.dirty = False
-        self.last_checkpoint = checkpoint_marker(settings.checkpoint_dir)
-        self._writer: asyncio.Task | None = None
-        Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+        self.state_dir = Path(settings.state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.run = run or f"local-{uuid.uuid4().hex}"
+        self.failed: WALWriteError | None = None
+        self._on_fatal = on_fatal or exit_if_actor
+        self._unacked: dict[str, asyncio.Future] = {}  # id -> its advance's record, until fsynced
+        start = recover(settings, self.run)
+        self.table, self.seq, self.checkpoint, self.marker = start.table, start.seq, start.checkpoint, start.marker
+        self.source = start.source
+        try:
+            self._begin(start, fsync)
+        except OSError as err:  # e.g. a restart after a WAL failure, on a disk that is still full
+            raise WALWriteError(f"curriculum: cannot start the scheduler over {self.state_dir} ({err})") from err
+        self._compacting = False
+        self._unsaved_steps: dict[int, tuple] = {}  # step snapshots whose write failed, retried before compaction
+
+    def _begin(self, start: Start, fsync) -> None:
+        """Make the state dir hold exactly ``start``: a kill at any point leaves a dir that recovers to it."""
+        for step in start.drop_steps:
+            step_path(self.state_dir, step).unlink(missing_ok=True)
+        if start.drop_steps:
+            logger.warning("curriculum: dropped the snapshots of steps %s (a discarded history)", start.drop_steps)
+        if start.save_step is not None:
+            save_levels(step_path(self.state_dir, start.save_step), self.table.arrays(), self._meta())
+        save_levels(self.state_dir / LATEST, self.table.arrays(), self._meta())  # holds every seq so far
+        self.log = WriteAheadLog(self.state_dir / WAL, fsync, on_failure=self._fail)
+        self.log.truncate()
+        logger.info("curriculum: %d ids from %s", len(self.table), self.source)
+
+    def _meta(self) -> Meta:
+        return Meta(self.seq, self.checkpoint, self.marker, self.run)
+
+    def close(self) -> None:
+        """Release the WAL's file (idempotent); the scheduler takes no more requests."""
+        self.log.close()
+        self.failed = self.failed or WALWriteError(f"curriculum: the scheduler over {self.state_dir} is closed")
 
     async def pin(self, key: str, references: int) -> int:
-        """The current level of ``key`` (started at 0 the first time it is seen)."""
-        self._ensure_writer()
-        row = self.table.slot(key, references)
+        """The current level of ``key`` (started at 0 the first time it is seen), once it is durable."""
+        self._usable()
+        self._observe_checkpoint()
+        while (unacked := self._unacked.get(key)) is not None and not unacked.done():
+            await asyncio.shield(unacked)  # raises the scheduler's WALWriteError if that write fails
+        row = self.table.index.get(key)
+        if row is None or self.table.references[row] != references:
+            row = self.table.slot(key, references)
+            self._record(key, row, wait=False)  # durable with the next batch; level 0 is also the default
         return min(int(self.table.levels[row]), references - 1)
 
     async def advance(self, key: str, pinned: int) -> bool:
-        """One step up, if ``key`` is still at the level the group was judged against."""
+        """One step up, if ``key`` is still at the level the group was judged against; returns once the
+        change is durable (``WALWriteError`` if it could not be written: module docstring)."""
+        self._usable()
+        self._observe_checkpoint()
         row = self.table.index.get(key)
         if row is None or self.table.levels[row] != pinned or pinned + 1 >= self.table.references[row]:
             return False
         self.table.levels[row] = pinned + 1
-        self.dirty = True
+        written = self._record(key, row)
+        self._unacked[key] = written
+        written.add_done_callback(functools.partial(self._acknowledged, key))
+        await asyncio.shield(written)
         return True
+
+    def _acknowledged(self, key: str, written: asyncio.Future) -> None:
+        if self._unacked.get(key) is written:
+            del self._unacked[key]
+
+    def _usable(self) -> None:
+        if self.failed is not None:
+            raise self.failed
+
+    def _fail(self, error: WALWriteError) -> None:
+        """The WAL broke (it has failed every record and job queued): no more requests, then ``on_fatal``."""
+        self.failed = error
+        self._on_fatal(error)
 
     def snapshot(self) -> dict:
         """The current state (for tests and inspection)."""
-        return {"levels": self.table.as_dict(), "source": self.source}
+        self._usable()
+        return {"levels": self.table.as_dict(), "source": self.source, "checkpoint": self.checkpoint, "seq": self.seq}
+
+    def stats(self) -> dict:
+        """WAL counters (bench/curriculum_scheduler.py)."""
+        return {"records": self.log.written, "fsyncs": self.log.fsyncs, "seq": self.seq}
 
     async def flush(self) -> None:
-        """Write what changed, and a step snapshot if verl has checkpointed a new step."""
-        checkpoint = checkpoint_marker(self.settings.checkpoint_dir)
-        new_step = checkpoint is not None and checkpoint != self.last_checkpoint
-        if not (self.dirty or new_step):
+        """Return once everything applied so far is on disk."""
+        self._usable()
+        await self.log.idle()
+
+    async def compact(self) -> None:
+        """Fold the WAL into ``levels.latest.npz`` now (it happens by itself every ``compact_records``)."""
+        self._usable()
+        await self._compact()
+
+    def _compact(self) -> asyncio.Future:
+        self._compacting = True
+        done = self.log.job(self._prepare_compaction, truncate=True)
+        done.add_done_callback(_log_failure("a compaction"))
+        done.add_done_callback(lambda _: setattr(self, "_compacting", False))
+        return done
+
+    def _record(self, key: str, row: int, wait: bool = True):
+        self.seq += 1
+        record = {"seq": self.seq, "ckpt": self.checkpoint, "id": key}
+        record.update(level=int(self.table.levels[row]), refs=int(self.table.references[row]))
+        done = self.log.append(record, wait)
+        if self.log.since_truncation >= self.settings.compact_records and not self._compacting:
+            self._compact()
+        return done
+
+    def _observe_checkpoint(self) -> None:
+        marker = checkpoint_marker(self.settings.checkpoint_dir, self.marker)
+        if marker is None or marker == self.marker:
             return
-        self.dirty = False
+        # The cut: the state now is the state at the end of step S (every advance of step S has returned).
+        step = marker[0]
         arrays = self.table.arrays()
-        await asyncio.get_running_loop().run_in_executor(None, self._write, arrays, checkpoint[0] if new_step else None)
-        if new_step:
-            self.last_checkpoint = checkpoint
+        self.seq += 1
+        self.checkpoint, self.marker = step, marker
+        self.log.append({"seq": self.seq, "ckpt": step, "checkpoint": step, "mtime_ns": marker[1]}, wait=False)
+        meta = self._meta()
+        self.log.job(lambda: functools.partial(self._write_step, step, arrays, meta)).add_done_callback(
+            _log_failure(f"the snapshot of step {step}")
+        )
 
-    def _write(self, arrays, step: int | None) -> None:
-        state_dir = Path(self.settings.state_dir)
-        save_levels(state_dir / LATEST, arrays)
-        if step is not None:
-            save_levels(state_dir / f"levels.step_{step}.npz", arrays)
-            for old in list(step_snapshots(state_dir))[: -self.settings.keep_steps]:
-                (state_dir / f"levels.step_{old}.npz").unlink(missing_ok=True)
+    def _write_step(self, step: int, arrays, meta: Meta) -> None:
+        self._unsaved_steps[step] = (arrays, meta)
+        self._save_unsaved_steps()
 
-    def _ensure_writer(self) -> None:
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write_loop())
+    def _save_unsaved_steps(self) -> None:
+        """Write pending step snapshots (before a compaction, which would drop what rebuilds them)."""
+        for step, (arrays, meta) in sorted(self._unsaved_steps.items()):
+            save_levels(step_path(self.state_dir, step), arrays, meta)
+            del self._unsaved_steps[step]
+        for old in list(step_snapshots(self.state_dir))[: -self.settings.keep_steps]:
+            step_path(self.state_dir, old).unlink(missing_ok=True)
 
-    async def _write_loop(self) -> None:
-        while True:
-            await asyncio.sleep(max(0.05, self.settings.snapshot_interval_s))
-            try:
-                await self.flush()
-            except OSError as err:  # a full disk must not stop the reward loop; it is loud in the log
-                logger.error("curriculum: could not write a snapshot to %s: %s", self.settings.state_dir, err)
+    def _prepare_compaction(self):
+        arrays, meta = self.table.arrays(), self._meta()  # every record up to seq, in the queue order
+
+        def write() -> None:
+            self._save_unsaved_steps()
+            save_levels(self.state_dir / LATEST, arrays, meta)
+
+        return write
+
+
+def exit_if_actor(error: WALWriteError) -> None:
+    """In a Ray actor: exit shortly (``EXIT_GRACE_S``), so Ray starts the actor again from the disk. The
+    pause lets the replies carrying ``error`` go out first; a reply the exit still cuts off only makes
+    Ray retry that call on the restarted actor."""
+    if not ray.is_initialized() or ray.get_runtime_context().get_actor_id() is None:
+        return
+    logger.error("curriculum: the scheduler exits, to be restarted by Ray from %s", error)
+    asyncio.get_running_loop().call_later(EXIT_GRACE_S, os._exit, 1)
+
+
+def _log_failure(what: str):
+    def check(done: asyncio.Future) -> None:
+        if not done.cancelled() and isinstance(done.exception(), WALWriteError):
+            return  # the WAL's failure, logged once where it happened
+        if not done.cancelled() and done.exception() is not None:
+            logger.error("curriculum: could not write %s: %s", what, done.exception())
+
+    return check
 
 
 class Curriculum:
@@ -236,49 +365,23 @@ def scheduler_name() -> str:
 
 
 def get_or_create_scheduler(settings: CurriculumConfig):
+    """The run's scheduler. When its process dies, Ray starts it again under the same handle (a dead
+    named actor keeps its name while handles to it live, so it could not be replaced); it recovers
+    everything acknowledged, and calls in flight are sent again: ``pin`` is idempotent and a repeated
+    ``advance`` finds the level already moved (or moves it, if the first one was lost). Created on a node
+    offering ``curriculum.actor_resources`` (placement.py)."""
+    name = scheduler_name()
+    placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.curriculum.actor_resources")
     return (
         ray.remote(ReferenceScheduler)
-        .options(name=scheduler_name(), get_if_exists=True, num_cpus=0, max_concurrency=100_000)
-        .remote(settings)
+        .options(
+            name=name,
+            get_if_exists=True,
+            num_cpus=0,
+            max_concurrency=100_000,
+            max_restarts=-1,
+            max_task_retries=3,
+            **placement,
+        )
+        .remote(settings, run_identity(settings))
     )
-
-
-def describe(state_dir: str | Path, top: int = 5) -> str:
-    """The report of `writing-rl curriculum show`: level histogram, share at the top level, the most
-    and least advanced ids, and the steps with snapshots."""
-    path = Path(state_dir, LATEST)
-    if not path.exists():
-        raise FileNotFoundError(f"no curriculum snapshot in {state_dir} (expected {LATEST})")
-    ids, levels, references = load_levels(path).arrays()
-    lines = [f"{path}  ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(os.path.getmtime(path)))})"]
-    if not len(ids):
-        return "\n".join(lines + ["no ids seen yet"])
-    total = len(ids)
-    at_top = int((levels >= references - 1).sum())
-    lines.append(f"{total} ids; {at_top} ({at_top / total:.1%}) at their hardest reference")
-    counts = np.bincount(levels)
-    for level, count in enumerate(counts):
-        bar = "#" * max(1 if count else 0, round(40 * count / counts.max()))
-        lines.append(f"  level {level:>3}: {count:>8} ({count / total:6.1%}) {bar}")
-    progress = levels / np.maximum(1, references - 1)
-    by_key = np.argsort(ids, kind="stable")  # ties broken by id
-    most = by_key[np.argsort(-progress[by_key], kind="stable")][:top]
-    least = by_key[np.argsort(progress[by_key], kind="stable")][:top]
-    show = lambda rows: ", ".join(f"{ids[r]} ({levels[r]}/{references[r] - 1})" for r in rows)  # noqa: E731
-    lines.append(f"most advanced: {show(most)}")
-    lines.append(f"least advanced: {show(least)}")
-    steps = step_snapshots(state_dir)
-    if steps:
-        lines.append(f"step snapshots: {', '.join(map(str, steps))}")
-    return "\n".join(lines)
-
-
-def histogram_over_steps(state_dir: str | Path) -> tuple[list[int], np.ndarray]:
-    """Steps with snapshots and, per step, the count of ids at each level (rows: steps)."""
-    steps = step_snapshots(state_dir)
-    per_step = [np.bincount(load_levels(p).arrays()[1]) for p in steps.values()]
-    width = max((len(c) for c in per_step), default=0)
-    table = np.zeros((len(per_step), width), dtype=np.int64)
-    for row, counts in enumerate(per_step):
-        table[row, : len(counts)] = counts
-    return list(steps), table

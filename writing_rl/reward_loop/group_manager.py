@@ -6,9 +6,10 @@ verl loads it with::
     reward.reward_manager.name=GroupRewardManager
     reward.reward_manager.module.path=pkg://writing_rl.reward_loop.group_manager
 
-A sample's path: decode the response -> ``GroupCollector.join(uid)`` waits for the rest of its group
-(``writing_rl/reward_loop/collector.py``) -> the leader of the group runs the group reward fn once, with its own judge
-client -> every member gets its own result back -> verl. It works in every reward-loop mode: colocated
+A sample's path: decode the response -> the worker's ``GroupRendezvous`` gathers its group
+(``reward_loop/rendezvous.py``: at once when this worker holds the whole group, else through the uid's
+``GroupCollector``, ``reward_loop/collector.py``) -> the leader of the group runs the group reward fn
+once, with its own judge client -> every member gets its own result back -> verl. It works in every reward-loop mode: colocated
 (the batch is chunked over workers, so a group can straddle them, and verl pads with repeated samples)
 and streaming (each rollout sent alone to a random worker as it finishes).
 
@@ -40,8 +41,9 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
 from writing_rl.reward_loop.actors import SharedActor
-from writing_rl.reward_loop.collector import GroupError, Member, Ticket, get_or_create_collector, is_validation
+from writing_rl.reward_loop.collector import GroupError, Member, Ticket, is_validation
 from writing_rl.reward_loop.curriculum import Curriculum, get_or_create_scheduler
+from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, LocalBatch, RayCollectors
 from writing_rl.reward_loop.scoring import WorkerScoring
 from writing_rl.settings import ConfigError
 
@@ -51,10 +53,6 @@ RAY_ASYNC_ACTOR_CONCURRENCY = 1000
 # Share of those slots a step may need on average: the agent loop picks a worker at random for each
 # rollout, so some workers get more than the mean.
 STREAMING_SLOT_SHARE = 0.8
-
-
-class GroupCollectorLost(RuntimeError):
-    """The collector actor died while this sample waited: the step fails instead of hanging."""
 
 
 def check_streaming_capacity(config) -> None:
@@ -108,7 +106,8 @@ class GroupRewardManager(RewardManagerBase):
         rollout = config.actor_rollout_ref.rollout
         self.train_group_size = int(rollout.n)
         self.val_group_size = int(rollout.val_kwargs.n)
-        self.collector = SharedActor(lambda: get_or_create_collector(self.groups))
+        collectors = RayCollectors(self.groups, lambda: self.scoring.batches_started)
+        self.rendezvous = GroupRendezvous(collectors, self.groups.result_timeout_s)
         # What the manager hands the group fn besides the members, for the parameters it declares.
         accepted = reward_fn_parameters(config)
         self._fn_extras = {"judge": None}
@@ -149,13 +148,14 @@ class GroupRewardManager(RewardManagerBase):
             ground_truth=ground_truth,
             extra_info=extra_info,
         )
-        ticket = await self._join(member, self.expected_size(extra_info))
-        if not ticket.lead:
-            self.scoring.keys.check(ticket.result["info"])
-            return self.scoring.finish(ticket.result["score"], ticket.result["info"], [], ticket.result["transcripts"])
-        results, judge = await self._lead(member.uid, ticket)
-        mine = results[ticket.index]
-        return self.scoring.finish(mine["score"], mine["info"], judge.latencies, mine["transcripts"])
+        ticket, batch = await self.rendezvous.join(member, self.expected_size(extra_info))
+        if ticket.lead:
+            results, judge = await self._lead(member.uid, ticket, batch)
+            mine = results[ticket.index]
+            return self.scoring.finish(mine["score"], mine["info"], judge.latencies, mine["transcripts"])
+        mine = ticket.result if ticket.result is not None else (await batch.results())[ticket.index]
+        self.scoring.keys.check(mine["info"])
+        return self.scoring.finish(mine["score"], mine["info"], [], mine["transcripts"])
 
     def _extras_for(self, judge, late: bool = False) -> dict:
         extras = {**self._fn_extras, "judge": judge}
@@ -163,18 +163,7 @@ class GroupRewardManager(RewardManagerBase):
             extras["curriculum"] = Curriculum(self.scheduler.get(self.scoring.batches_started), can_advance=not late)
         return extras
 
-    async def _join(self, member: Member, expected: int) -> Ticket:
-        collector = self.collector.get(self.scoring.batches_started)
-        try:
-            return await collector.join.remote(member.uid, member, expected, self.groups)
-        except ray.exceptions.RayActorError as err:
-            self.collector.forget()
-            raise GroupCollectorLost(
-                f"the group collector died while group {member.uid} was gathering; this step fails and the "
-                "next one starts a new collector"
-            ) from err
-
-    async def _lead(self, uid: str, ticket: Ticket) -> tuple[list[dict], Any]:
+    async def _lead(self, uid: str, ticket: Ticket, batch: LocalBatch) -> tuple[list[dict], Any]:
         judge = self.scoring.new_judge()
         try:
             raw = await self.compute_score(members=ticket.members, **self._extras_for(judge, late=ticket.late))
@@ -195,11 +184,9 @@ class GroupRewardManager(RewardManagerBase):
                 transcripts = judge.transcripts(index) if self.scoring.settings.keep_transcripts else []
                 results.append({"score": score, "info": info, "transcripts": transcripts})
         except BaseException as err:
-            if not ticket.late:
-                self.collector.get(self.scoring.batches_started).fail.remote(uid, f"{type(err).__name__}: {err}")
+            self.rendezvous.fail(ticket, batch, uid, err)
             raise
-        late_member = ticket.members[0] if ticket.late else None
-        await self.collector.get(self.scoring.batches_started).publish.remote(uid, results, late_member)
+        await self.rendezvous.publish(ticket, batch, uid, results)
         return results, judge
 
 

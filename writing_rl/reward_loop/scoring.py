@@ -18,6 +18,7 @@ from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.failures import ParseErrorGuard
+from writing_rl.reward_loop.health import reports_health
 from writing_rl.reward_loop.summary import BatchSummary
 from writing_rl.settings import ConfigError
 
@@ -45,6 +46,7 @@ class WorkerScoring:
                 "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
             )
         self.settings = ManagerConfig.from_verl(config, reward_router_address)
+        reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)
         self.judge = OpenAIJudge(
             self.settings.judge, concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers)

@@ -17,8 +17,9 @@ MAX_BATCH_S = 60.0
 
 class BatchSummary:
     def __init__(self, judge):
-        self.judge = judge  # read for its retry counter
+        self.judge = judge  # read for its retry and 429 counters and its concurrency limit
         self._retries_seen = 0
+        self._rate_limited_seen = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -47,12 +48,17 @@ class BatchSummary:
         if outcomes:
             parts.append(" ".join(outcomes))
         parts.append(" ".join(f"{k} {int(self.sums.get(k, 0))}" for k in FAILURE_KEYS))
-        retries = self.judge.stats.retries - self._retries_seen
-        self._retries_seen = self.judge.stats.retries
+        stats = self.judge.stats
+        retries, self._retries_seen = stats.retries - self._retries_seen, stats.retries
+        rate_limited = getattr(stats, "rate_limited", 0)
+        refused, self._rate_limited_seen = rate_limited - self._rate_limited_seen, rate_limited
+        calls = f"judge {len(self.latencies)} calls"
         if self.latencies:
             p50, p95 = np.percentile(self.latencies, [50, 95])
-            parts.append(f"judge {len(self.latencies)} calls p50 {p50:.2f}s p95 {p95:.2f}s retries {retries}")
-        else:
-            parts.append(f"judge 0 calls retries {retries}")
+            calls += f" p50 {p50:.2f}s p95 {p95:.2f}s"
+        calls += f" retries {retries} 429s {refused}"
+        if getattr(stats, "concurrency_limit", 0):
+            calls += f" limit {stats.concurrency_limit}"
+        parts.append(calls)
         self._reset()
         return " | ".join(parts)

@@ -37,6 +37,7 @@ def check_config(config) -> list[str]:
 
     from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
     from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity, reward_fn_parameters
+    from writing_rl.reward_loop.health import reports_health
     from writing_rl.settings import ConfigError
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
@@ -64,7 +65,8 @@ def check_config(config) -> list[str]:
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
         share = worker_concurrency(settings.judge.max_concurrency, int(config.reward.num_workers))
         explicit_url = (config.reward.get("reward_kwargs") or {}).get("judge", {}).get("base_url")
-        judge = settings.judge.base_url if explicit_url or not hosted else "verl's reward router (GenRM hosted by verl)"
+        judge = ", ".join(settings.judge.endpoints)
+        judge = judge if explicit_url or not hosted else "verl's reward router (GenRM hosted by verl)"
         if hosted and explicit_url:
             checked.append(
                 f"WARNING judge.base_url={explicit_url} is set: rewards go there, not to the GenRM verl hosts "
@@ -86,6 +88,8 @@ def check_config(config) -> list[str]:
         if curriculum.enable and scheduled:
             curriculum.for_scheduler()
             checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")
+        if reports_health(config):
+            checked.append("judge health: judge/... metrics in the tracker every training step (JudgeHealthSampler)")
         if settings.judge.api_key_env:
             state = "set" if os.environ.get(settings.judge.api_key_env) else "NOT set in this shell"
             checked.append(f"API key env var ${settings.judge.api_key_env}: {state} (reward workers need it)")

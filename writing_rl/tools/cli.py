@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from writing_rl.tools.commands import evaluation, judging, serving, training
+from writing_rl.tools.commands import evaluation, judging, monitoring, serving, training
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     judging.add_order_references(subparsers)
     training.add_curriculum(subparsers)
     evaluation.add_eval(subparsers)
+    monitoring.add_monitor(subparsers)
     for sub in _parsers(parser):
         sub.formatter_class = HelpFormatter
         if sub._subparsers is None:  # also after the command: writing-rl score ... --debug

@@ -99,25 +99,32 @@ def check_judge(config, settings, report: Report, ping: bool) -> int | None:
     if not judge.base_url:
         report.problem("reward.reward_kwargs.judge.base_url (JUDGE_BASE_URL) is not set")
         return None
+    contexts = [_check_endpoint(url, judge.model, key, report, ping) for url in judge.endpoints]
+    known = [c for c in contexts if c is not None]
+    return min(known) if known else None  # every endpoint must hold the judge prompt
+
+
+def _check_endpoint(base_url: str, model: str | None, key: str | None, report: Report, ping: bool) -> int | None:
+    """One judge endpoint serves the model: its context length when it reports one."""
     if not ping:
-        report.note(f"judge {judge.base_url}: not pinged (--no-ping)")
+        report.note(f"judge {base_url}: not pinged (--no-ping)")
         return None
     try:
-        cards = ping_judge(judge.base_url, key)
+        cards = ping_judge(base_url, key)
     except ValueError as err:
         report.problem(str(err))
         return None
     served = {str(card.get("id")): card for card in cards}
-    if judge.model not in served:
-        near = difflib.get_close_matches(str(judge.model), list(served), n=1)
+    if model not in served:
+        near = difflib.get_close_matches(str(model), list(served), n=1)
         report.problem(
-            f"judge {judge.base_url} serves {', '.join(served) or 'no model'}, not '{judge.model}': set "
+            f"judge {base_url} serves {', '.join(served) or 'no model'}, not '{model}': set "
             f"reward.reward_kwargs.judge.model (JUDGE_MODEL)" + (f" to '{near[0]}'" if near else "")
         )
         return None
-    context = served[judge.model].get("max_model_len")  # vLLM and serve-judge report it
+    context = served[model].get("max_model_len")  # vLLM and serve-judge report it
     context = context if isinstance(context, int) else None
-    report.ok(f"judge {judge.base_url} serves '{judge.model}'" + (f", context {context} tokens" if context else ""))
+    report.ok(f"judge {base_url} serves '{model}'" + (f", context {context} tokens" if context else ""))
     return context
 
 

@@ -1,0 +1,150 @@
+"""Judge health reaches the tracker through verl's v1 trainer: our reward manager scores each sample through
+verl's RewardLoopWorker the way the agent loop streams it, the scored trajectories go into the TransferQueue as
+verl's AgentLoopOutput, ``JudgeHealthSampler`` (verl's replay buffer + health) samples them, and verl's
+MetricsAggregator and ``Tracking`` (file backend) write the step's metrics, which the test reads back.
+
+Needs TransferQueue (verl's ``verl-core`` extra, which the v1 trainer imports): skipped without it."""
+
+import contextlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import ray
+
+pytest.importorskip("transfer_queue")
+
+import transfer_queue as tq  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput  # noqa: E402
+from verl.trainer.ppo.v1.utils import MetricsAggregator  # noqa: E402
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
+from verl.utils.tracking import Tracking  # noqa: E402
+
+from writing_rl.reward_loop.batch import build_reward_batch  # noqa: E402
+from writing_rl.reward_loop.health_sampler import JudgeHealthSampler  # noqa: E402
+
+from conftest import compose_writing_rl, reward_loop, writing_row  # noqa: E402
+from judge_server import Reply  # noqa: E402
+from offline_helpers import pair_of, verdict  # noqa: E402
+from waiting import DEADLINE_S  # noqa: E402
+
+# Both orders judged per sample ("a plain story" is the reference). The good story wins both orders, the long
+# bad one loses both, the lighthouse gets no verdict when the reference comes first, and the fox is shown to
+# a judge that always prefers Response A (position-inconsistent).
+RESPONSES = ["good story", "bad story bad story bad story bad story", "a lighthouse", "The quick brown fox"]
+
+
+def scripted(request, index):
+    a, b = pair_of(request)
+    response_first = "plain" not in a
+    policy = a if response_first else b
+    if "good" in policy or "bad" in policy:
+        wins = "good" in policy
+        return verdict("A" if wins == response_first else "B")
+    if "lighthouse" in policy and not response_first:
+        return Reply(content="Both have merit.")
+    return verdict("A")
+
+
+@contextlib.contextmanager
+def transfer_queue():
+    # One storage unit: the controller and each unit hold a CPU, and the session's Ray has two.
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    try:
+        yield
+    finally:
+        tq.close()
+
+
+def test_judge_health_reaches_the_tracker_on_the_v1_trainer(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer, tmp_path, monkeypatch
+):
+    server = judge_server(script=scripted)
+    config = compose_writing_rl(
+        tokenizer_dir, server.base_url, "reward.custom_reward_function.reward_kwargs.strategy=both"
+    )
+    rows = [writing_row(i) for i in range(len(RESPONSES))]
+    batch = build_reward_batch(tokenizer, rows, RESPONSES)
+    with reward_loop(config) as manager:
+        # The agent loop's streaming call: one sample to a reward worker's compute_score.
+        results = ray.get([manager.reward_loop_workers[0].compute_score.remote(batch[i : i + 1]) for i in range(4)])
+
+    # TransferQueue after the reward workers are placed (an actor needs a free CPU to start).
+    with transfer_queue():
+        uids = [f"p{i}" for i in range(4)]
+        tq.kv_batch_put(
+            keys=uids, partition_id="train", tags=[{"is_prompt": True, "status": "finished", "global_steps": 1}] * 4
+        )
+        fields = []
+        for i, result in enumerate(results):
+            output = AgentLoopOutput(
+                prompt_ids=[1, 2, 3],
+                response_ids=tokenizer.encode(RESPONSES[i]),
+                response_mask=[1] * len(tokenizer.encode(RESPONSES[i])),
+                reward_score=result["reward_score"],
+                extra_fields={"reward_extra_info": result["reward_extra_info"]},
+                metrics=AgentLoopMetrics(),
+            )
+            fields.append(output.as_dict())
+        tq.kv_batch_put(
+            keys=[f"{uid}_0_0" for uid in uids],
+            partition_id="train",
+            fields=list_of_dict_to_tensordict(fields),
+            tags=[{"status": "success", "global_steps": 1, "min_global_steps": 1, "max_global_steps": 1}] * 4,
+        )
+
+        sampler = JudgeHealthSampler(
+            trainer_mode="sync",
+            trainer_config={},
+            max_off_policy_threshold=None,
+            max_off_policy_strategy="drop",
+            sampler_kwargs={},
+        )
+        # verl's sample() polls until the batch is there (it is): the deadline only bounds a failing test.
+        with ThreadPoolExecutor(1) as pool:
+            call = pool.submit(sampler.sample, global_steps=1, partition_id="train", batch_size=4)
+            sampled, metrics = call.result(timeout=DEADLINE_S)
+        assert len(sampled.keys) == 4
+    aggregator = MetricsAggregator()
+    aggregator.add_step_metrics(metrics, sample_count=4)
+
+    log = tmp_path / "metrics.jsonl"
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(log))
+    tracker = Tracking(project_name="p", experiment_name="e", default_backend=["file"], config={})
+    tracker.log(data=aggregator.get_aggregated_metrics(), step=1)
+    tracker.finish()
+
+    logged = json.loads(log.read_text().splitlines()[0])
+    assert logged["step"] == 1
+    data = logged["data"]
+    assert data["judge/samples_total"] == 4
+    assert data["judge/calls_total"] == 8
+    assert data["judge/parse_error_rate"] == 0.25
+    assert data["judge/error_rate"] == 0.0
+    # The good and bad stories are judged consistently, the fox not; the lighthouse has one unreadable order.
+    assert data["judge/position_consistency"] == pytest.approx(2 / 3)
+    assert data["judge/latency_p95_s"] >= data["judge/latency_p50_s"] > 0
+    # The long response lost: length and reward are negatively correlated.
+    assert data["judge/reward_length_corr"] < 0
+
+
+@pytest.mark.parametrize(
+    "mode, expected", [("sync", "JudgeHealthReplayBuffer"), ("async", "JudgeHealthReplayBufferAsync")]
+)
+def test_verl_builds_the_sampler_from_the_config(tokenizer_dir, mode, expected):
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    config = compose_writing_rl(
+        tokenizer_dir,
+        "http://127.0.0.1:9/v1",
+        "trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health_sampler",
+        "trainer.v1.sampler.custom_sampler.name=JudgeHealthSampler",
+    )
+    # verl's own builder, on a trainer of the given mode (only the attributes it reads).
+    trainer = SimpleNamespace(config=config, trainer_mode=mode, _add_prompts_to_generate=lambda n: n)
+    buffer = PPOTrainer._build_replay_buffer(trainer)
+    assert type(buffer).__name__ == expected
+    assert buffer.trainer_mode == mode and buffer.refill_fn(3) == 3

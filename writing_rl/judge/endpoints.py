@@ -1,0 +1,143 @@
+"""Which judge endpoint gets the next request: the least loaded healthy one, behind a circuit breaker.
+
+Each endpoint has a breaker:
+
+- closed: it takes requests; ``max_failures`` failures in a row (connection errors, timeouts, 5xx)
+  open it. A reply of any kind (a 4xx too, a 429 too: busy, not dead) resets the count.
+- open: it is left out for ``cooldown_s``; then it is half-open.
+- half-open: one request goes there as a probe (before any other endpoint gets a request); a reply
+  closes the breaker, a failure opens it again for another ``cooldown_s``.
+
+Requests sent before the breaker last opened may still be in flight (until ``timeout_s``): they neither
+hold back the probe nor, when they fail, open the breaker again (their failure was already counted).
+
+An endpoint that asked for a pause (``Retry-After``) is left out until the pause ends while another can
+take the request. With a single endpoint there is nowhere else to go: its breaker never opens (``max_failures``
+None), a call fails after its own retries as it always did. Pure and clock-injected: tests drive it
+with a fake clock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Collection
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
+OK, FAILED, BUSY = "ok", "failed", "busy"  # how a request to an endpoint ended
+
+
+@dataclass(eq=False)  # compared (and hashed) by identity: each is one live endpoint's state
+class Endpoint:
+    url: str  # the chat-completions URL requests go to
+    shown: str  # the redacted base URL errors name
+    index: int = 0
+    state: str = CLOSED
+    in_flight: int = 0
+    failures: int = 0  # in a row
+    opened_at: float = 0.0
+    rest_until: float = 0.0  # Retry-After: no new requests before this time (while another can take them)
+    sent: int = 0
+    last_error: str | None = None
+    trips: int = 0  # times the breaker opened; a request remembers the count it was sent under
+    probing: bool = False  # the half-open probe is in flight
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``endpoint`` to send to; else None, and ``wait_s`` until one may be free (None: when a request ends).
+    ``down``: every endpoint is left out as failing (not just resting after a Retry-After)."""
+
+    endpoint: Endpoint | None
+    wait_s: float | None = None
+    down: bool = False
+
+
+@dataclass
+class EndpointPool:
+    endpoints: list[Endpoint]
+    max_failures: int | None = 3  # None: the breaker never opens
+    cooldown_s: float = 10.0
+    clock: Callable[[], float] = field(default=time.monotonic)
+
+    def choose(self, avoid: Collection[Endpoint] = ()) -> Choice:
+        """The endpoint for the next request: a half-open one's probe first, else the fewest in flight
+        among those taking requests, those in ``avoid`` (the ones this call just failed on) only when no
+        other can; ties go to the one sent fewest requests."""
+        now = self.clock()
+        for endpoint in self.endpoints:
+            if endpoint.state == OPEN and now - endpoint.opened_at >= self.cooldown_s:
+                endpoint.state = HALF_OPEN
+        healthy = [e for e in self.endpoints if self._takes_requests(e)]
+        if not healthy:
+            return Choice(None, self._until_half_open(now), down=True)
+        awake = [e for e in healthy if e.rest_until <= now]
+        if not awake:
+            return Choice(None, min(e.rest_until for e in healthy) - now)
+        preferred = [e for e in awake if e not in avoid] or awake
+        # A due probe goes first: its endpoint's in-flight count is requests left from before it opened.
+        return Choice(min(preferred, key=lambda e: (e.state != HALF_OPEN, e.in_flight, e.sent, e.index)))
+
+    def another_takes_requests(self, tried: Collection[Endpoint]) -> bool:
+        """Whether an endpoint not in ``tried`` would take a request now (a retry can go there at once)."""
+        now = self.clock()
+        return any(e not in tried and e.state == CLOSED and e.rest_until <= now for e in self.endpoints)
+
+    def _takes_requests(self, endpoint: Endpoint) -> bool:
+        if endpoint.state == CLOSED:
+            return True
+        return endpoint.state == HALF_OPEN and not endpoint.probing  # one probe at a time
+
+    def _until_half_open(self, now: float) -> float | None:
+        opened = [e.opened_at + self.cooldown_s - now for e in self.endpoints if e.state == OPEN]
+        return max(0.0, min(opened)) if opened else None  # None: a probe is in flight
+
+    def started(self, endpoint: Endpoint) -> int:
+        """A request goes to ``endpoint``; returns the trip count to give back to ``finished``."""
+        endpoint.in_flight += 1
+        endpoint.sent += 1
+        if endpoint.state == HALF_OPEN:
+            endpoint.probing = True
+        return endpoint.trips
+
+    def finished(
+        self,
+        endpoint: Endpoint,
+        outcome: str | None,
+        error: str | None = None,
+        rest_s: float | None = None,
+        sent_in: int | None = None,
+    ) -> None:
+        """A request to ``endpoint`` ended: ``OK`` (any reply from a live server), ``BUSY`` (429, or a 503
+        asking for a pause), ``FAILED`` (no reply, a timeout, a 5xx) or None (cancelled: says nothing).
+        ``sent_in``: what ``started`` returned (None: sent under the current trip)."""
+        endpoint.in_flight -= 1
+        stale = sent_in is not None and sent_in < endpoint.trips  # sent before the breaker last opened
+        if not stale:
+            endpoint.probing = False  # in half-open, the only request sent under this trip is the probe
+        if outcome is None:
+            return
+        now = self.clock()
+        if rest_s:
+            endpoint.rest_until = max(endpoint.rest_until, now + rest_s)
+        if outcome != FAILED:  # a reply, even to an old request: the server is alive
+            endpoint.failures = 0
+            endpoint.state = CLOSED
+            endpoint.probing = False
+            return
+        if stale:
+            return  # counted before the breaker opened; must not restart the cool-down
+        endpoint.failures += 1
+        endpoint.last_error = error
+        tripped = self.max_failures is not None and endpoint.failures >= self.max_failures
+        if endpoint.state == HALF_OPEN or (endpoint.state == CLOSED and tripped):
+            endpoint.state = OPEN
+            endpoint.opened_at = now
+            endpoint.trips += 1
+
+    def down_message(self) -> str:
+        """Each endpoint, its state and last error, for the error of a call that found none up."""
+        return "; ".join(
+            f"{e.shown} {e.state} after {e.failures} failure(s) in a row ({e.last_error or 'no error recorded'})"
+            for e in self.endpoints
+        )

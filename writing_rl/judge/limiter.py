@@ -1,0 +1,158 @@
+"""How many judge requests one client keeps in flight: an AIMD limit, and the asyncio gate that holds it.
+
+AIMD (additive increase, multiplicative decrease, as TCP's congestion window):
+
+- it starts at the worker's share of ``judge.max_concurrency`` and never goes above it, nor below
+  ``min_concurrency`` (at least 1);
+- it grows by one slot after a clean round: ``limit`` replies in a row with no rate-limit signal in
+  between, counting only replies while the limit is in use (the request was sent with every slot taken:
+  a client with fewer requests than slots has not tested its limit) and while the recent latency (short
+  average) stays within ``latency_tolerance`` of the long-run average, so a judge that answers later and
+  later as it is loaded stops the growth;
+- a rate-limit signal (429, 503, a timeout) multiplies the limit by ``concurrency_decrease`` (0.9), and
+  takes at least one slot away (else a small limit, 3 x 0.9 = 2.7, would keep its slots and the request
+  over capacity would be refused again at once); at most once per round: a signal from a request sent
+  before the last decrease is ignored (its round was already paid for). The decrease is gentle (not
+  TCP's 0.5): against an endpoint that refuses with an immediate 429, a request over its capacity costs
+  a cheap refusal while a slot left unused costs throughput, so the limit should stay just under the
+  capacity rather than halve below it.
+
+A refused request keeps its slot while it waits to be sent again (``http.py``): otherwise the next queued
+request would take the place just refused and be refused at once, a storm of 429s.
+
+Why this is enough across reward workers without a shared counter: each worker starts from its share,
+so together they never exceed ``max_concurrency``; and clients running AIMD against one bottleneck
+converge to a split whose sum oscillates just around the capacity (Chiu & Jain, 1989). Each worker sees
+the 429s its own requests get, which is the signal it needs. The split need not be even (a worker whose
+request just ended takes the freed place first), but the judge stays busy, which is what the run needs.
+
+The limit (``AimdLimit``) is pure and clock-free; ``Gate`` is its asyncio side, first come first served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass
+class AimdLimit:
+    """The limit itself: ``slots`` requests may be in flight. ``adaptive=False``: always ``max_limit``."""
+
+    max_limit: int
+    min_limit: int = 1
+    decrease: float = 0.9
+    latency_tolerance: float = 2.0
+    adaptive: bool = True
+    short_alpha: float = 0.2  # recent latency: about the last 10 replies
+    long_alpha: float = 0.02  # long-run latency: about the last 100 replies
+    limit: float = field(init=False)
+    # Bumped at each decrease; a request remembers the epoch it was sent in.
+    epoch: int = field(default=0, init=False)
+    decreases: int = field(default=0, init=False)
+    clean: int = field(default=0, init=False)  # replies since the last change or rate-limit signal
+    short_latency: float | None = field(default=None, init=False)
+    long_latency: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.max_limit = max(1, self.max_limit)
+        self.min_limit = max(1, min(self.min_limit, self.max_limit))
+        self.limit = float(self.max_limit)
+
+    @property
+    def slots(self) -> int:
+        return max(self.min_limit, min(self.max_limit, math.floor(self.limit)))
+
+    def latency_holds(self) -> bool:
+        if self.short_latency is None or self.long_latency is None:
+            return True
+        return self.short_latency <= self.latency_tolerance * self.long_latency
+
+    def on_success(self, latency_s: float, saturated: bool = True) -> None:
+        """A reply came back (any answer that is not a rate-limit signal); ``saturated``: its request was
+        sent with every slot taken."""
+        if not self.adaptive:
+            return
+        self.short_latency = _ewma(self.short_latency, latency_s, self.short_alpha)
+        self.long_latency = _ewma(self.long_latency, latency_s, self.long_alpha)
+        if not (saturated and self.latency_holds()):
+            return
+        self.clean += 1
+        if self.clean >= self.slots:
+            self.limit = min(float(self.max_limit), self.limit + 1.0)
+            self.clean = 0
+
+    def on_overload(self, sent_epoch: int) -> bool:
+        """A rate-limit signal for a request sent in ``sent_epoch``; True when the limit went down."""
+        self.clean = 0  # any signal, even one from an earlier round: no growth this round
+        if not self.adaptive or sent_epoch < self.epoch:
+            return False
+        self.limit = max(float(self.min_limit), min(self.limit * self.decrease, self.slots - 1.0))
+        self.epoch += 1
+        self.decreases += 1
+        return True
+
+
+def _ewma(average: float | None, value: float, alpha: float) -> float:
+    return value if average is None else average + alpha * (value - average)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A slot held: the epoch and limit at the time it was granted, and whether that took the last slot
+    (or others were still waiting)."""
+
+    epoch: int
+    limit: int
+    saturated: bool
+
+
+class Gate:
+    """At most ``limit.slots`` holders at once, granted in arrival order. Belongs to one event loop."""
+
+    def __init__(self, limit: AimdLimit):
+        self.limit = limit
+        self.in_flight = 0
+        self._waiters: deque[asyncio.Future] = deque()
+
+    async def acquire(self) -> Ticket:
+        if self.in_flight < self.limit.slots and not self._waiters:
+            self.in_flight += 1
+        else:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # granted just as we were cancelled
+                    self.release()
+                else:
+                    # Never granted, so it holds no slot. wake() may have dropped it from the queue
+                    # already (a release ran between the cancel and this task resuming).
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+                    self.wake()  # a slot it might have been next for goes to the next waiter (as Semaphore)
+                raise
+        slots = self.limit.slots
+        return Ticket(self.limit.epoch, slots, self.in_flight >= slots or bool(self._waiters))
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Grant waiting requests the slots now free (after a release, or once the limit grew)."""
+        while self._waiters and self.in_flight < self.limit.slots:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+
+    def on_success(self, ticket: Ticket, latency_s: float) -> None:
+        self.limit.on_success(latency_s, ticket.saturated)
+        self.wake()
+
+    def on_overload(self, ticket: Ticket) -> bool:
+        return self.limit.on_overload(ticket.epoch)

@@ -1,0 +1,157 @@
+"""Judge health over one training step's samples: the numbers a run's tracker shows under ``judge/``.
+
+Pure functions over what verl keeps of each sample: its ``reward_extra_info`` (the keys of
+reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_tokens`` and
+``judge_concurrency_limit`` where the run has them), its reward and its response length. A key no sample
+carries gives no metric; a sample without a key (a row verl filled with ``None``) is left out of that key's
+metric. Used by the tracker route (reward_loop/health_sampler.py) and by ``writing-rl monitor``.
+
+Names follow verl's ``MetricsAggregator`` (v1 trainer), which folds the metrics of a step's mini-batches by
+name: ``..._total`` adds up, ``..._min`` / ``..._max`` keep the extreme, the rest are sample-weighted means.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from writing_rl.reward_loop.results import UNREADABLE_KEYS
+from writing_rl.settings import ConfigError, get
+
+PREFIX = "judge/"
+# 0/1 per sample -> the share of samples with it: judge/<name>_rate.
+RATE_KEYS = {
+    "judge_error": "error",
+    **{key: key.removeprefix("judge_") for key in UNREADABLE_KEYS},
+    "format_error": "format_error",
+}
+# Counts per sample -> their sum over the step: judge/<name>_total.
+TOTAL_KEYS = {
+    "judge_calls": "calls",
+    "judge_retries": "retries",
+    "judge_rate_limited": "rate_limited",
+    "judge_tokens": "tokens",
+}
+
+
+class HealthInputError(ValueError):
+    """A sample's value is not a number; the message names the key (and the caller adds where)."""
+
+
+def number(key: str, value: Any) -> float | None:
+    """``value`` as a float; ``None`` (the key absent for this sample) stays ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise HealthInputError(f"{key}={value!r}: expected a number")
+    return float(value)
+
+
+def column(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    """The values of ``key`` over the rows that have it (not ``None``), as floats."""
+    values = [number(key, row.get(key)) for row in rows]
+    return np.array([v for v in values if v is not None], dtype=float)
+
+
+def pearson(xs: Iterable[float], ys: Iterable[float]) -> float | None:
+    """Pearson's r; ``None`` for fewer than two pairs or a constant side (r is undefined)."""
+    x, y = np.asarray(list(xs), dtype=float), np.asarray(list(ys), dtype=float)
+    if len(x) < 2 or len(x) != len(y):
+        return None
+    dx, dy = x - x.mean(), y - y.mean()
+    denom = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    if denom == 0.0:
+        return None
+    return float((dx * dy).sum() / denom)
+
+
+def judge_health(
+    rows: Sequence[Mapping[str, Any]],
+    scores: Sequence[float] | None = None,
+    response_lengths: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """The ``judge/...`` metrics of one step: ``rows`` are the samples' extra info, ``scores`` their rewards
+    and ``response_lengths`` their lengths (the same order; either may be left out)."""
+    if not rows:
+        return {}
+    metrics: dict[str, float] = {f"{PREFIX}samples_total": float(len(rows))}
+    for key, name in RATE_KEYS.items():
+        values = column(rows, key)
+        if len(values):
+            metrics[f"{PREFIX}{name}_rate"] = float((values > 0).mean())
+    unreadable = [any((number(k, row.get(k)) or 0) > 0 for k in UNREADABLE_KEYS) for row in rows]
+    if any(key in row for row in rows for key in UNREADABLE_KEYS):
+        metrics[f"{PREFIX}unreadable_rate"] = float(np.mean(unreadable))
+    for key, name in TOTAL_KEYS.items():
+        values = column(rows, key)
+        if len(values):
+            metrics[f"{PREFIX}{name}_total"] = float(values.sum())
+            metrics[f"{PREFIX}{name}_per_sample"] = float(values.mean())
+    metrics.update(_latency(rows))
+    limits = column(rows, "judge_concurrency_limit")
+    if len(limits):
+        metrics[f"{PREFIX}concurrency_limit_min"] = float(limits.min())
+        metrics[f"{PREFIX}concurrency_limit_max"] = float(limits.max())
+    checked = column(rows, "position_consistent")
+    checked = checked[checked >= 0]  # -1: only one order was judged
+    if len(checked):
+        metrics[f"{PREFIX}position_consistency"] = float(checked.mean())
+        metrics[f"{PREFIX}position_checked_total"] = float(len(checked))
+    if scores is not None and response_lengths is not None:
+        r = pearson(response_lengths, scores)
+        if r is not None:
+            metrics[f"{PREFIX}reward_length_corr"] = r
+    return metrics
+
+
+def _latency(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """p50 / p95 of the samples' mean judge latency, over samples that made a call."""
+    latencies = []
+    for row in rows:
+        latency = number("judge_latency_s", row.get("judge_latency_s"))
+        calls = number("judge_calls", row.get("judge_calls"))
+        if latency is not None and (calls is None or calls > 0):
+            latencies.append(latency)
+    if not latencies:
+        return {}
+    p50, p95 = np.percentile(latencies, [50, 95])
+    return {f"{PREFIX}latency_p50_s": float(p50), f"{PREFIX}latency_p95_s": float(p95)}
+
+
+def rows_from_columns(columns: Mapping[str, Sequence[Any]], size: int) -> list[dict[str, Any]]:
+    """verl's column form of extra info (one array per key, ``non_tensor_batch``) as one dict per sample."""
+    rows: list[dict[str, Any]] = [{} for _ in range(size)]
+    for key, values in columns.items():
+        values = list(values)
+        if len(values) != size:
+            raise HealthInputError(f"{key}: {len(values)} values for {size} samples")
+        for row, value in zip(rows, values):
+            row[key] = value.item() if isinstance(value, np.generic) else value
+    return rows
+
+
+SAMPLER_PATH = "pkg://writing_rl.reward_loop.health_sampler"
+
+
+def reports_health(config: Any) -> bool:
+    """Whether the run sends ``judge/...`` to its tracker (verl's v1 trainer with ``JudgeHealthSampler``).
+
+    verl hands a custom replay buffer none of DAPO's settings (v1 ``trainer_base._build_replay_buffer``), so a
+    run that also asks for DAPO's group filter is refused here rather than trained without the filter."""
+    trainer = get(config, "trainer", {}) or {}
+    sampler = get(get(get(trainer, "v1", {}) or {}, "sampler", {}) or {}, "custom_sampler", {}) or {}
+    if not get(trainer, "use_v1", True) or "health_sampler" not in str(get(sampler, "path", "") or ""):
+        return False
+    filter_groups = get(get(config, "algorithm", {}) or {}, "filter_groups", {}) or {}
+    refill = get(get(get(trainer, "v1", {}) or {}, "sampler", {}) or {}, "sync_refill_failed_groups", False)
+    if get(filter_groups, "enable", False) or refill:
+        raise ConfigError(
+            "trainer.v1.sampler.custom_sampler is writing-rl's JudgeHealthSampler, and verl gives a custom sampler "
+            "none of algorithm.filter_groups (DAPO) or trainer.v1.sampler.sync_refill_failed_groups: they would be "
+            "ignored. To use them, set trainer.v1.sampler.custom_sampler.path=null (judge health is then only in "
+            "`writing-rl monitor` and the batch log lines)"
+        )
+    return True
