@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
 from reward_fns.pairwise import compute_group_score
 from writing_rl.judge import JudgeReply, SampleJudge
@@ -54,28 +55,6 @@ class PreferenceJudge:
 
 
 REFS = ["ref easy", "ref good medium", "ref good good hard"]
-
-
-@pytest.fixture(autouse=True)
-def closed_at_teardown():
-    """Every scheduler a test builds in-process gives its WAL file back at teardown."""
-    built, build = [], ReferenceScheduler.__init__
-
-    def init(self, *args, **kwargs):
-        build(self, *args, **kwargs)
-        built.append(self)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ReferenceScheduler, "__init__", init)
-        yield
-    for scheduler in built:
-        scheduler.close()
-
-
-def settings(tmp_path, **kw):
-    values = dict(state_dir=str(tmp_path / "state"), checkpoint_dir=str(tmp_path / "ckpt"))
-    values.update(kw)
-    return CurriculumConfig(**values)
 
 
 def group(texts, gid=7, split="train", refs=REFS):

@@ -6,9 +6,9 @@ import os
 import threading
 
 import pytest
+from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
 from writing_rl.reward_loop import curriculum_log
-from writing_rl.reward_loop.config import CurriculumConfig
 from writing_rl.reward_loop.curriculum import ReferenceScheduler
 from writing_rl.reward_loop.curriculum_log import (
     LATEST,
@@ -21,28 +21,6 @@ from writing_rl.reward_loop.curriculum_log import (
 )
 
 from waiting import until
-
-
-@pytest.fixture(autouse=True)
-def closed_at_teardown():
-    """Every scheduler a test builds in-process gives its WAL file back at teardown."""
-    built, build = [], ReferenceScheduler.__init__
-
-    def init(self, *args, **kwargs):
-        build(self, *args, **kwargs)
-        built.append(self)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ReferenceScheduler, "__init__", init)
-        yield
-    for scheduler in built:
-        scheduler.close()
-
-
-def settings(tmp_path, **kw):
-    values = dict(state_dir=str(tmp_path / "state"), checkpoint_dir=str(tmp_path / "ckpt"))
-    values.update(kw)
-    return CurriculumConfig(**values)
 
 
 def on_disk(tmp_path) -> dict:

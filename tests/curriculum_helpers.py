@@ -1,0 +1,28 @@
+"""What the in-process curriculum tests share: settings in a temp dir, and schedulers closed at teardown."""
+
+import pytest
+
+from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.reward_loop.curriculum import ReferenceScheduler
+
+
+@pytest.fixture(autouse=True)
+def closed_at_teardown():
+    """Every scheduler a test builds in-process gives its WAL file back at teardown."""
+    built, build = [], ReferenceScheduler.__init__
+
+    def init(self, *args, **kwargs):
+        build(self, *args, **kwargs)
+        built.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ReferenceScheduler, "__init__", init)
+        yield
+    for scheduler in built:
+        scheduler.close()
+
+
+def settings(tmp_path, **kw):
+    values = dict(state_dir=str(tmp_path / "state"), checkpoint_dir=str(tmp_path / "ckpt"))
+    values.update(kw)
+    return CurriculumConfig(**values)
