@@ -14,6 +14,8 @@ from writing_rl.reward_loop.collector import GroupCollector, GroupError, Member,
 from writing_rl.reward_loop.config import GroupConfig
 from writing_rl.reward_loop.rendezvous import GroupRendezvous
 
+from waiting import until
+
 FAST = GroupConfig(timeout_s=5.0, settle_s=0.05, result_timeout_s=5.0, finished_cache=3)
 
 
@@ -88,8 +90,7 @@ def cluster(workers: int, settings=FAST, finished_cache=None):
 
 
 async def until_remembered(collector, uid):
-    while uid not in collector.finished:
-        await asyncio.sleep(0)
+    await until(lambda: uid in collector.finished, step_s=0)
 
 
 def test_a_group_complete_in_one_worker_is_scored_there_after_one_claim():
@@ -148,8 +149,7 @@ def test_a_copy_waiting_at_the_collector_gets_the_result_of_a_group_scored_in_a_
 
     async def scenario():
         copy = asyncio.ensure_future(run_group(workers, "u1", ["b"], expected=3, placement=[1]))
-        while "u1" not in collector.open:  # the copy waits at the collector
-            await asyncio.sleep(0)
+        await until(lambda: "u1" in collector.open, step_s=0)  # the copy waits at the collector
         group = await run_group(workers, "u1", ["a", "b", "c"], expected=3, placement=[0, 0, 0])
         return group, await asyncio.wait_for(copy, timeout=30)  # not timeout_s
 
@@ -168,8 +168,7 @@ def test_a_claim_loses_when_the_collector_holds_a_response_the_claimant_lacks():
 
     async def scenario():
         extra = asyncio.ensure_future(run_group(workers, "u1", ["z"], expected=2, placement=[1]))
-        while "u1" not in collector.open:
-            await asyncio.sleep(0)
+        await until(lambda: "u1" in collector.open, step_s=0)
         group = await run_group(workers, "u1", ["a", "b"], expected=2, placement=[0, 0])
         return group, await asyncio.wait_for(extra, timeout=30)
 
@@ -223,8 +222,7 @@ def test_new_response_after_sealing_is_scored_alone_as_late():
         first = await run_group(workers, "u1", ["a"], expected=2)
         second = await run_group(workers, "u1", ["z"], expected=2)
         await until_remembered(collector, "u1")
-        while len(collector.finished["u1"]) < 2:  # the late member's result is remembered too
-            await asyncio.sleep(0)
+        await until(lambda: len(collector.finished["u1"]) == 2, step_s=0)  # the late member's result too
         again = await run_group(workers, "u1", ["z"], expected=2)
         return first, second, again
 
@@ -410,11 +408,11 @@ def test_a_cancelled_leader_fails_its_batch_mates_instead_of_leaving_them_waitin
 
         lead = asyncio.ensure_future(workers[0].join(member("a"), 2))  # first arrival: the leader-to-be
         other = asyncio.ensure_future(mate())
-        await asyncio.sleep(0)  # both have joined; their batch goes out on the next turn
+        # Both have joined (one turn of the loop); their batch goes out on the next turn.
+        await until(lambda: [len(b.members) for b in workers[0].pending.values()] == [2], step_s=0)
         (batch,) = workers[0].pending.values()
         if cancel_at == "as its tickets arrive":
-            while not batch.tickets.done():
-                await asyncio.sleep(0)
+            await until(batch.tickets.done, step_s=0)
             assert not lead.done()  # the tickets are there, the leader has not resumed yet
         lead.cancel()
         with pytest.raises(GroupError, match="cancelled"):

@@ -105,9 +105,8 @@ def test_429_with_retry_after_zero_still_waits_the_floor_before_asking_again(jud
 
     waits = []
 
-    async def record(seconds):
+    async def record(seconds):  # the client's own waits, recorded instead of slept
         waits.append(seconds)
-        await asyncio.sleep(seconds)
 
     server = judge_server(script=script)
     config = JudgeConfig(base_url=server.base_url, model="judge-x")
