@@ -59,6 +59,11 @@ class _Tally:
         return int(all(checked))
 
 
+def failure_score(**_) -> float:
+    """What a failed sample is paid (a judge call that failed, a group that never completed): a loss."""
+    return OUTCOME_VALUE["loss"]
+
+
 def choose_references(candidates: list[str], k: int, seed: int, uid: str) -> list[str]:
     """``k`` distinct candidates, reproducible from (seed, uid) whatever order the rollouts arrived in."""
     pool = sorted(candidates)

@@ -58,6 +58,12 @@ def extract_answer(response: str, extraction: str = "full") -> str | None:
     return lines[-1] if lines else None
 
 
+def failure_score(**_) -> float:
+    """What a failed sample is paid (a judge call that failed, a group that never completed): the
+    lowest score, as an unreadable ranking pays."""
+    return 0.0
+
+
 def overlong_penalty(length: int, max_resp_len: int | None, buffer_len: int, penalty_factor: float) -> float:
     """0 up to ``max_resp_len - buffer_len`` tokens, then rising linearly to ``penalty_factor`` at the max."""
     if not max_resp_len or buffer_len <= 0:

@@ -166,6 +166,11 @@ async def compute_group_score(
     return [{**r, "reference_level": level} for r in results]
 
 
+def failure_score(loss_score: float = 0.0, **_: Any) -> float:
+    """What a failed sample is paid (a judge call that failed, a group that never completed): a loss."""
+    return float(loss_score)
+
+
 def curriculum_key(task: WritingRLTask) -> str:
     """The id the curriculum tracks: ground_truth.id, or a hash of the prompt for rows without one."""
     if task.id is not None:

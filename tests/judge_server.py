@@ -82,6 +82,35 @@ def critic_script(request: dict, index: int) -> Reply:
     return Reply(content=f'Weighed the criterion.\n```json\n{{"score": {score}, "reason": "quality {score}"}}\n```')
 
 
+def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05):
+    """The default judge's verdicts, with faults drawn per request from ``seed`` while ``enabled()``:
+    latency spikes, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no verdict,
+    and bursts of 429s (every 1,000 requests, 60 in a row; every other burst with Retry-After)."""
+    import random
+
+    def script(request: dict, index: int) -> Reply:
+        if not enabled():
+            return default_script(request, index)
+        draw = random.Random(f"{seed}:{index}").random()
+        if index % 1000 < 60:
+            headers = {"Retry-After": "0.2"} if (index // 1000) % 2 else {}
+            return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers=headers)
+        if draw < 0.07:
+            return Reply(status=500, body=b'{"error": {"message": "internal error"}}')
+        if draw < 0.10:
+            return Reply(status=200, body=b"<html>502 Bad Gateway</html>")
+        if draw < 0.13:
+            return Reply(content="Response A opens well, but response B", finish_reason="length")
+        if draw < 0.16:
+            return Reply(content="Both responses have merits; I will not pick one.")
+        reply = default_script(request, index)
+        if draw < 0.18:
+            reply.delay_s = 20 * latency_s  # a latency spike
+        return reply
+
+    return script
+
+
 def default_script(request: dict, index: int) -> Reply:
     """Pairwise requests get a verdict, GQM group requests a ranking and scores."""
     user = request["messages"][-1]["content"]
@@ -112,6 +141,8 @@ class ScriptedJudgeServer:
         hold_deadline_s: float = 120.0,
         models: dict[str, int | None] | None = None,
         refuse_over_capacity: bool = False,
+        port: int = 0,
+        keep_requests: bool = True,
     ):
         self.script = script
         self.latency_s = latency_s
@@ -133,7 +164,10 @@ class ScriptedJudgeServer:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
-        self.port: int | None = None
+        self.port: int | None = port or None
+        # False: only count requests (a long soak would keep every body); ``requests`` stays empty.
+        self.keep_requests = keep_requests
+        self.count = 0
 
     @property
     def in_flight(self) -> int:
@@ -147,9 +181,11 @@ class ScriptedJudgeServer:
     async def _handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
         body = json.loads(raw)
-        index = len(self.requests)
-        self.requests.append(body)
-        self.headers.append(dict(request.headers))
+        index = self.count
+        self.count += 1
+        if self.keep_requests:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
@@ -197,7 +233,7 @@ class ScriptedJudgeServer:
         return web.json_response({"object": "list", "data": cards})
 
     async def _stats(self, request: web.Request) -> web.Response:
-        return web.Response(text=str(len(self.requests)))
+        return web.Response(text=str(self.count))
 
     async def _start(self) -> None:
         self._slots = asyncio.Semaphore(self.capacity) if self.capacity else None
@@ -209,7 +245,7 @@ class ScriptedJudgeServer:
         app.router.add_get("/stats", self._stats)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port or 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
 

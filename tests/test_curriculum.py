@@ -261,7 +261,7 @@ def test_only_a_run_that_schedules_references_needs_a_state_dir():
 
 KILLER = """
 import sys
-from writing_rl.reward_loop.curriculum import LevelTable, save_levels
+from writing_rl.reward_loop.curriculum_log import LevelTable, save_levels
 path, n = sys.argv[1], int(sys.argv[2])
 ids = [str(k) for k in range(n)]
 i = 0
@@ -351,3 +351,34 @@ def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, n
     assert main(["curriculum", "show", "--state-dir", str(checkpointed_levels(tmp_path)), "--plot", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "at their hardest reference" in printed and NO_MATPLOTLIB in printed and not out.exists()
+
+
+HOLDER = """
+import sys, time
+from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.reward_loop.curriculum import ReferenceScheduler
+ReferenceScheduler(CurriculumConfig(state_dir=sys.argv[1]), run="run-one")
+print("holding", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp_path):
+    from writing_rl.reward_loop.curriculum import CurriculumInUse
+
+    state_dir = tmp_path / "state"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(state_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.raises(CurriculumInUse) as info:
+            ReferenceScheduler(CurriculumConfig(state_dir=str(state_dir)), run="run-two")
+        message = str(info.value)
+        assert "run run-one" in message and f"pid {holder.pid}" in message
+        assert "its own reward.reward_kwargs.curriculum.state_dir" in message
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    # The holder is gone (the kernel dropped its lock): the directory is free again.
+    assert ReferenceScheduler(CurriculumConfig(state_dir=str(state_dir)), run="run-two").run == "run-two"

@@ -50,6 +50,7 @@ def loop(ray_cluster, tokenizer_dir, tmp_path_factory):
             "reward.num_workers=2",
             "actor_rollout_ref.rollout.n=2",
             "reward.reward_kwargs.groups.timeout_s=5",
+            "reward.reward_kwargs.groups.on_incomplete=score",  # late members (below) follow a partial group
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
             f"trainer.default_local_dir={tmp_path / 'ckpt'}",
             per_sample=False,

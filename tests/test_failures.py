@@ -1,11 +1,11 @@
-"""The shared failure policy and the run-level guard on unreadable judge replies."""
+"""The shared failure policy and the run-level guard on failure rates."""
 
 import pytest
 
 from writing_rl.protocols import Unreadable
 from writing_rl.reward_loop.failures import (
-    ParseErrorGuard,
-    ParseErrorRateExceeded,
+    FailureGuard,
+    FailureRateExceeded,
     UnreadableJudgeReply,
     fallback_outcome,
     unreadable_flags,
@@ -27,30 +27,55 @@ def test_flags_say_which_kinds_failed():
         Unreadable("x", "timeout")
 
 
-def feed(guard, flags):
+LIMITS = {"judge_error": 0.2, "parse_error": 0.2, "group_incomplete": 0.2}
+
+
+def guard_of(window=100, min_samples=10, **limits):
+    return FailureGuard({**LIMITS, **limits}, window, min_samples)
+
+
+def feed(guard, flags, kind="parse_error"):
     for flag in flags:
-        guard.add({"parse_error": flag})
+        guard.add({kind: flag})
 
 
 def test_the_guard_waits_for_enough_samples_then_trips_with_an_example_and_a_cause():
-    guard = ParseErrorGuard(max_rate=0.2, min_samples=10)
+    guard = guard_of(min_samples=10)
     feed(guard, [1, 1, 1, 0, 0, 0, 0, 0, 0])  # 3 of 9: too few samples to judge
     guard.remember([("Response A opens with a long", Unreadable("cut", "judge_truncated"))])
-    with pytest.raises(ParseErrorRateExceeded) as info:
+    with pytest.raises(FailureRateExceeded) as info:
         guard.add({"parse_error": 0})  # 3 of 10 = 30% > 20%
     message = str(info.value)
-    assert "3 of 10 samples in this batch (30%)" in message and "max_parse_error_rate=0.2" in message
+    assert "3 of the last 10 samples this reward worker scored (30%)" in message
+    assert "max_parse_error_rate=0.2" in message and "failure_window=100" in message
     assert "raise reward.reward_kwargs.judge.max_tokens" in message and "Response A opens with a long" in message
 
 
-def test_the_guard_counts_per_batch_and_can_be_turned_off():
-    guard = ParseErrorGuard(max_rate=0.2, min_samples=4)
-    feed(guard, [0, 0, 0, 0, 1])  # 1 of 5
-    guard.new_batch()
-    feed(guard, [0, 0, 0, 0])
-    off = ParseErrorGuard(max_rate=1.0, min_samples=1)
-    feed(off, [1] * 50)
-    assert off.unreadable == 50
+def test_the_window_rolls_so_a_burst_of_failures_long_ago_does_not_count():
+    guard = guard_of(window=20, min_samples=20)
+    feed(guard, [1] * 4 + [0] * 16)  # 4 of 20: at the limit, not above
+    feed(guard, [0] * 20)  # the burst has left the window
+    feed(guard, [1] * 4)  # 4 of 20 again, never 8 of 20
+    assert guard.counts["parse_error"] == 4 and len(guard.recent) == 20
+
+
+def test_each_kind_has_its_own_limit_and_names_an_example():
+    guard = guard_of(min_samples=5, judge_error=0.5, parse_error=1.0)
+    feed(guard, [1] * 50)  # unreadable replies: that check is off
+    guard.example("judge_error", "judge at http://j/v1 failed after 5 attempt(s): HTTP 500")
+    feed(guard, [1, 0], kind="judge_error")
+    with pytest.raises(FailureRateExceeded) as info:
+        feed(guard, [1] * 50, kind="judge_error")
+    message = str(info.value)
+    assert "(judge_error), above reward.reward_kwargs.max_judge_error_rate=0.5" in message
+    assert "Example: judge at http://j/v1 failed after 5 attempt(s): HTTP 500" in message
+
+
+def test_incomplete_groups_are_a_kind_of_their_own():
+    guard = guard_of(min_samples=2, group_incomplete=0.4)
+    guard.example("group_incomplete", "group u1: 3 of 8 rollouts arrived within groups.timeout_s=1800")
+    with pytest.raises(FailureRateExceeded, match="max_incomplete_rate=0.4.*group u1: 3 of 8"):
+        feed(guard, [0, 1, 1], kind="group_incomplete")
 
 
 @pytest.mark.parametrize(
@@ -62,7 +87,7 @@ def test_the_guard_counts_per_batch_and_can_be_turned_off():
     ],
 )
 def test_the_guard_names_a_likely_cause(reason, cause):
-    guard = ParseErrorGuard(max_rate=0.0, min_samples=1)
+    guard = guard_of(min_samples=1, parse_error=0.0)
     guard.remember([("reply", Unreadable(reason))])
-    with pytest.raises(ParseErrorRateExceeded, match=cause):
+    with pytest.raises(FailureRateExceeded, match=cause):
         guard.add({"parse_error": 1})

@@ -26,31 +26,27 @@ def member(text: str, uid: str = "u1") -> Member:
 
 
 class Direct:
-    """A GroupCollector called in this loop the way RayCollectors calls the actor; counts the calls."""
+    """A GroupCollector called in this loop the way RayCollectors calls the actor; counts the calls and
+    the members they carried."""
+
+    shards = 1
 
     def __init__(self, collector: GroupCollector, settings: GroupConfig):
         self.collector = collector
         self.settings = settings
         self.calls = Counter()
 
-    async def claim(self, groups):
-        self.calls["claim"] += 1
-        return self.collector.claim(groups, self.settings)
+    async def send(self, shard, worker, joins, claims, published):
+        self.calls["send"] += 1
+        self.calls["joined"] += sum(len(members) for _, _, members in joins)
+        self.calls["claims"] += len(claims)
+        self.calls["published"] += len(published)
+        await asyncio.sleep(0)  # a call takes at least a turn of the loop, as over Ray
+        return self.collector.send(worker, self.settings, joins, claims, published)
 
-    async def join(self, uid, members, expected):
-        self.calls["join"] += 1
-        return await self.collector.join(uid, members, expected, self.settings)
-
-    async def publish(self, uid, results):
-        self.calls["publish"] += 1
-        self.collector.publish(uid, results)
-
-    def fail(self, uid, message):
-        self.collector.fail(uid, message)
-
-    def remember(self, entries):
-        self.calls["remember"] += 1
-        self.collector.remember(entries)
+    async def poll(self, shard, worker):
+        self.calls["poll"] += 1
+        return await self.collector.poll(worker, 1.0)
 
 
 def score_by_length(members):
@@ -59,24 +55,25 @@ def score_by_length(members):
 
 async def run_group(workers, uid, texts, expected, placement=None, delays=None, lead=score_by_length):
     """Every text joins through its worker (``placement``: one worker index per text; default: a worker
-    each, as in streaming mode), after its delay; a leader scores each member with ``lead``."""
+    each, as in streaming mode), after its delay; a leader scores each member with ``lead``.
+    Returns ([(seat, result)], the member texts of each lead)."""
     leads = []
     placement = placement if placement is not None else list(range(len(texts)))
 
     async def one(text, worker, delay):
         await asyncio.sleep(delay)
         rendezvous = workers[worker]
-        ticket, batch = await rendezvous.join(member(text, uid), expected)
-        if ticket.lead:
-            leads.append([m.text for m in ticket.members])
+        seat = await rendezvous.join(member(text, uid), expected)
+        if seat.lead:
+            leads.append([m.text for m in seat.members])
             try:
-                results = lead(ticket.members)
+                results = lead(seat.members)
             except Exception as err:
-                rendezvous.fail(ticket, batch, uid, err)
+                rendezvous.fail(seat, err)
                 raise
-            await rendezvous.publish(ticket, batch, uid, results)
-            return ticket, results[ticket.index]
-        return ticket, ticket.result if ticket.result is not None else (await batch.results())[ticket.index]
+            rendezvous.publish(seat, results)
+            return seat, results[seat.index]
+        return seat, seat.result
 
     delays = delays or [0.0] * len(texts)
     outcomes = await asyncio.gather(*(one(t, w, d) for t, w, d in zip(texts, placement, delays)))
@@ -104,18 +101,20 @@ def test_a_group_complete_in_one_worker_is_scored_there_after_one_claim():
     outcomes, leads = asyncio.run(scenario())
     assert leads == [["a", "bb", "ccc", "dddd"]]
     assert [r["text"] for _, r in outcomes] == ["a", "bb", "ccc", "dddd"]
-    assert direct.calls == {"claim": 1, "remember": 1}  # no member travelled to the collector
-    assert collector.stats() == {"open": 0, "finished": 1, "joined": 0}
+    # One send with the claim, one with the results (for copies other workers may hold); no member travelled.
+    assert direct.calls == {"send": 2, "claims": 1, "published": 1, "joined": 0}
+    assert collector.stats() == {"open": 0, "finished": 1, "joined": 0, "events": 0}
 
 
-def test_a_group_split_over_two_workers_costs_one_join_per_worker():
+def test_a_group_split_over_two_workers_costs_one_send_per_worker():
     collector, direct, workers = cluster(2)
     texts = ["a", "bb", "ccc", "dddd", "eeeee"]
     outcomes, leads = asyncio.run(run_group(workers, "u1", texts, expected=5, placement=[0, 1, 0, 1, 1]))
     assert leads == [["a", "ccc", "bb", "dddd", "eeeee"]]  # one leader; members in the order their batches came
     assert [r["text"] for _, r in outcomes] == texts
-    assert direct.calls["join"] == 2 and direct.calls["publish"] == 1
-    assert collector.stats() == {"open": 0, "finished": 1, "joined": 5}
+    # Each worker's members in one send; the leader's results in one more.
+    assert direct.calls["send"] == 3 and direct.calls["joined"] == 5 and direct.calls["published"] == 1
+    assert collector.stats() == {"open": 0, "finished": 1, "joined": 5, "events": 0}
 
 
 def test_groups_do_not_mix():
@@ -155,9 +154,9 @@ def test_a_copy_waiting_at_the_collector_gets_the_result_of_a_group_scored_in_a_
 
     (group, leads), (copy, copy_leads) = asyncio.run(scenario())
     assert leads == [["a", "b", "c"]] and copy_leads == []  # claimed and scored in worker 0
-    ((ticket, result),) = copy
-    assert result == group[1][1] and not ticket.lead
-    assert direct.calls["claim"] == 1 and direct.calls["join"] == 1  # only the copy travelled
+    ((seat, result),) = copy
+    assert result == group[1][1] and not seat.lead
+    assert direct.calls["claims"] == 1 and direct.calls["joined"] == 1  # only the copy travelled
     assert collector.stats()["open"] == 0
 
 
@@ -173,7 +172,7 @@ def test_a_claim_loses_when_the_collector_holds_a_response_the_claimant_lacks():
         return group, await asyncio.wait_for(extra, timeout=30)
 
     (group, leads), (extra, extra_leads) = asyncio.run(scenario())
-    assert direct.calls["claim"] == 1 and direct.calls["join"] == 2
+    assert direct.calls["claims"] == 1 and direct.calls["joined"] == 3
     assert leads + extra_leads == [["z", "a", "b"]]
     assert [r["text"] for _, r in group + extra] == ["a", "b", "z"] and not any(t.late for t, _ in group + extra)
 
@@ -188,7 +187,7 @@ def test_identical_real_rollouts_are_all_members():
 def test_identical_rollouts_in_one_worker_go_through_the_collector_settle():
     collector, direct, workers = cluster(1)
     outcomes, leads = asyncio.run(run_group(workers, "u1", ["same", "same", "other"], expected=3, placement=[0] * 3))
-    assert sorted(leads[0]) == ["other", "same", "same"] and direct.calls["join"] == 1
+    assert sorted(leads[0]) == ["other", "same", "same"] and direct.calls["joined"] == 3
     assert [r["text"] for _, r in outcomes] == ["same", "same", "other"]
 
 
@@ -202,20 +201,37 @@ def test_copy_arriving_after_the_group_finished_gets_the_same_result():
 
     first, late, leads = asyncio.run(scenario())
     assert leads == []  # nobody recomputes the group
-    ((ticket, result),) = late
-    assert result == first[0][1] and not ticket.lead
+    ((seat, result),) = late
+    assert result == first[0][1] and not seat.lead
 
 
-def test_timeout_scores_a_partial_group():
+def test_a_group_that_never_completes_is_a_named_failure_of_each_member():
     settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0)
+    collector, _, workers = cluster(2, settings=settings)
+
+    async def scenario():
+        first = await run_group(workers, "u1", ["a", "b"], expected=4)
+        late = await run_group(workers, "u1", ["c"], expected=4, placement=[1])  # after the timeout
+        return first, late
+
+    (outcomes, leads), (late, late_leads) = asyncio.run(scenario())
+    assert leads == [] and late_leads == []  # nothing scored
+    for seat, result in outcomes + late:
+        assert result is None and "2 of 4 rollouts arrived within groups.timeout_s=0.1" in seat.failure
+    assert collector.stats()["open"] == 0
+
+
+def test_timeout_scores_a_partial_group_when_asked():
+    settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0, on_incomplete="score")
     _, _, workers = cluster(2, settings=settings)
     outcomes, leads = asyncio.run(run_group(workers, "u1", ["a", "b"], expected=4))
     assert leads == [["a", "b"]]
-    assert all(ticket.partial for ticket, _ in outcomes)
+    assert [seat.partial for seat, _ in outcomes if seat.lead] == [True]
+    assert [r["text"] for _, r in outcomes] == ["a", "b"]
 
 
 def test_new_response_after_sealing_is_scored_alone_as_late():
-    settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0)
+    settings = GroupConfig(timeout_s=0.1, settle_s=0.0, result_timeout_s=5.0, on_incomplete="score")
     collector, _, workers = cluster(1, settings=settings)
 
     async def scenario():
@@ -242,11 +258,11 @@ def test_a_failing_leader_fails_its_members_instead_of_hanging(placement):
 
     async def scenario():
         async def one(text, worker):
-            ticket, batch = await workers[worker].join(member(text), 3)
-            if ticket.lead:
-                workers[worker].fail(ticket, batch, "u1", ValueError("judge exploded"))
+            seat = await workers[worker].join(member(text), 3)
+            if seat.lead:
+                workers[worker].fail(seat, ValueError("judge exploded"))
                 raise ValueError("judge exploded")
-            return ticket.result if ticket.result is not None else await batch.results()
+            return seat.result
 
         return await asyncio.gather(*(one(t, w) for t, w in zip("abc", placement)), return_exceptions=True)
 
@@ -296,8 +312,8 @@ def test_silent_leader_times_out_its_members():
 
     async def scenario():
         async def one(text, worker):
-            ticket, _ = await workers[worker].join(member(text), 2)
-            return ticket if ticket.lead else ticket.result
+            seat = await workers[worker].join(member(text), 2)
+            return seat if seat.lead else seat.result
 
         return await asyncio.gather(one("a", 0), one("b", 1), return_exceptions=True)
 
@@ -320,7 +336,7 @@ def test_finished_groups_are_evicted_beyond_the_cache():
             await run_group(workers, f"g{g}", ["a", "b"], expected=2)
 
     asyncio.run(many())
-    assert collector.stats() == {"open": 0, "finished": 3, "joined": 20}
+    assert collector.stats() == {"open": 0, "finished": 3, "joined": 20, "events": 0}
     assert list(collector.finished) == ["g7", "g8", "g9"]
 
 
@@ -341,10 +357,10 @@ def test_thousands_of_groups_in_one_worker_leave_nothing_behind():
         await until_remembered(collector, "g1999")
 
     asyncio.run(scenario())
-    assert workers[0].pending == {} and workers[0].outbox == [] and workers[0].claims == []
-    assert direct.calls["join"] == 0 and direct.calls["claim"] == 1  # one burst, one claim
-    assert direct.calls["remember"] < 2000  # results travel in batches
-    assert collector.stats() == {"open": 0, "finished": 100, "joined": 0}
+    assert workers[0].pending == {} and workers[0].waiting == {} and not any(workers[0].outboxes)
+    assert direct.calls["joined"] == 0 and direct.calls["claims"] == 2000  # every group whole in the worker
+    assert direct.calls["send"] < 20  # claims and results travel in batches
+    assert collector.stats() == {"open": 0, "finished": 100, "joined": 0, "events": 0}
 
 
 def test_a_uid_has_the_same_shard_in_every_process():
@@ -380,16 +396,16 @@ def test_copies_of_a_claimed_group_fail_when_its_worker_sends_nothing():
     collector, _, workers = cluster(2, settings=settings)
 
     async def scenario():
-        silent, batch = None, None
+        silent = None
 
         async def hold(text):  # worker 0 holds the whole group and its leader never publishes
-            nonlocal silent, batch
-            ticket, batch = await workers[0].join(member(text), 2)
-            if ticket.lead:
-                silent = ticket
+            nonlocal silent
+            seat = await workers[0].join(member(text), 2)
+            silent = seat
 
-        await asyncio.gather(hold("a"), hold("b"))
-        assert silent is not None and silent.sealed_here
+        held = [asyncio.ensure_future(hold("a")), asyncio.ensure_future(hold("b"))]  # noqa: F841 (kept alive)
+        await until(lambda: silent is not None, step_s=0)
+        assert silent.lead and [m.text for m in silent.members] == ["a", "b"]
         with pytest.raises(GroupError, match="result_timeout_s"):
             await asyncio.wait_for(run_group(workers, "u1", ["a"], expected=2, placement=[1]), timeout=30)
 
@@ -397,25 +413,48 @@ def test_copies_of_a_claimed_group_fail_when_its_worker_sends_nothing():
     assert collector.stats()["open"] == 0
 
 
-@pytest.mark.parametrize("cancel_at", ["before its batch is sent", "as its tickets arrive"])
+@pytest.mark.parametrize("cancel_at", ["before its batch is sent", "as its seat arrives"])
 def test_a_cancelled_leader_fails_its_batch_mates_instead_of_leaving_them_waiting(cancel_at):
     _, _, workers = cluster(1)
 
     async def scenario():
-        async def mate():
-            ticket, batch = await workers[0].join(member("b"), 2)
-            return await batch.results()
-
         lead = asyncio.ensure_future(workers[0].join(member("a"), 2))  # first arrival: the leader-to-be
-        other = asyncio.ensure_future(mate())
+        other = asyncio.ensure_future(workers[0].join(member("b"), 2))
         # Both have joined (one turn of the loop); their batch goes out on the next turn.
         await until(lambda: [len(b.members) for b in workers[0].pending.values()] == [2], step_s=0)
         (batch,) = workers[0].pending.values()
-        if cancel_at == "as its tickets arrive":
-            await until(batch.tickets.done, step_s=0)
-            assert not lead.done()  # the tickets are there, the leader has not resumed yet
+        if cancel_at == "as its seat arrives":
+            await until(batch.seats[0].done, step_s=0)
+            assert not lead.done()  # the seat is there, the leader has not resumed yet
         lead.cancel()
         with pytest.raises(GroupError, match="cancelled"):
             await asyncio.wait_for(other, timeout=30)
 
     asyncio.run(scenario())
+
+
+def test_lone_members_of_many_groups_travel_together():
+    # Streaming mode: every rollout alone, at a random worker, groups interleaved. Members and results go
+    # out in a few batched sends, not a call each.
+    import random
+
+    collector, direct, workers = cluster(2, finished_cache=100)
+    rng = random.Random(0)
+    texts = {f"g{g}": [f"g{g}-{r}" for r in range(4)] for g in range(50)}
+
+    async def scenario():
+        return await asyncio.gather(
+            *(
+                run_group(workers, uid, ts, expected=4, placement=[rng.randrange(2) for _ in ts])
+                for uid, ts in texts.items()
+            )
+        )
+
+    outcomes = asyncio.run(scenario())
+    for (pairs, leads), ts in zip(outcomes, texts.values()):
+        assert len(leads) == 1 and sorted(leads[0]) == ts
+        assert [r["text"] for _, r in pairs] == ts
+    calls = direct.calls["send"] + direct.calls["poll"]
+    assert calls < 40, direct.calls  # 200 members: a call each would be 200 joins + 50 publishes
+    whole = direct.calls["claims"]  # groups that happened to land whole in one worker: claimed, not joined
+    assert collector.stats() == {"open": 0, "finished": 50, "joined": 200 - 4 * whole, "events": 0}

@@ -37,7 +37,7 @@ def test_two_endpoints_one_killed_while_verl_scores_no_sample_fails(
     killer = threading.Thread(target=kill_once_busy)
     killer.start()
     with reward_loop(config) as manager:
-        output = manager.compute_rm_score(batch)  # on_judge_error=raise: any failed sample fails this
+        output = manager.compute_rm_score(batch)
     killer.join()
 
     assert killed.is_set()

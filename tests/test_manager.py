@@ -7,7 +7,7 @@ import pytest
 from omegaconf import open_dict
 
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.reward_loop.failures import ParseErrorRateExceeded
+from writing_rl.reward_loop.failures import FailureRateExceeded
 from writing_rl.reward_loop.manager import JudgeFailure, ParallelRewardManager
 from writing_rl.reward_loop.summary import BatchSummary
 from writing_rl.settings import ConfigError
@@ -74,7 +74,12 @@ def test_scores_and_uniform_numeric_extra_info(judge_server, tokenizer_dir, toke
 
 def test_judge_failure_with_raise_policy_stops_with_endpoint_and_cause(judge_server, tokenizer_dir, tokenizer):
     server = judge_server(script=lambda body, i: Reply(status=500, body=b"model crashed"))
-    config = compose_writing_rl(tokenizer_dir, server.base_url, "reward.reward_kwargs.judge.max_retries=1")
+    config = compose_writing_rl(
+        tokenizer_dir,
+        server.base_url,
+        "reward.reward_kwargs.judge.max_retries=1",
+        "reward.reward_kwargs.on_judge_error=raise",
+    )
     manager = load_manager(config, tokenizer)
     batch = build_reward_batch(tokenizer, [writing_row(0)], ["an answer"])
     with pytest.raises(JudgeFailure) as info:
@@ -258,7 +263,7 @@ def test_batch_summary_counts_retries_per_batch():
     Judge.stats.retries, Judge.stats.rate_limited = 3, 5
     line = summary.flush()
     assert line == (
-        "1 samples | reward 1.000 | win 1.00 tie 0.00 loss 0.00 | judge_error 0 parse_error 1 judge_truncated 0 judge_refusal 0 format_error 0 "
+        "1 samples | reward 1.000 | win 1.00 tie 0.00 loss 0.00 | judge_error 0 parse_error 1 judge_truncated 0 judge_refusal 0 format_error 0 group_incomplete 0 "
         "| judge 2 calls p50 0.20s p95 0.29s retries 3 429s 5 limit 32"
     )
     summary.add(0.0, {}, [])
@@ -324,12 +329,12 @@ def test_the_guard_stops_a_batch_of_unreadable_replies_with_an_example(judge_ser
         tokenizer_dir,
         server.base_url,
         "reward.reward_kwargs.max_parse_error_rate=0.5",
-        "reward.reward_kwargs.parse_error_min_samples=3",
+        "reward.reward_kwargs.failure_min_samples=3",
     )
     manager = load_manager(config, tokenizer)
     batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(4)], ["one", "two", "three", "four"])
-    with pytest.raises(ParseErrorRateExceeded) as info:
+    with pytest.raises(FailureRateExceeded) as info:
         score_all(manager, batch)
     message = str(info.value)
-    assert "3 of 3 samples in this batch (100%)" in message
+    assert "3 of the last 3 samples this reward worker scored (100%)" in message
     assert "I will not choose" in message and "check the judge model, its template" in message

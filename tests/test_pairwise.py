@@ -185,6 +185,8 @@ def test_ground_truth_forms_accepted():
     task = read_ground_truth('{"prompt": "p", "target": ["a"], "criteria": "be brief", "id": 3}')
     assert task.criteria == "be brief" and task.id == 3
     assert read_ground_truth({"prompt": "p", "target": ["a"], "id": np.int64(4)}).id == 4
+    assert read_ground_truth({"prompt": "p", "target": ["a"], "id": 5.0}).id == 5  # parquet's float column
+    assert read_ground_truth({"prompt": "p", "target": ["a"], "id": "essay-17"}).id == "essay-17"
 
 
 @pytest.mark.parametrize(
@@ -196,6 +198,12 @@ def test_ground_truth_forms_accepted():
         ({"prompt": "p", "target": [], "id": 3}, "target must be"),
         ({"prompt": "p", "target": ["ok", ""], "id": 3}, "target must be"),
         ({"prompt": "p", "target": 5}, r"sample index=7: reward_model.ground_truth.target"),
+        (
+            {"prompt": "p", "target": ["a"], "id": 2.5},
+            r"sample id=2.5: reward_model.ground_truth.id must be an integer",
+        ),
+        ({"prompt": "p", "target": ["a"], "id": ""}, r"ground_truth.id must be an integer or a non-empty string"),
+        ({"prompt": "p", "target": ["a"], "id": [3]}, r"ground_truth.id .* got list \[3\]"),
     ],
 )
 def test_bad_ground_truth_names_the_sample_and_field(truth, message):

@@ -70,10 +70,31 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
     assert len(server.requests) == 10
 
 
-def test_judge_outage_fails_the_step_naming_the_endpoint(ray_cluster, judge_server, tokenizer_dir, tokenizer):
+def test_by_default_a_judge_outage_pays_counted_losses_and_the_step_goes_on(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer
+):
     server = judge_server(script=lambda body, i: Reply(status=500, body=b"engine dead"))
     config = compose_writing_rl(
         tokenizer_dir, server.base_url, "reward.num_workers=2", "reward.reward_kwargs.judge.max_retries=1"
+    )
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(4)], ["good", "good good", "x", "bad"])
+    with reward_loop(config) as manager:
+        output = manager.compute_rm_score(batch)
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == [0.0] * 4  # a loss each, never the tie
+    assert output.non_tensor_batch["judge_error"].tolist() == [1] * 4
+    assert output.non_tensor_batch["judge_calls"].tolist() == [1] * 4  # one call each, after 2 attempts
+
+
+def test_judge_outage_fails_the_step_naming_the_endpoint_when_asked(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer
+):
+    server = judge_server(script=lambda body, i: Reply(status=500, body=b"engine dead"))
+    config = compose_writing_rl(
+        tokenizer_dir,
+        server.base_url,
+        "reward.num_workers=2",
+        "reward.reward_kwargs.judge.max_retries=1",
+        "reward.reward_kwargs.on_judge_error=raise",
     )
     batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(2)], ["one", "two"])
     with reward_loop(config) as manager, pytest.raises(ray.exceptions.RayTaskError) as info:

@@ -84,3 +84,49 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             if not isinstance(record, dict):
                 raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
             yield number, record
+
+
+class DirectoryLocked(RuntimeError):
+    """Another process holds the lock of a directory."""
+
+
+class DirectoryLock:
+    """An exclusive lock on a directory between processes (``flock`` on ``<dir>/.lock``), held until every
+    holder in this process has released it, or until the process ends (the kernel drops it even on
+    kill -9). Within one process it is shared: one process is one owner. The holder writes who it is
+    into the file, so a process that finds the lock taken can name the holder."""
+
+    _held: dict[str, tuple[object, int]] = {}  # this process's locks: path -> (open file, holders)
+
+    def __init__(self, directory: str | Path, holder: str):
+        import fcntl
+
+        self.key = str(Path(directory).resolve() / ".lock")
+        self.released = False
+        held = DirectoryLock._held.get(self.key)
+        if held is not None:
+            DirectoryLock._held[self.key] = (held[0], held[1] + 1)
+            return
+        file = open(self.key, "a+", encoding="utf-8")  # noqa: SIM115 (held open: it is the lock)
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            who = file.read().strip() or "a process that did not say who it is"
+            file.close()
+            raise DirectoryLocked(f"{directory} is locked by {who}") from None
+        file.seek(0)
+        file.truncate()
+        file.write(holder)
+        file.flush()
+        DirectoryLock._held[self.key] = (file, 1)
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        file, holders = DirectoryLock._held.pop(self.key)
+        if holders > 1:
+            DirectoryLock._held[self.key] = (file, holders - 1)
+        else:
+            file.close()  # closing the file drops the flock

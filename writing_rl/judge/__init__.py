@@ -2,6 +2,7 @@
 typed failures and the per-sample recorder used by the reward manager."""
 
 from writing_rl.judge.base import (
+    NO_CALLS,
     Judge,
     JudgeConnectionError,
     JudgeContextLengthError,
@@ -13,6 +14,7 @@ from writing_rl.judge.base import (
     JudgeTimeout,
     JudgeUnavailable,
     Messages,
+    NoJudge,
     SampleJudge,
 )
 from writing_rl.judge.http import OpenAIJudge
@@ -29,6 +31,8 @@ __all__ = [
     "JudgeTimeout",
     "JudgeUnavailable",
     "Messages",
+    "NO_CALLS",
+    "NoJudge",
     "OpenAIJudge",
     "SampleJudge",
 ]

@@ -202,6 +202,18 @@ class Judge(Protocol):
         ...
 
 
+class NoJudge:
+    """A judge that makes no call: every ``complete`` fails with ``reason``. The manager hands it to a
+    reward fn whose sample is a failure before any judging (its group never completed), so the fn
+    returns its own failure result, with its own extra-info keys."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    async def complete(self, messages: Messages) -> JudgeReply:
+        raise JudgeUnavailable("(no judge)", self.reason)
+
+
 @dataclass
 class CallRecord:
     messages: Messages
@@ -305,3 +317,7 @@ class SampleJudge:
             {"messages": c.messages, "reply": c.reply, "error": c.error, "latency_s": round(c.latency_s, 4)}
             for c in self.calls_for(member)
         ]
+
+
+# The judge keys of a sample that made no judge call (``SampleJudge.METRIC_KEYS``).
+NO_CALLS = dict.fromkeys(SampleJudge.METRIC_KEYS, 0)

@@ -28,7 +28,7 @@ class WritingRLTask:
     prompt: str
     references: tuple[str, ...]
     criteria: str | None
-    id: int | None
+    id: int | str | None  # the prompt's id (the curriculum's key): an integer or a non-empty string
 
 
 def read_ground_truth(ground_truth: Any, extra_info: Mapping | None = None) -> WritingRLTask:
@@ -62,12 +62,25 @@ def read_ground_truth(ground_truth: Any, extra_info: Mapping | None = None) -> W
             f"{where}: reward_model.ground_truth.target must be a reference string or a non-empty list of "
             f"non-empty strings (easiest first), got {target!r:.80}"
         )
-    raw_id = ground_truth.get("id")
     return WritingRLTask(
         prompt=prompt,
         references=references,
         criteria=format_criteria(_as_criteria(ground_truth.get("criteria"))),
-        id=None if raw_id is None else int(raw_id),
+        id=_read_id(ground_truth.get("id"), where),
+    )
+
+
+def _read_id(raw: Any, where: str) -> int | str | None:
+    """``ground_truth.id``: an integer (a whole float too, as parquet may store one) or a non-empty string."""
+    if raw is None or isinstance(raw, str) and raw.strip():
+        return raw
+    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+        return int(raw)
+    if isinstance(raw, (float, np.floating)) and float(raw).is_integer():
+        return int(raw)
+    raise ValueError(
+        f"{where}: reward_model.ground_truth.id must be an integer or a non-empty string (the prompt's id), "
+        f"got {type(raw).__name__} {raw!r:.80}"
     )
 
 

@@ -1,4 +1,5 @@
-"""Build the ``DataProto`` verl's reward loop receives, from dataset rows and response texts.
+"""Build the ``DataProto``s verl's reward loop receives, from dataset rows and response texts: a whole
+batch (``build_reward_batch``, batch mode) or one sample per call (``streaming_samples``, streaming mode).
 
 Used by offline scoring, the tests and the benchmarks, so they all send verl's reward loop exactly
 what a training step sends it: left-padded prompt tokens, right-padded response tokens, an attention
@@ -83,3 +84,46 @@ def _as_chat(prompt: Any) -> list[dict]:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     return [dict(m) for m in prompt]
+
+
+def streaming_samples(
+    tokenizer,
+    rows: Sequence[Mapping[str, Any]],
+    responses: Sequence[str],
+    uids: Sequence[str],
+) -> list[DataProto]:
+    """One single-sample ``DataProto`` per (row, response), as verl's agent loop sends a finished rollout
+    to a reward worker in streaming mode (``AgentLoopWorker._compute_score``): prompt and response ids
+    unpadded, the attention mask all ones, the row's fields as one-element arrays."""
+    eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    samples = []
+    for row, text, uid in zip(rows, responses, uids, strict=True):
+        prompt = torch.tensor(_prompt_ids(tokenizer, row["prompt"]) or [0], dtype=torch.long)
+        response = torch.tensor(tokenizer.encode(text, add_special_tokens=False) + eos, dtype=torch.long)
+        input_ids = torch.cat([prompt, response])
+        fields = {
+            "data_source": row.get("data_source", "unknown"),
+            "reward_model": dict(row["reward_model"]),
+            "extra_info": dict(row.get("extra_info") or {}),
+            "raw_prompt": _as_chat(row["prompt"]),
+            "uid": uid,
+        }
+        one = np.empty(1, dtype=object)
+        samples.append(
+            DataProto.from_dict(
+                tensors={
+                    "prompts": prompt[None],
+                    "responses": response[None],
+                    "input_ids": input_ids[None],
+                    "attention_mask": torch.ones_like(input_ids)[None],
+                },
+                non_tensors={key: _one(value, one) for key, value in fields.items()},
+            )
+        )
+    return samples
+
+
+def _one(value: Any, template: np.ndarray) -> np.ndarray:
+    array = template.copy()
+    array[0] = value
+    return array

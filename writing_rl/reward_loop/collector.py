@@ -1,26 +1,33 @@
 """GroupCollector: where the rollouts of one prompt meet when no single reward worker holds them all.
 
-verl scores one sample at a time, on several reward workers, and in streaming mode as soon as each
-rollout finishes, so a worker may hold only part of a group (same verl ``uid``). Each worker first
-gathers the members that reach it together (``reward_loop/rendezvous.py``): a group complete there is
-scored there, with no round trip. Otherwise the worker sends those members in one ``join`` to the
-collector of the uid's shard (a named Ray actor per run and shard). When the group is complete, its
-first member becomes the *leader*: its worker receives every member, runs the group reward fn once and
-``publish``es one result per member; the collector hands the other workers' members their results.
+verl scores one sample at a time, on several reward workers, and in streaming mode each rollout alone,
+on a random worker, as soon as it finishes; so a worker usually holds only part of a group (same verl
+``uid``). The workers' side is ``reward_loop/rendezvous.py``. A worker talks to the collector of a uid's
+shard (a named Ray actor per run and shard) with two calls, each carrying many groups at once:
+
+- ``send``: the members that reached it (``joins``), the whole groups it wants to score itself
+  (``claims``) and the results of groups it scored (``published``). It returns at once, with the answers
+  to the claims and the events waiting for this worker: when a joined member completes its group, this
+  worker *leads* it (a ``Lead`` event with every member) in the same reply.
+- ``poll``: a long poll that returns as soon as events wait for the worker (results of its members,
+  leads of groups sealed by a timer, failures).
+
+So a member that arrives alone costs a share of one call, not a call of its own. The rules:
 
 - A group is complete with ``expected`` distinct responses. With ``expected`` arrivals but fewer
   distinct responses, sealing waits ``settle_s`` for more: verl pads a batch by repeating its first
-  samples, and a padded copy that arrived early must not take the place of a real member that is
-  still on its way (identical real rollouts are sealed after ``settle_s``).
+  samples, and a padded copy that arrived early must not take the place of a real member that is still
+  on its way (identical real rollouts are sealed after ``settle_s``).
+- When sealed, the first member's worker leads: it runs the group reward fn once, answers its own
+  members itself, and publishes the results by response; the collector answers the others' members.
 - An arrival after the group is sealed gets the result of the member with the same response (a padded
-  copy or an identical rollout). An arrival with a new response (the group was sealed without it:
-  timeout, or a wrong expected size) is scored on its own and flagged ``late``.
-- A group still incomplete ``timeout_s`` after its first arrival is sealed with what arrived
-  (``partial``). A leader that fails publishes the error, so its members fail too instead of hanging.
-- Results of finished groups (sealed here or in a worker, which ``remember``s them here) stay in a
-  bounded cache for late copies, keyed by a digest of the response (long responses x thousands of
-  groups would otherwise pin gigabytes in this actor). A failed group is remembered too: its late
-  copies fail at once.
+  copy or an identical rollout); an arrival with a new response is scored on its own (``late``).
+- A group still incomplete ``timeout_s`` after its first arrival fails every member that arrived with a
+  counted, named failure (``group_incomplete``; ``on_incomplete=score`` scores it partial instead); a
+  leader that publishes nothing within ``result_timeout_s`` fails its members too (an error).
+- Results of finished groups stay in a bounded cache for late copies, keyed by a digest of the response
+  (long responses x thousands of groups would otherwise pin gigabytes in this actor); a failed group
+  is remembered too, so its late copies fail at once.
 """
 
 from __future__ import annotations
@@ -49,23 +56,6 @@ class Member:
     data_source: str
     ground_truth: Any
     extra_info: dict
-
-
-@dataclass(frozen=True)
-class Ticket:
-    """What one member learns from the rendezvous.
-
-    ``lead``: run the group reward fn for ``members`` and publish the results. Else ``result`` is this
-    member's result, or None when the leader came in the same batch of this worker: its worker hands the
-    result over (``rendezvous.LocalBatch``)."""
-
-    lead: bool
-    index: int  # this member's position in the group's members
-    members: list[Member] | None = None
-    result: dict | None = None
-    partial: bool = False
-    late: bool = False
-    sealed_here: bool = False  # sealed in the member's own worker: nobody at the collector waits for it
 
 
 VALIDATION_SPLITS = ("test", "val", "validation")
@@ -99,7 +89,7 @@ def member_index(texts: list[str], members: list[int], arrival: int) -> int | No
 
 
 def response_key(text: str) -> bytes:
-    """What the finished cache keys a response by: 16 bytes, however long the response."""
+    """What results are keyed by: 16 bytes, however long the response."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -108,41 +98,77 @@ def shard_of(uid: str, shards: int) -> int:
     return int.from_bytes(hashlib.blake2b(uid.encode("utf-8", "surrogatepass"), digest_size=8).digest()) % shards
 
 
-FAILED = b"failed"  # under a finished uid: the leader's error message (response keys are 16 bytes)
+# Under a finished uid, instead of results: (kind, message). INCOMPLETE is a counted failure of each
+# member; ERROR (the leader failed, or published nothing in time) fails each member's sample.
+FAILED = b"failed"  # response keys are 16 bytes
+INCOMPLETE, ERROR = "incomplete", "error"
+
+
+@dataclass(frozen=True)
+class Lead:
+    """Event: this worker scores group ``uid``. ``mine``: this worker's tickets in the group -> member
+    index (the leading ticket among them); it answers those itself."""
+
+    ticket: int
+    uid: str
+    members: list[Member]
+    mine: dict[int, int]
+    partial: bool = False
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    """Event: the result of the member holding ``ticket``."""
+
+    ticket: int
+    result: dict
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Event: the member holding ``ticket`` failed; ``kind`` INCOMPLETE or ERROR."""
+
+    ticket: int
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Arrival:
+    worker: str
+    ticket: int
+    member: Member
 
 
 @dataclass
 class _Group:
     expected: int
-    deadline: float
-    arrivals: list[Member] = field(default_factory=list)
-    members: list[int] = field(default_factory=list)  # arrival numbers of the members, once sealed
+    arrivals: list[Arrival] = field(default_factory=list)
+    members: list[int] | None = None  # arrival numbers of the members, once sealed
+    served: set[int] = field(default_factory=set)  # arrivals the leader's worker answers itself
     partial: bool = False
-    sealed: asyncio.Event = field(default_factory=asyncio.Event)
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    results: list[dict] | None = None
-    error: str | None = None
     settling: bool = False
-    claimed: bool = False  # a worker holds the whole group and scores it (``claim``); arrivals here are copies
-    elsewhere: dict[bytes, Any] | None = None  # the results that worker remembered, by response key
+    claimed: bool = False  # a worker holds the whole group and scores it: arrivals here are copies
+    timer: asyncio.TimerHandle | None = None
+
+    @property
+    def sealed(self) -> bool:
+        return self.members is not None or self.claimed
 
     def texts(self) -> list[str]:
-        return [m.text for m in self.arrivals]
+        return [a.member.text for a in self.arrivals]
 
-    def seal(self, partial: bool = False) -> None:
-        if not self.sealed.is_set():
-            self.members = choose_members(self.texts(), self.expected)
-            self.partial = partial
-            self.sealed.set()
 
-    def ticket(self, arrival: int, leader_here: bool) -> Ticket:
-        """A sealed group's answer to one arrival (``result`` still to be filled for other workers)."""
-        index = member_index(self.texts(), self.members, arrival)
-        if index is None:  # a new response after sealing: scored on its own
-            return Ticket(lead=True, index=0, members=[self.arrivals[arrival]], late=True)
-        if arrival == self.members[0]:
-            return Ticket(lead=True, index=0, members=[self.arrivals[n] for n in self.members], partial=self.partial)
-        return Ticket(lead=False, index=index, partial=self.partial)
+@dataclass
+class _Mailbox:
+    events: list = field(default_factory=list)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    seen: float = field(default_factory=time.monotonic)
+
+
+# A mailbox nobody has called for this long belongs to a worker that is gone: dropped with its events.
+MAILBOX_IDLE_S = 3600.0
 
 
 class GroupCollector:
@@ -152,110 +178,163 @@ class GroupCollector:
         self.finished_cache = finished_cache
         self.open: dict[str, _Group] = {}
         self.finished: OrderedDict[str, dict[bytes, Any]] = OrderedDict()  # uid -> response_key -> result
+        self.mailboxes: dict[str, _Mailbox] = {}
         self.joined = 0  # members received: those whose group no single worker held
+        self.settings = GroupConfig()
 
-    async def join(self, uid: str, members: list[Member], expected: int, settings: GroupConfig) -> list[Ticket]:
-        """One worker's members of group ``uid``; one ticket each, in order. ``settings``: the caller's
-        (one actor may outlive a config, e.g. across the tests of one Ray job)."""
-        self.joined += len(members)
-        group = self.open.get(uid)
-        if group is None and uid in self.finished:  # the group is scored already
-            return [_ticket_from(uid, self.finished[uid], m) for m in members]
-        if group is None:
-            deadline = time.monotonic() + settings.timeout_s
-            group = self.open[uid] = _Group(expected=max(1, expected), deadline=deadline)
-        mine = range(len(group.arrivals), len(group.arrivals) + len(members))
-        group.arrivals.extend(members)
-        if not group.sealed.is_set() and not group.claimed and len(group.arrivals) >= group.expected:
-            # `expected` distinct responses: nobody can be missing. Fewer: a copy may hold a real member's place.
-            if settings.settle_s > 0 and len(set(group.texts())) < group.expected:
-                if not group.settling:
-                    group.settling = True
-                    asyncio.get_running_loop().call_later(settings.settle_s, group.seal)
-            else:
-                group.seal()
+    # ------------------------------------------------------------------ the two calls
+    def send(
+        self,
+        worker: str,
+        settings: GroupConfig,
+        joins: list[tuple[str, int, list[tuple[int, Member]]]] = (),
+        claims: list[tuple[str, set[bytes]]] = (),
+        published: list[tuple[str, dict[bytes, Any], bool]] = (),
+    ) -> tuple[list[bool], list]:
+        """A worker's batch: ``published`` (uid, results by response key or ``{FAILED: (kind, message)}``,
+        final: from the group's leader), ``claims`` (uid, the response keys it holds), ``joins`` (uid,
+        expected size, [(ticket, member)]). Returns (an answer per claim, this worker's events)."""
+        self.settings = settings  # the caller's (one actor may outlive a config, e.g. across tests)
+        box = self._mailbox(worker)
+        for uid, results, final in published:
+            self._publish(uid, results, final)
+        won = [self._claim(uid, keys) for uid, keys in claims]
+        for uid, expected, arrivals in joins:
+            self._join(worker, uid, expected, arrivals)
+        self._sweep_mailboxes()
+        return won, self._drain(box)
 
-        while not group.sealed.is_set():  # (a claim may move the deadline while we wait)
-            left = group.deadline - time.monotonic()
-            if left <= 0:
-                if not group.claimed:
-                    group.seal(partial=True)
-                break
+    async def poll(self, worker: str, wait_s: float) -> list:
+        """This worker's events, as soon as there are any (at most ``wait_s`` later: then maybe none)."""
+        box = self._mailbox(worker)
+        if not box.events:
             try:
-                await asyncio.wait_for(group.sealed.wait(), timeout=left)
+                await asyncio.wait_for(box.ready.wait(), wait_s)
             except asyncio.TimeoutError:
                 pass
-        if group.elsewhere is not None:
-            return [_ticket_from(uid, group.elsewhere, m) for m in members]
-        if group.claimed:  # the worker scoring it is gone
-            self.fail(
-                uid,
-                f"the worker that held it whole sent no result within groups.result_timeout_s={settings.result_timeout_s}",
-            )
-            raise GroupError(f"group {uid} failed in its leader: {group.error}")
-        leader_here = group.members[0] in mine
-        tickets = [group.ticket(arrival, leader_here) for arrival in mine]
-        if leader_here or all(t.lead for t in tickets):
-            return tickets
+        return self._drain(self._mailbox(worker))
 
-        try:
-            await asyncio.wait_for(group.done.wait(), timeout=settings.result_timeout_s)
-        except asyncio.TimeoutError:
-            # The leader is gone (its worker died): fail the group once, so it leaves the open table and
-            # its other members and late copies fail at once instead of waiting in turn.
-            timeout = settings.result_timeout_s
-            self.fail(uid, f"its leader published no result within groups.result_timeout_s={timeout}")
-        if group.error is not None:
-            raise GroupError(f"group {uid} failed in its leader: {group.error}")
-        return [t if t.lead else _with_result(t, group.results[t.index]) for t in tickets]
-
-    def publish(self, uid: str, results: list[dict]) -> None:
-        """The leader's results, one per member of a group sealed here."""
-        group = self.open.pop(uid, None)
-        if group is None:
+    # ------------------------------------------------------------------ joins and sealing
+    def _join(self, worker: str, uid: str, expected: int, arrivals: list[tuple[int, Member]]) -> None:
+        self.joined += len(arrivals)
+        group = self.open.get(uid)
+        if group is None and uid in self.finished:  # scored already: copies, or late members
+            for ticket, member in arrivals:
+                self._answer_from(self.finished[uid], Arrival(worker, ticket, member), uid)
             return
-        group.results = results
-        group.done.set()
-        self._remember(uid, {response_key(group.arrivals[n].text): r for n, r in zip(group.members, results)})
+        if group is None:
+            group = self.open[uid] = _Group(expected=max(1, expected))
+            group.timer = self._later(self.settings.timeout_s, self._expire, uid, group)
+        for ticket, member in arrivals:
+            arrival = Arrival(worker, ticket, member)
+            group.arrivals.append(arrival)
+            if group.members is not None:
+                self._after_sealing(uid, group, len(group.arrivals) - 1)
+        if group.sealed or len(group.arrivals) < group.expected:
+            return
+        # `expected` distinct responses: nobody can be missing. Fewer: a copy may hold a real member's place.
+        if self.settings.settle_s > 0 and len(set(group.texts())) < group.expected:
+            if not group.settling:
+                group.settling = True
+                self._later(self.settings.settle_s, self._seal_if_open, uid, group)
+        else:
+            self._seal(uid, group)
 
-    def fail(self, uid: str, message: str) -> None:
-        group = self.open.pop(uid, None)
-        if group is not None:
-            group.error = message
-            group.done.set()
-            self._remember(uid, {FAILED: message})
+    def _seal_if_open(self, uid: str, group: _Group) -> None:
+        if self.open.get(uid) is group and not group.sealed:
+            self._seal(uid, group)
 
-    def claim(self, groups: list[tuple[str, set[bytes]]], settings: GroupConfig) -> list[bool]:
-        """For each group a worker holds whole (uid, its response keys): may it score the group there?
-        The first claim wins, unless what arrived here holds a response the claimant lacks (a member it
-        does not have): so a padded copy of a whole group, in another worker, is not scored twice.
-        Arrivals of a claimed group wait for its results (``remember``) up to ``groups.result_timeout_s``."""
-        won = []
-        deadline = time.monotonic() + settings.result_timeout_s
-        for uid, keys in groups:
-            group = self.open.get(uid)
-            if group is None:
-                free = uid not in self.finished
-                if free:
-                    self.open[uid] = _Group(expected=1, deadline=deadline, claimed=True)
-            else:  # copies waiting here, none of them new to the claimant
-                free = not (group.claimed or group.sealed.is_set())
-                free = free and all(response_key(m.text) in keys for m in group.arrivals)
-                if free:
-                    group.claimed, group.deadline = True, deadline
-            won.append(free)
-        return won
+    def _seal(self, uid: str, group: _Group, partial: bool = False) -> None:
+        texts = group.texts()
+        group.members = choose_members(texts, group.expected)
+        group.partial = partial
+        leader = group.arrivals[group.members[0]]
+        mine = {}
+        for number, arrival in enumerate(group.arrivals):
+            if arrival.worker == leader.worker:
+                mine[arrival.ticket] = member_index(texts, group.members, number)
+                group.served.add(number)
+        members = [group.arrivals[n].member for n in group.members]
+        self._post(leader.worker, Lead(leader.ticket, uid, members, mine, partial=partial))
+        self._restart_timer(uid, group, self.settings.result_timeout_s)
 
-    def remember(self, entries: list[tuple[str, dict[bytes, Any]]]) -> None:
-        """Results (by response key, or ``{FAILED: message}``) of groups scored in a worker: groups it
-        claimed, and late members. Copies of such a group that wait here get their results at once."""
-        for uid, results in entries:
+    def _after_sealing(self, uid: str, group: _Group, number: int) -> None:
+        """An arrival at a sealed group: a copy waits for its member's result; a new response is late."""
+        arrival = group.arrivals[number]
+        texts = group.texts()
+        if group.claimed or member_index(texts, group.members, number) is not None:
+            return  # answered when the results come
+        group.arrivals.pop()
+        self._post(arrival.worker, Lead(arrival.ticket, uid, [arrival.member], {arrival.ticket: 0}, late=True))
+
+    def _expire(self, uid: str, group: _Group) -> None:
+        """``timeout_s`` after the first arrival, the group is still incomplete."""
+        if self.open.get(uid) is not group or group.sealed:
+            return
+        if self.settings.on_incomplete == "score":
+            self._seal(uid, group, partial=True)
+            return
+        distinct = len(set(group.texts()))
+        message = (
+            f"group {uid}: {distinct} of {group.expected} rollouts arrived within groups.timeout_s="
+            f"{self.settings.timeout_s:g} (verl aborted a rollout, a worker died, or a filter dropped one)"
+        )
+        self._close(uid, group, {FAILED: (INCOMPLETE, message)})
+
+    def _leader_silent(self, uid: str, group: _Group) -> None:
+        if self.open.get(uid) is group:
+            waited = f"groups.result_timeout_s={self.settings.result_timeout_s:g}"
+            who = "the worker that held it whole" if group.claimed else "its leader"
+            self._close(uid, group, {FAILED: (ERROR, f"{who} published no result within {waited}")})
+
+    # ------------------------------------------------------------------ claims and results
+    def _claim(self, uid: str, keys: set[bytes]) -> bool:
+        """May a worker holding the whole group (these response keys) score it there? The first claim
+        wins, unless what arrived here holds a response the claimant lacks (a member it does not have):
+        so a padded copy of a whole group, in another worker, is not scored twice."""
+        group = self.open.get(uid)
+        if group is None:
+            if uid in self.finished:
+                return False
+            group = self.open[uid] = _Group(expected=1, claimed=True)
+            group.timer = self._later(self.settings.result_timeout_s, self._leader_silent, uid, group)
+            return True
+        if group.sealed or not all(response_key(t) in keys for t in group.texts()):
+            return False
+        group.claimed = True  # the copies waiting here get the claimant's results
+        self._restart_timer(uid, group, self.settings.result_timeout_s)
+        return True
+
+    def _publish(self, uid: str, results: dict[bytes, Any], final: bool) -> None:
+        """Results of a group (``final``: from its leader, or the worker that claimed it), answering the
+        members waiting here; or of a late member, only kept for its late copies."""
+        group = self.open.get(uid)
+        if group is not None and final:
+            self._close(uid, group, results)
+        else:
             self._remember(uid, results)
-            group = self.open.get(uid)
-            if group is not None and (group.claimed or not group.sealed.is_set()):
-                del self.open[uid]
-                group.elsewhere = results
-                group.sealed.set()
+
+    def _close(self, uid: str, group: _Group, results: dict[bytes, Any]) -> None:
+        del self.open[uid]
+        if group.timer is not None:
+            group.timer.cancel()
+        self._remember(uid, results)
+        for number, arrival in enumerate(group.arrivals):
+            if number not in group.served:
+                self._answer_from(results, arrival, uid)
+
+    def _answer_from(self, results: dict[bytes, Any], arrival: Arrival, uid: str) -> None:
+        """An arrival answered from its group's results: its result, the group's failure, or (a response
+        the group did not have) a late lead."""
+        if FAILED in results:
+            kind, message = results[FAILED]
+            self._post(arrival.worker, Failed(arrival.ticket, kind, message))
+            return
+        result = results.get(response_key(arrival.member.text))
+        if result is None:
+            self._post(arrival.worker, Lead(arrival.ticket, uid, [arrival.member], {arrival.ticket: 0}, late=True))
+        else:
+            self._post(arrival.worker, Result(arrival.ticket, result))
 
     def _remember(self, uid: str, results: dict[bytes, Any]) -> None:
         self.finished.setdefault(uid, {}).update(results)
@@ -263,22 +342,42 @@ class GroupCollector:
         while len(self.finished) > self.finished_cache:
             self.finished.popitem(last=False)
 
+    # ------------------------------------------------------------------ mailboxes and timers
+    def _mailbox(self, worker: str) -> _Mailbox:
+        box = self.mailboxes.get(worker)
+        if box is None:
+            box = self.mailboxes[worker] = _Mailbox()
+        box.seen = time.monotonic()
+        return box
+
+    def _post(self, worker: str, event) -> None:
+        box = self.mailboxes.get(worker) or self._mailbox(worker)
+        box.events.append(event)
+        box.ready.set()
+
+    @staticmethod
+    def _drain(box: _Mailbox) -> list:
+        events, box.events = box.events, []
+        box.ready.clear()
+        return events
+
+    def _sweep_mailboxes(self) -> None:
+        cutoff = time.monotonic() - MAILBOX_IDLE_S
+        for worker in [w for w, box in self.mailboxes.items() if box.seen < cutoff]:
+            del self.mailboxes[worker]
+
+    @staticmethod
+    def _later(delay: float, callback, *args) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(delay, callback, *args)
+
+    def _restart_timer(self, uid: str, group: _Group, delay: float) -> None:
+        if group.timer is not None:
+            group.timer.cancel()
+        group.timer = self._later(delay, self._leader_silent, uid, group)
+
     def stats(self) -> dict[str, int]:
-        return {"open": len(self.open), "finished": len(self.finished), "joined": self.joined}
-
-
-def _ticket_from(uid: str, results: dict[bytes, Any], member: Member) -> Ticket:
-    """A member's ticket from the results of its group, scored already: its result, or late."""
-    if FAILED in results:
-        raise GroupError(f"group {uid} failed in its leader: {results[FAILED]}")
-    result = results.get(response_key(member.text))
-    if result is None:
-        return Ticket(lead=True, index=0, members=[member], late=True)
-    return Ticket(lead=False, index=0, result=result)
-
-
-def _with_result(ticket: Ticket, result: dict) -> Ticket:
-    return Ticket(lead=False, index=ticket.index, result=result, partial=ticket.partial)
+        events = sum(len(box.events) for box in self.mailboxes.values())
+        return {"open": len(self.open), "finished": len(self.finished), "joined": self.joined, "events": events}
 
 
 def collector_name(shard: int = 0) -> str:

@@ -15,16 +15,21 @@ from typing import Any
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.settings import ConfigError, build, get, plain, require
 
-ON_JUDGE_ERROR = ("raise", "neutral")
+ON_JUDGE_ERROR = ("loss", "neutral", "raise")
+ON_INCOMPLETE = ("fail", "score")
 
 
 @dataclass(frozen=True)
 class GroupConfig:
     """``reward.reward_kwargs.groups``: how GroupRewardManager gathers the rollouts of one prompt."""
 
-    # Score a group with the members that arrived when its first member has waited this long
-    # (counted as partial_group). Must exceed the spread of rollout finish times within a group.
+    # A group whose rollouts have not all arrived this long after its first one (verl aborted a rollout,
+    # a worker died, a filter dropped one) is incomplete: see on_incomplete. Must exceed the spread of
+    # rollout finish times within a group.
     timeout_s: float = 1800.0
+    # An incomplete group: "fail" gives each member that arrived the reward fn's failure score (no
+    # more than a loss) with group_incomplete=1; "score" scores the members that arrived (partial_group=1).
+    on_incomplete: str = "fail"
     # When a complete group holds identical responses, wait this long for more arrivals before sealing
     # it: verl pads batches by repeating samples, and a padded copy must not take a real member's place.
     settle_s: float = 0.2
@@ -47,6 +52,10 @@ class GroupConfig:
         settings = build(cls, plain(get(kwargs, "groups", {}) or {}), "reward.reward_kwargs.groups")
         prefix = "reward.reward_kwargs.groups"
         require(settings.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {settings.timeout_s}")
+        require(
+            settings.on_incomplete in ON_INCOMPLETE,
+            f"{prefix}.on_incomplete must be one of {ON_INCOMPLETE}, got {settings.on_incomplete!r}",
+        )
         require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
         require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
         require(settings.finished_cache >= 1, f"{prefix}.finished_cache must be >= 1")
@@ -152,20 +161,30 @@ class ManagerConfig:
     """``reward.reward_kwargs``: what a reward worker needs besides the reward fn (both managers)."""
 
     judge: JudgeConfig = field(default_factory=JudgeConfig)
-    # What a judge failure (after retries) does: "raise" fails the step with the endpoint and cause;
-    # "neutral" gives the sample the reward fn's neutral reward and judge_error=1.
-    on_judge_error: str = "raise"
+    # What a judge call that failed after all its retries does to its sample: "loss" pays the reward fn's
+    # failure score (no more than a loss) with judge_error=1 and the run goes on; "neutral" pays the reward
+    # fn's neutral reward (pairwise: a tie) with judge_error=1; "raise" fails the step.
+    on_judge_error: str = "loss"
+    # What a failed sample is paid (judge errors under on_judge_error=loss, incomplete groups); null = the
+    # reward fn module's failure_score(**reward_kwargs) (our fns: their loss), else 0.0.
+    failure_score: float | None = None
     # Log one summary line per batch (win/tie/loss, errors, latency percentiles).
     log_summary: bool = True
     # A batch ends when a worker has had no sample in flight for this long.
     summary_idle_s: float = 1.0
     # Return the judge transcripts with each sample (used by `writing-rl score`; verl ignores them).
     keep_transcripts: bool = False
-    # Stop the run when more than this share of a batch's samples had a judge reply the reward could
-    # not read (parse_error: no or conflicting verdicts, truncated, refused); 1.0 turns the guard off.
+    # Stop the run when, among a reward worker's last failure_window samples, more than this share had a
+    # judge call fail after its retries (judge_error) / a judge reply the reward could not read
+    # (parse_error: no or conflicting verdicts, truncated, refused) / a group that never completed
+    # (group_incomplete). 1.0 turns a check off.
+    max_judge_error_rate: float = 0.1
     max_parse_error_rate: float = 0.2
-    # ... once the batch holds at least this many samples (one reward worker's share of a step).
-    parse_error_min_samples: int = 32
+    max_incomplete_rate: float = 0.1
+    # The window: a worker's last samples (verl sends each rollout to a random worker, so they are a
+    # random sample of the run's), checked once it holds failure_min_samples.
+    failure_window: int = 500
+    failure_min_samples: int = 100
     # reward.reward_kwargs.groups and .curriculum, read with the rest so a typo fails at start even in
     # a run that never uses the section.
     groups: GroupConfig = field(default_factory=GroupConfig)
@@ -194,13 +213,17 @@ class ManagerConfig:
             raise ConfigError(
                 f"reward.reward_kwargs.on_judge_error must be one of {ON_JUDGE_ERROR}, got {settings.on_judge_error!r}"
             )
+        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_incomplete_rate"):
+            value = getattr(settings, key)
+            require(0.0 <= value <= 1.0, f"reward.reward_kwargs.{key} must be within 0-1, got {value}")
         require(
-            0.0 <= settings.max_parse_error_rate <= 1.0,
-            f"reward.reward_kwargs.max_parse_error_rate must be within 0-1, got {settings.max_parse_error_rate}",
+            settings.failure_window >= 1,
+            f"reward.reward_kwargs.failure_window must be >= 1, got {settings.failure_window}",
         )
         require(
-            settings.parse_error_min_samples >= 1,
-            f"reward.reward_kwargs.parse_error_min_samples must be >= 1, got {settings.parse_error_min_samples}",
+            1 <= settings.failure_min_samples <= settings.failure_window,
+            f"reward.reward_kwargs.failure_min_samples must be within 1-failure_window ({settings.failure_window}), "
+            f"got {settings.failure_min_samples}",
         )
         return settings
 

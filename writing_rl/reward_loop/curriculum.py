@@ -50,115 +50,30 @@ import asyncio
 import functools
 import logging
 import os
+import socket
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
+from writing_rl.files import DirectoryLock, DirectoryLocked
 from writing_rl.reward_loop.config import CurriculumConfig
 from writing_rl.reward_loop.curriculum_log import (
     LATEST,
     WAL,
-    LevelTable,
     Meta,
     WALWriteError,
     WriteAheadLog,
-    checkpoint_tag,
-    load_levels,
-    read_state,
     save_levels,
     step_path,
     step_snapshots,
 )
+from writing_rl.reward_loop.curriculum_start import Start, checkpoint_marker, recover, run_identity
 from writing_rl.reward_loop.placement import placement_options
 
 logger = logging.getLogger("writing_rl")
 
-TRACKER = "latest_checkpointed_iteration.txt"
 EXIT_GRACE_S = 1.0  # after a fatal WAL failure, so the replies carrying the error go out before the exit
-
-
-def checkpointed_step(checkpoint_dir: str | None) -> int | None:
-    """The step verl's tracker file names (verl resumes from it with resume_mode=auto)."""
-    if not checkpoint_dir:
-        return None
-    try:
-        return int(Path(checkpoint_dir, TRACKER).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def checkpoint_marker(checkpoint_dir: str | None, known: tuple[int, int] | None = None) -> tuple[int, int] | None:
-    """(step, mtime_ns) of verl's tracker file; the file is read only when its mtime differs from
-    ``known``'s. verl rewrites it at every save, so a save is noticed even when its step equals the one
-    already there (a fresh run in an old run's checkpoint dir). None while it is missing or half written."""
-    if not checkpoint_dir:
-        return None
-    try:
-        mtime_ns = os.stat(os.path.join(checkpoint_dir, TRACKER)).st_mtime_ns
-    except OSError:
-        return None
-    if known is not None and known[1] == mtime_ns:
-        return known
-    step = checkpointed_step(checkpoint_dir)
-    return None if step is None else (step, mtime_ns)
-
-
-@dataclass
-class Start:
-    """Where a scheduler starts: its levels and what the state dir keeps of the past."""
-
-    table: LevelTable
-    seq: int
-    checkpoint: int | None
-    marker: tuple[int, int] | None
-    source: str
-    drop_steps: list[int] = field(default_factory=list)  # step snapshots of a discarded history
-    save_step: int | None = None  # the state at this step has no step snapshot yet
-
-
-def recover(settings: CurriculumConfig, run: str) -> Start:
-    """The levels a (re)started scheduler begins with (the rule: module docstring)."""
-    state_dir = settings.state_dir
-    log = read_state(state_dir)
-    current = checkpoint_marker(settings.checkpoint_dir)
-    steps = step_snapshots(state_dir)
-    replayed = f"{LATEST} + {log.applied} WAL records"
-    if log.meta.run == run:
-        return Start(log.table, log.seq, log.checkpoint, log.marker, f"{replayed} (restarted within the run)")
-    if not settings.resume:
-        return Start(LevelTable(), log.seq, None, current, "fresh (trainer.resume_mode=disable)", list(steps))
-    step = settings.resume_step if settings.resume_step is not None else (current[0] if current else None)
-    if step is None:
-        return Start(log.table, log.seq, log.checkpoint, current, f"{replayed} (no checkpoint to resume from)")
-    later = [s for s in steps if s > step]
-    if step in steps:
-        table = load_levels(steps[step])
-        return Start(table, log.seq, step, current, f"{steps[step].name} (verl resumes from step {step})", later)
-    # No snapshot of step S (the run died before writing it, or between writing checkpoint S and the
-    # scheduler's next request): the records before the cut of S are step S's state, as long as the base
-    # snapshot predates that cut and the WAL saw checkpoint S as a cut or not at all (a WAL that began
-    # after this tracker file was written holds no state of step S).
-    cut = any(record.get("checkpoint") == step for record in log.records)
-    if checkpoint_tag(log.meta.checkpoint) < step and (cut or log.marker != current):
-        table = read_state(state_dir, before_checkpoint=step).table
-        source = f"{LATEST} + WAL before checkpoint {step} (verl resumes from step {step})"
-        return Start(table, log.seq, step, current, source, later, save_step=step)
-    logger.warning("curriculum: verl resumes from step %s but %s holds no state of it", step, state_dir)
-    return Start(log.table, log.seq, step, current, f"{replayed} (no state of step {step} kept)", later)
-
-
-def run_identity(settings: CurriculumConfig) -> str:
-    """Which trainer run a scheduler serves: the Ray session, job and namespace (a restarted trainer is a
-    new job, and its driver a new namespace), with the resume settings. Same identity: a scheduler
-    restarted within the run."""
-    context = ray.get_runtime_context()
-    try:  # the session tells clusters apart (job ids restart at 01000000); no public API has it
-        session = ray._private.worker.global_worker.node.session_name
-    except AttributeError:
-        session = ""
-    return f"{session}/{context.get_job_id()}/{context.namespace}/resume={settings.resume}:{settings.resume_step}"
 
 
 class ReferenceScheduler:
@@ -174,6 +89,7 @@ class ReferenceScheduler:
         self.state_dir = Path(settings.state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.run = run or f"local-{uuid.uuid4().hex}"
+        self.lock = lock_state_dir(self.state_dir, self.run)
         self.failed: WALWriteError | None = None
         self._on_fatal = on_fatal or exit_if_actor
         self._unacked: dict[str, asyncio.Future] = {}  # id -> its advance's record, until fsynced
@@ -204,8 +120,9 @@ class ReferenceScheduler:
         return Meta(self.seq, self.checkpoint, self.marker, self.run)
 
     def close(self) -> None:
-        """Release the WAL's file (idempotent); the scheduler takes no more requests."""
+        """Release the WAL's file and the state dir (idempotent); the scheduler takes no more requests."""
         self.log.close()
+        self.lock.release()
         self.failed = self.failed or WALWriteError(f"curriculum: the scheduler over {self.state_dir} is closed")
 
     async def pin(self, key: str, references: int) -> int:
@@ -318,6 +235,25 @@ class ReferenceScheduler:
             save_levels(self.state_dir / LATEST, arrays, meta)
 
         return write
+
+
+class CurriculumInUse(RuntimeError):
+    """Another scheduler (another training run) writes the same state dir."""
+
+
+def lock_state_dir(state_dir: Path, run: str) -> DirectoryLock:
+    """The state dir for this scheduler alone: two schedulers appending to one WAL would interleave their
+    levels. A second one fails at start, naming the holder (a scheduler restarted by Ray after its process
+    died finds the lock free: the kernel dropped it with the process)."""
+    holder = f"the curriculum scheduler of run {run} (pid {os.getpid()} on {socket.gethostname()})"
+    try:
+        return DirectoryLock(state_dir, holder)
+    except DirectoryLocked as err:
+        raise CurriculumInUse(
+            f"curriculum: {err}; two training runs cannot share one state dir (each would overwrite the "
+            "other's levels): give this run its own reward.reward_kwargs.curriculum.state_dir (by default "
+            "{trainer.default_local_dir}/curriculum), or stop the other run"
+        ) from None
 
 
 def exit_if_actor(error: WALWriteError) -> None:

@@ -3,12 +3,13 @@
 An RL policy optimises against everything the reward path does, so a reply the rewards cannot read
 (no verdict, conflicting verdicts, cut at the token limit, a refusal) must never pay more than a loss:
 otherwise text that breaks the judge's format is a strategy. ``on_parse_error`` picks ``loss`` (the
-default), ``tie``, or ``raise`` (stop the step). The manager's guard (``ParseErrorGuard``, kept by
-writing_rl/reward_loop/scoring.py) stops a run whose replies are mostly unreadable.
+default), ``tie``, or ``raise`` (stop the step). The manager's guard (``FailureGuard``, kept by
+writing_rl/reward_loop/scoring.py) stops a run whose recent samples fail too often.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Iterable
 
 from writing_rl.protocols import Unreadable
@@ -51,10 +52,6 @@ def unreadable_flags(unreadable: Iterable[Unreadable]) -> dict[str, int]:
     }
 
 
-class ParseErrorRateExceeded(RuntimeError):
-    """Most of a batch's judge replies could not be read: the run stops instead of training on noise."""
-
-
 # What a run of unreadable replies of each kind most likely means, and what to change.
 _LIKELY_CAUSES = {
     "judge_truncated": "the judge runs out of tokens before its verdict: raise reward.reward_kwargs.judge.max_tokens",
@@ -70,42 +67,77 @@ _DEFAULT_CAUSE = (
 )
 
 
-class ParseErrorGuard:
-    """Counts a reward worker's samples with unreadable judge replies, batch by batch, and stops the run
-    when their share exceeds ``max_rate`` once the batch holds ``min_samples`` samples."""
+class FailureRateExceeded(RuntimeError):
+    """Too many of a worker's recent samples failed in one way: the run stops instead of training on noise."""
 
-    def __init__(self, max_rate: float, min_samples: int):
-        self.max_rate = max_rate
+
+# The failure kinds the guard watches: the extra-info flag, its setting, and what it means.
+GUARDED = {
+    "judge_error": ("max_judge_error_rate", "had a judge call fail after all its retries"),
+    "parse_error": ("max_parse_error_rate", "got a judge reply the reward could not read"),
+    "group_incomplete": ("max_incomplete_rate", "belonged to a group whose rollouts never all arrived"),
+}
+
+
+class FailureGuard:
+    """The last ``window`` samples a reward worker scored, and how many of them failed in each way
+    (``GUARDED``); the run stops when a kind's share exceeds its limit once ``min_samples`` are in.
+
+    The window is samples, not a batch: in verl's streaming mode each rollout reaches a random worker
+    alone, so "a batch" is whatever arrived together (too few for a rate), while a worker's last
+    samples are a random sample of the run's recent ones."""
+
+    def __init__(self, limits: dict[str, float], window: int, min_samples: int):
+        self.limits = limits  # kind -> max rate (1.0: never stops)
         self.min_samples = min_samples
-        self.new_batch()
-
-    def new_batch(self) -> None:
-        self.samples = 0
-        self.unreadable = 0
-        self.example: tuple[str, Unreadable] | None = None
+        self.recent: deque[tuple[str, ...]] = deque(maxlen=window)
+        self.counts = dict.fromkeys(GUARDED, 0)
+        self.examples: dict[str, str] = {}
+        self.unreadable_example: tuple[str, Unreadable] | None = None
 
     def remember(self, unreadable: list[tuple[str, Unreadable]]) -> None:
         """Keep one unreadable reply (text, why) to show if the guard trips."""
-        if unreadable and self.example is None:
-            self.example = unreadable[0]
+        if unreadable and self.unreadable_example is None:
+            self.unreadable_example = unreadable[0]
+
+    def example(self, kind: str, text: str) -> None:
+        """Keep the latest example of a failure of ``kind`` (an error message) to show if the guard trips."""
+        self.examples[kind] = text
 
     def add(self, info: dict) -> None:
-        self.samples += 1
-        self.unreadable += int(bool(info.get("parse_error")))
-        rate = self.unreadable / self.samples
-        if self.max_rate < 1.0 and self.samples >= self.min_samples and rate > self.max_rate:
-            raise ParseErrorRateExceeded(self._message(rate))
+        if len(self.recent) == self.recent.maxlen:
+            for kind in self.recent[0]:
+                self.counts[kind] -= 1
+        failed = tuple(kind for kind in GUARDED if info.get(kind))
+        self.recent.append(failed)
+        for kind in failed:
+            self.counts[kind] += 1
+        if len(self.recent) < self.min_samples:
+            return
+        for kind, count in self.counts.items():
+            rate = count / len(self.recent)
+            if rate > self.limits[kind]:
+                raise FailureRateExceeded(self._message(kind, rate))
 
-    def _message(self, rate: float) -> str:
+    def _message(self, kind: str, rate: float) -> str:
+        setting, what = GUARDED[kind]
         line = (
-            f"{self.unreadable} of {self.samples} samples in this batch ({rate:.0%}) got a judge reply the reward "
-            f"could not read, above reward.reward_kwargs.max_parse_error_rate={self.max_rate}; stopping the run"
+            f"{self.counts[kind]} of the last {len(self.recent)} samples this reward worker scored ({rate:.0%}) "
+            f"{what} ({kind}), above reward.reward_kwargs.{setting}={self.limits[kind]:g} (the window: "
+            f"reward.reward_kwargs.failure_window={self.recent.maxlen} samples of this worker, a random sample of "
+            "the run's since verl sends each rollout to a random worker); stopping the run"
         )
-        if self.example is None:
-            return line + ". " + _DEFAULT_CAUSE
-        text, why = self.example
+        if kind == "parse_error":
+            return line + ". " + self._unreadable_cause()
+        example = self.examples.get(kind)
+        return f"{line}. Example: {example}" if example else line
+
+    def _unreadable_cause(self) -> str:
+        if self.unreadable_example is None:
+            return _DEFAULT_CAUSE
+        text, why = self.unreadable_example
         cause = _LIKELY_CAUSES.get(why.kind) or next(
             (c for key, c in _LIKELY_CAUSES.items() if key in why), _DEFAULT_CAUSE
         )
         excerpt = text if len(text) <= 300 else f"{text[:150]} [...] {text[-150:]}"
-        return f"{line}. Likely cause: {cause}. Example ({why.kind}: {why}): {excerpt!r}"
+        return f"Likely cause: {cause}. Example ({why.kind}: {why}): {excerpt!r}"

@@ -25,8 +25,9 @@ group's totals when the fn does not report them per member.
 
 Expected group size: ``extra_info.group_size`` when the row has one; ``rollout.val_kwargs.n`` for
 validation rows (``extra_info.split`` is ``test``, ``val`` or ``validation``: our builders and verl's
-example preprocessors write it); ``rollout.n`` otherwise. A group that never fills up is scored
-partial after ``groups.timeout_s`` (``partial_group=1``).
+example preprocessors write it); ``rollout.n`` otherwise. A group that never fills up within
+``groups.timeout_s`` is a counted failure of each member that arrived (``group_incomplete=1``, the reward
+fn's failure score; ``groups.on_incomplete=score`` scores it partial instead, ``partial_group=1``).
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ import ray
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
 from writing_rl.reward_loop.actors import SharedActor
-from writing_rl.reward_loop.collector import GroupError, Member, Ticket, is_validation
+from writing_rl.reward_loop.collector import GroupError, Member, is_validation
 from writing_rl.reward_loop.curriculum import Curriculum, get_or_create_scheduler
-from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, LocalBatch, RayCollectors
+from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
 from writing_rl.reward_loop.scoring import WorkerScoring
 from writing_rl.settings import ConfigError
 
@@ -106,8 +108,7 @@ class GroupRewardManager(RewardManagerBase):
         rollout = config.actor_rollout_ref.rollout
         self.train_group_size = int(rollout.n)
         self.val_group_size = int(rollout.val_kwargs.n)
-        collectors = RayCollectors(self.groups, lambda: self.scoring.batches_started)
-        self.rendezvous = GroupRendezvous(collectors, self.groups.result_timeout_s)
+        self.rendezvous = GroupRendezvous(RayCollectors(self.groups, lambda: self.scoring.batches_started))
         # What the manager hands the group fn besides the members, for the parameters it declares.
         accepted = reward_fn_parameters(config)
         self._fn_extras = {"judge": None}
@@ -148,35 +149,34 @@ class GroupRewardManager(RewardManagerBase):
             ground_truth=ground_truth,
             extra_info=extra_info,
         )
-        ticket, batch = await self.rendezvous.join(member, self.expected_size(extra_info))
-        if ticket.lead:
-            results, judge = await self._lead(member.uid, ticket, batch)
-            mine = results[ticket.index]
+        seat = await self.rendezvous.join(member, self.expected_size(extra_info))
+        if seat.failure is not None:
+            return await self._incomplete(member, seat.failure)
+        if seat.lead:
+            results, judge = await self._lead(seat)
+            mine = results[seat.index]
             return self.scoring.finish(mine["score"], mine["info"], judge.latencies, mine["transcripts"])
-        mine = ticket.result if ticket.result is not None else (await batch.results())[ticket.index]
+        mine = seat.result
         self.scoring.keys.check(mine["info"])
         return self.scoring.finish(mine["score"], mine["info"], [], mine["transcripts"])
 
-    def _extras_for(self, judge, late: bool = False) -> dict:
+    def _extras_for(self, judge, late: bool = False, curriculum: bool = True) -> dict:
         extras = {**self._fn_extras, "judge": judge}
-        if "curriculum" in extras and self.scheduler is not None:
+        if "curriculum" in extras and self.scheduler is not None and curriculum:
             extras["curriculum"] = Curriculum(self.scheduler.get(self.scoring.batches_started), can_advance=not late)
         return extras
 
-    async def _lead(self, uid: str, ticket: Ticket, batch: LocalBatch) -> tuple[list[dict], Any]:
+    async def _lead(self, seat: Seat) -> tuple[list[dict], Any]:
         judge = self.scoring.new_judge()
         try:
-            raw = await self.compute_score(members=ticket.members, **self._extras_for(judge, late=ticket.late))
-            if not isinstance(raw, list) or len(raw) != len(ticket.members):
-                raise TypeError(
-                    f"group reward fn returned {type(raw).__name__} of length {len(raw) if isinstance(raw, list) else '-'}"
-                    f"; expected a list with one result per member ({len(ticket.members)})"
-                )
+            raw = await self.compute_score(members=seat.members, **self._extras_for(judge, late=seat.late))
+            check_results(raw, len(seat.members))
             self.scoring.apply_judge_policy(judge)
             measured = {
-                "group_size": len(ticket.members),
-                "partial_group": int(ticket.partial),
-                "late_member": int(ticket.late),
+                "group_size": len(seat.members),
+                "partial_group": int(seat.partial),
+                "late_member": int(seat.late),
+                "group_incomplete": 0,
             }
             results = []
             for index, result in enumerate(raw):
@@ -184,10 +184,29 @@ class GroupRewardManager(RewardManagerBase):
                 transcripts = judge.transcripts(index) if self.scoring.settings.keep_transcripts else []
                 results.append({"score": score, "info": info, "transcripts": transcripts})
         except BaseException as err:
-            self.rendezvous.fail(ticket, batch, uid, err)
+            self.rendezvous.fail(seat, err)
             raise
-        await self.rendezvous.publish(ticket, batch, uid, results)
+        self.rendezvous.publish(seat, results)
         return results, judge
+
+    async def _incomplete(self, member: Member, message: str) -> dict:
+        """A member whose group never completed: a counted failure that pays the failure score. The group
+        fn runs on it with a judge that makes no call, so the sample carries the fn's own keys."""
+        judge = self.scoring.new_judge(NoJudge(message))
+        raw = await self.compute_score(members=[member], **self._extras_for(judge, curriculum=False))
+        check_results(raw, 1)
+        measured = {**NO_CALLS, "group_size": 1, "partial_group": 0, "late_member": 0, "group_incomplete": 1}
+        _, info = self.scoring.complete(raw[0], defaults=judge.metrics(0), measured=measured)
+        self.scoring.guard.example("group_incomplete", message)
+        return self.scoring.finish(self.scoring.failure_score, info, [], [])
+
+
+def check_results(raw: Any, members: int) -> None:
+    if not isinstance(raw, list) or len(raw) != members:
+        raise TypeError(
+            f"group reward fn returned {type(raw).__name__} of length {len(raw) if isinstance(raw, list) else '-'}"
+            f"; expected a list with one result per member ({members})"
+        )
 
 
 def _in_ray_actor() -> bool:

@@ -2,26 +2,34 @@
 
 Members of one uid that reach this worker together (verl's colocated mode sends a worker its whole
 chunk at once; in streaming mode rollouts that finish together arrive together) form one ``LocalBatch``.
-After the burst (the next turn of the event loop), the batch is either a whole group, scored here with
-no round trip, or goes to the uid's collector shard in one call. Results of groups scored here go to
-the collector afterwards, batched, for copies of them that other workers hold (verl's padding).
+After the burst (the next turn of the event loop), a batch holding a whole group is scored here after a
+claim; any other member gets a ticket and goes to the uid's collector shard. Nothing goes out one member
+at a time: per shard, one ``send`` is in flight at once and carries everything queued meanwhile (joins,
+claims, results), and one long ``poll`` brings back the events of every member waiting there. Under
+load the batches grow by themselves, so the calls per second stay bounded while samples per second grow.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections import defaultdict
-from typing import Any, Callable, Protocol
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 import ray
 
 from writing_rl.reward_loop.actors import SharedActor
 from writing_rl.reward_loop.collector import (
+    ERROR,
     FAILED,
+    INCOMPLETE,
+    Failed,
     GroupError,
+    Lead,
     Member,
-    Ticket,
+    Result,
     choose_members,
     get_or_create_collector,
     member_index,
@@ -32,19 +40,41 @@ from writing_rl.reward_loop.config import GroupConfig
 
 logger = logging.getLogger("writing_rl")
 
+POLL_WAIT_S = 30.0  # a poll with nothing to report returns after this long, and polls again
+
 
 class GroupCollectorLost(RuntimeError):
     """The collector actor died while this sample waited: the step fails instead of hanging."""
 
 
-class Collectors(Protocol):
-    """The run's collectors as a worker calls them (``RayCollectors``; tests call a ``GroupCollector`` directly)."""
+@dataclass(frozen=True)
+class Seat:
+    """What one member learns from the rendezvous: to lead its group (score ``members``, then
+    ``publish``), its result, or that its group never completed (``failure``: a counted failure)."""
 
-    async def claim(self, groups: list[tuple[str, set[bytes]]]) -> list[bool]: ...
-    async def join(self, uid: str, members: list[Member], expected: int) -> list[Ticket]: ...
-    async def publish(self, uid: str, results: list[dict]) -> None: ...
-    def fail(self, uid: str, message: str) -> None: ...
-    def remember(self, entries: list[tuple[str, dict[bytes, Any]]]) -> None: ...
+    uid: str
+    index: int = 0  # this member's position in the group's members
+    members: list[Member] | None = None  # set: lead
+    result: dict | None = None
+    failure: str | None = None
+    partial: bool = False
+    late: bool = False
+    # The leader's: futures of this worker's other members of the group, with their member index.
+    mates: list[tuple[asyncio.Future, int]] = field(default_factory=list)
+    shard: int = 0
+
+    @property
+    def lead(self) -> bool:
+        return self.members is not None
+
+
+class Collectors(Protocol):
+    """The run's collectors as a worker calls them (``RayCollectors``; tests call ``GroupCollector``s directly)."""
+
+    shards: int
+
+    async def send(self, shard: int, worker: str, joins: list, claims: list, published: list) -> tuple: ...
+    async def poll(self, shard: int, worker: str) -> list: ...
 
 
 class RayCollectors:
@@ -53,204 +83,234 @@ class RayCollectors:
     def __init__(self, settings: GroupConfig, batch: Callable[[], int]):
         self.settings = settings
         self.batch = batch
-        self.shards = [
-            SharedActor(lambda s=s: get_or_create_collector(settings, s)) for s in range(settings.collector_shards)
-        ]
+        self.shards = settings.collector_shards
+        self._actors = [SharedActor(lambda s=s: get_or_create_collector(settings, s)) for s in range(self.shards)]
 
-    def _shard(self, uid: str) -> SharedActor:
-        return self.shards[shard_of(uid, len(self.shards))]
+    async def send(self, shard: int, worker: str, joins: list, claims: list, published: list) -> tuple:
+        return await self._call(shard, "send", worker, self.settings, joins, claims, published)
 
-    async def claim(self, groups: list[tuple[str, set[bytes]]]) -> list[bool]:
-        by_shard = defaultdict(list)
-        for position, (uid, _) in enumerate(groups):
-            by_shard[shard_of(uid, len(self.shards))].append(position)
-        won = [False] * len(groups)
-        calls = {
-            shard: self._call(self.shards[shard], "claim", [groups[p] for p in positions], self.settings)
-            for shard, positions in by_shard.items()
-        }
-        for shard, answer in zip(calls, await asyncio.gather(*calls.values())):
-            for position, mine in zip(by_shard[shard], answer):
-                won[position] = mine
-        return won
+    async def poll(self, shard: int, worker: str) -> list:
+        return await self._call(shard, "poll", worker, POLL_WAIT_S)
 
-    async def join(self, uid: str, members: list[Member], expected: int) -> list[Ticket]:
-        return await self._call(self._shard(uid), "join", uid, members, expected, self.settings)
-
-    async def _call(self, shard: SharedActor, method: str, *args):
+    async def _call(self, shard: int, method: str, *args):
+        actor = self._actors[shard]
         try:
-            return await getattr(shard.get(self.batch()), method).remote(*args)
+            return await getattr(actor.get(self.batch()), method).remote(*args)
         except ray.exceptions.RayActorError as err:
-            shard.forget()
+            actor.forget()
             raise GroupCollectorLost(
                 "the group collector died while groups were gathering; this step fails and the next one finds "
                 "it restarted"
             ) from err
 
-    async def publish(self, uid: str, results: list[dict]) -> None:
-        await self._shard(uid).get(self.batch()).publish.remote(uid, results)
-
-    def fail(self, uid: str, message: str) -> None:
-        self._shard(uid).get(self.batch()).fail.remote(uid, message)
-
-    def remember(self, entries: list[tuple[str, dict[bytes, Any]]]) -> None:
-        by_shard = defaultdict(list)
-        for uid, results in entries:
-            by_shard[shard_of(uid, len(self.shards))].append((uid, results))
-        for shard, shard_entries in by_shard.items():
-            self.shards[shard].get(self.batch()).remember.remote(shard_entries)
-
 
 class LocalBatch:
-    """The members of one uid that reached this worker together, and the results its leader shares."""
+    """The members of one uid that reached this worker together, each waiting for its seat."""
 
-    def __init__(self, uid: str, expected: int, result_timeout_s: float | None):
+    def __init__(self, uid: str, expected: int):
         self.uid = uid
         self.expected = expected
-        self.result_timeout_s = result_timeout_s
         self.members: list[Member] = []
-        loop = asyncio.get_running_loop()
-        self.tickets: asyncio.Future[list[Ticket]] = loop.create_future()
-        self._results: asyncio.Future[list[dict]] = loop.create_future()
-
-    async def results(self) -> list[dict]:
-        """The group's results, from the leader of this batch (in this worker)."""
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._results), self.result_timeout_s)
-        except asyncio.TimeoutError:
-            raise GroupError(
-                f"group {self.uid}: its leader in this worker published no result within "
-                f"groups.result_timeout_s={self.result_timeout_s}"
-            ) from None
-
-    def share(self, results: list[dict]) -> None:
-        if not self._results.done():
-            self._results.set_result(results)
-
-    def fail(self, error: BaseException) -> None:
-        if not self._results.done():
-            self._results.set_exception(error)
-            self._results.exception()  # retrieved: a batch with nobody waiting logs nothing
+        self.seats: list[asyncio.Future] = []
 
 
-def whole_group_tickets(members: list[Member], expected: int) -> list[Ticket]:
-    """Tickets for a batch holding ``expected`` distinct responses: the group is sealed in this worker."""
-    texts = [m.text for m in members]
-    chosen = choose_members(texts, expected)
-    group = [members[n] for n in chosen]
-    return [
-        Ticket(lead=True, index=0, members=group, sealed_here=True)
-        if arrival == chosen[0]
-        else Ticket(lead=False, index=member_index(texts, chosen, arrival), sealed_here=True)
-        for arrival in range(len(members))
-    ]
+@dataclass
+class _Outbox:
+    """What goes to one collector shard in the next ``send``, and the calls in flight there."""
+
+    joins: dict[str, tuple[int, list]] = field(default_factory=dict)  # uid -> (expected, [(ticket, member)])
+    claims: list[LocalBatch] = field(default_factory=list)
+    published: list[tuple[str, dict, bool]] = field(default_factory=list)
+    sending: bool = False
+    polling: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.joins or self.claims or self.published)
 
 
 class GroupRendezvous:
-    """This worker's side. ``result_timeout_s``: how long a member waits for a leader in this worker."""
+    """This worker's side. ``join`` returns a member's ``Seat``; a leader then ``publish``es or ``fail``s."""
 
-    def __init__(self, collectors: Collectors, result_timeout_s: float | None = None):
+    def __init__(self, collectors: Collectors):
         self.collectors = collectors
-        self.result_timeout_s = result_timeout_s
-        self.pending: dict[str, LocalBatch] = {}  # this burst's batches, by uid
-        self.claims: list[LocalBatch] = []  # this burst's whole groups, to claim at the collector
-        self.outbox: list[tuple[str, dict[bytes, Any]]] = []  # results for the collector
-        self._calls: set[asyncio.Task] = set()  # collector calls in flight (held: the loop keeps weak refs)
+        self.worker = uuid.uuid4().hex  # this worker's mailbox at the collectors
+        self.pending: dict[str, LocalBatch] = {}  # this burst's arrivals, by uid
+        self.waiting: dict[int, tuple[int, asyncio.Future]] = {}  # ticket -> (shard, seat) at a collector
+        self.outboxes = [_Outbox() for _ in range(collectors.shards)]
+        self._tickets = itertools.count()
+        self._calls: set[asyncio.Task] = set()  # held: the loop keeps only weak references to tasks
 
-    async def join(self, member: Member, expected: int) -> tuple[Ticket, LocalBatch]:
+    async def join(self, member: Member, expected: int) -> Seat:
         batch = self.pending.get(member.uid)
         if batch is None:
-            batch = self.pending[member.uid] = LocalBatch(member.uid, max(1, expected), self.result_timeout_s)
-            asyncio.get_running_loop().call_soon(self._send, member.uid)  # after this burst of arrivals
-        position = len(batch.members)
+            batch = self.pending[member.uid] = LocalBatch(member.uid, max(1, expected))
+            asyncio.get_running_loop().call_soon(self._route, member.uid)  # after this burst of arrivals
+        seat = asyncio.get_running_loop().create_future()
         batch.members.append(member)
+        batch.seats.append(seat)
         try:
-            tickets = await asyncio.shield(batch.tickets)
+            return await seat
         except asyncio.CancelledError:
-            # This sample was cancelled: if it was to lead, its batch-mates must not wait for it.
-            batch.tickets.add_done_callback(lambda done: self._abandon(done, position, batch))
+            # A seat to lead given just as this sample was cancelled: its group must not wait for it.
+            if seat.done() and not seat.cancelled() and seat.result().lead:
+                self.fail(seat.result(), asyncio.CancelledError("the leading sample was cancelled"))
             raise
-        return tickets[position], batch
 
-    def _abandon(self, tickets: asyncio.Future, position: int, batch: LocalBatch) -> None:
-        if tickets.cancelled() or tickets.exception() is not None:
-            return
-        ticket = tickets.result()[position]
-        if ticket.lead and not ticket.late:
-            self.fail(ticket, batch, batch.uid, asyncio.CancelledError("the leading sample was cancelled"))
-
-    def _send(self, uid: str) -> None:
+    def _route(self, uid: str) -> None:
         batch = self.pending.pop(uid)
+        shard = shard_of(uid, self.collectors.shards)
         if len({m.text for m in batch.members}) >= batch.expected:
-            # The whole group is here. One claim per burst asks the collector whether it is this worker's
-            # to score: a padded copy of a whole group in another worker must not be scored twice.
-            self.claims.append(batch)
-            if len(self.claims) == 1:
-                asyncio.get_running_loop().call_soon(self._send_claims)
+            # The whole group is here. A claim asks the collector whether it is this worker's to score:
+            # a padded copy of a whole group in another worker must not be scored twice.
+            self.outboxes[shard].claims.append(batch)
         else:
-            self._call(self.collectors.join(uid, batch.members, batch.expected), [batch])
+            self._queue_joins(shard, batch)
+        self._flush(shard)
 
-    def _send_claims(self) -> None:
-        batches, self.claims = self.claims, []
-        self._call(self._claim(batches), batches)
+    def _queue_joins(self, shard: int, batch: LocalBatch) -> None:
+        joins = self.outboxes[shard].joins.setdefault(batch.uid, (batch.expected, []))[1]
+        for member, seat in zip(batch.members, batch.seats):
+            ticket = next(self._tickets)
+            self.waiting[ticket] = (shard, seat)
+            joins.append((ticket, member))
 
-    async def _claim(self, batches: list[LocalBatch]) -> None:
-        won = await self.collectors.claim([(b.uid, {response_key(m.text) for m in b.members}) for b in batches])
-        for batch, mine in zip(batches, won):
-            if mine:
-                batch.tickets.set_result(whole_group_tickets(batch.members, batch.expected))
-            else:  # claimed elsewhere first: these are copies, and wait for that worker's results
-                self._call(self.collectors.join(batch.uid, batch.members, batch.expected), [batch])
+    # ------------------------------------------------------------------ leaders
+    def publish(self, seat: Seat, results: list[dict]) -> None:
+        """The leader's results: to this worker's members directly, to the others' through the collector."""
+        for mate, index in seat.mates:
+            if not mate.done():
+                mate.set_result(Seat(seat.uid, index, result=results[index], partial=seat.partial))
+        by_response = {response_key(m.text): r for m, r in zip(seat.members, results)}
+        self._publish(seat.shard, (seat.uid, by_response, not seat.late))
 
-    def _call(self, call, batches: list[LocalBatch]) -> None:
-        """A collector call in the background; its failure fails the batches still waiting for tickets."""
+    def fail(self, seat: Seat, error: BaseException) -> None:
+        """The leader failed: its group fails everywhere (a late member fails alone)."""
+        if seat.late:
+            return
+        message = f"group {seat.uid} failed in its leader: {type(error).__name__}: {error}"
+        for mate, _ in seat.mates:
+            if not mate.done():
+                mate.set_exception(GroupError(message))
+        self._publish(seat.shard, (seat.uid, {FAILED: (ERROR, message)}, True))
+
+    def _publish(self, shard: int, entry: tuple) -> None:
+        self.outboxes[shard].published.append(entry)
+        self._flush(shard)
+
+    # ------------------------------------------------------------------ the calls
+    def _flush(self, shard: int) -> None:
+        """Send what is queued for ``shard`` unless a send is in flight (its reply sends the rest)."""
+        box = self.outboxes[shard]
+        if box.sending or not box:
+            return
+        joins = [(uid, expected, members) for uid, (expected, members) in box.joins.items()]
+        claims, published = box.claims, box.published
+        box.joins, box.claims, box.published = {}, [], []
+        box.sending = True
+        keys = [(b.uid, {response_key(m.text) for m in b.members}) for b in claims]
+        call = self.collectors.send(shard, self.worker, joins, keys, published)
+        self._spawn(call, lambda done: self._sent(shard, done, claims, published))
+
+    def _sent(self, shard: int, done: asyncio.Future, claims: list[LocalBatch], published: list) -> None:
+        self.outboxes[shard].sending = False
+        error = _error_of(done)
+        if error is not None:
+            if published:
+                logger.error("results of %d groups could not reach the collector: %s", len(published), error)
+            for batch in claims:
+                _fail_all(batch.seats, error)
+            self._lost(shard, error)
+        else:
+            won, events = done.result()
+            for batch, mine in zip(claims, won):
+                if mine:
+                    self._lead_here(batch)
+                else:  # claimed elsewhere first: these are copies, and wait for that worker's results
+                    self._queue_joins(shard, batch)
+            self._deliver(events)
+        self._flush(shard)
+        self._poll(shard)
+
+    def _poll(self, shard: int) -> None:
+        box = self.outboxes[shard]
+        if box.polling or not any(s == shard for s, _ in self.waiting.values()):
+            return
+        box.polling = True
+        self._spawn(self.collectors.poll(shard, self.worker), lambda done: self._polled(shard, done))
+
+    def _polled(self, shard: int, done: asyncio.Future) -> None:
+        self.outboxes[shard].polling = False
+        error = _error_of(done)
+        if error is not None:
+            self._lost(shard, error)
+            return
+        self._deliver(done.result())
+        self._poll(shard)
+
+    def _spawn(self, call, then: Callable[[asyncio.Future], None]) -> None:
         task = asyncio.ensure_future(call)
         self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+        task.add_done_callback(then)
 
-        def settle(done: asyncio.Future) -> None:
-            self._calls.discard(done)
-            error = done.exception() if not done.cancelled() else asyncio.CancelledError()
-            for batch in batches:
-                if batch.tickets.done():
-                    continue
-                if error is not None:
-                    batch.tickets.set_exception(error)
-                elif done.result() is not None:
-                    batch.tickets.set_result(done.result())
+    def _lost(self, shard: int, error: BaseException) -> None:
+        """A call to ``shard`` failed: every member waiting there fails with it."""
+        for ticket in [t for t, (s, _) in self.waiting.items() if s == shard]:
+            _, seat = self.waiting.pop(ticket)
+            _fail_all([seat], error)
 
-        task.add_done_callback(settle)
+    # ------------------------------------------------------------------ events
+    def _deliver(self, events: list) -> None:
+        for event in events:
+            entry = self.waiting.pop(event.ticket, None)
+            if entry is None:
+                continue  # its sample failed already (the collector was lost meanwhile)
+            shard, seat = entry
+            if isinstance(event, Result):
+                _settle(seat, Seat("", result=event.result))
+            elif isinstance(event, Failed):
+                if event.kind == INCOMPLETE:
+                    _settle(seat, Seat("", failure=event.message))
+                else:
+                    _fail_all([seat], GroupError(event.message))
+            elif isinstance(event, Lead):
+                self._lead_from(shard, seat, event)
 
-    async def publish(self, ticket: Ticket, batch: LocalBatch, uid: str, results: list[dict]) -> None:
-        """The leader's results: to its own batch, and to the collector for the members or copies that
-        other workers hold (sent in a batch with other groups' unless the collector sealed the group)."""
-        if ticket.late:
-            self._remember(uid, {response_key(ticket.members[0].text): results[0]})
-            return
-        batch.share(results)
-        if ticket.sealed_here:
-            self._remember(uid, {response_key(m.text): r for m, r in zip(ticket.members, results)})
-        else:
-            await self.collectors.publish(uid, results)
+    def _lead_from(self, shard: int, seat: asyncio.Future, lead: Lead) -> None:
+        mates = [(self.waiting.pop(t)[1], i) for t, i in lead.mine.items() if t != lead.ticket and t in self.waiting]
+        given = Seat(
+            lead.uid, lead.mine[lead.ticket], lead.members, partial=lead.partial, late=lead.late, mates=mates,
+            shard=shard,
+        )  # fmt: skip
+        if not _settle(seat, given):  # the leading sample is gone (cancelled)
+            self.fail(given, asyncio.CancelledError("the leading sample was cancelled"))
 
-    def fail(self, ticket: Ticket, batch: LocalBatch, uid: str, error: BaseException) -> None:
-        """The leader failed: its group fails everywhere (a late member fails alone)."""
-        if ticket.late:
-            return
-        message = f"{type(error).__name__}: {error}"
-        batch.fail(GroupError(f"group {uid} failed in its leader: {message}"))
-        if ticket.sealed_here:
-            self._remember(uid, {FAILED: message})
-        else:
-            self.collectors.fail(uid, message)
+    def _lead_here(self, batch: LocalBatch) -> None:
+        """A whole group in this worker, claimed: its first distinct response leads, the rest wait for it."""
+        texts = [m.text for m in batch.members]
+        chosen = choose_members(texts, batch.expected)
+        group = [batch.members[n] for n in chosen]
+        mates = [(batch.seats[n], member_index(texts, chosen, n)) for n in range(len(texts)) if n != chosen[0]]
+        lead = Seat(batch.uid, 0, group, mates=mates, shard=shard_of(batch.uid, self.collectors.shards))
+        if not _settle(batch.seats[chosen[0]], lead):
+            self.fail(lead, asyncio.CancelledError("the leading sample was cancelled"))
 
-    def _remember(self, uid: str, results: dict[bytes, Any]) -> None:
-        self.outbox.append((uid, results))
-        if len(self.outbox) == 1:
-            asyncio.get_running_loop().call_soon(self._flush_outbox)
 
-    def _flush_outbox(self) -> None:
-        entries, self.outbox = self.outbox, []
-        try:
-            self.collectors.remember(entries)
-        except Exception as err:  # copies elsewhere then fail after groups.result_timeout_s, not silently
-            logger.error("group results for %d groups could not reach the collector: %s", len(entries), err)
+def _settle(seat: asyncio.Future, value: Seat) -> bool:
+    if seat.done():
+        return False
+    seat.set_result(value)
+    return True
+
+
+def _fail_all(seats: list[asyncio.Future], error: BaseException) -> None:
+    for seat in seats:
+        if not seat.done():
+            seat.set_exception(error)
+
+
+def _error_of(done: asyncio.Future) -> BaseException | None:
+    return asyncio.CancelledError() if done.cancelled() else done.exception()
+
+
+__all__ = ["GroupCollectorLost", "GroupRendezvous", "RayCollectors", "Seat"]

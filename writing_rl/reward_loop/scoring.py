@@ -13,11 +13,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from writing_rl.judge import JudgeContextLengthError, OpenAIJudge, SampleJudge
+from writing_rl.judge import JudgeContextLengthError, JudgeHTTPError, OpenAIJudge, SampleJudge
 from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
-from writing_rl.reward_loop.failures import ParseErrorGuard
+from writing_rl.reward_loop.failures import FailureGuard
 from writing_rl.reward_loop.health import reports_health
 from writing_rl.reward_loop.summary import BatchSummary
 from writing_rl.settings import ConfigError
@@ -56,7 +56,14 @@ class WorkerScoring:
         self._special_think_tags = special & {THINK_OPEN, THINK_CLOSE}
         self._other_special_tokens = sorted(special - self._special_think_tags, key=len, reverse=True)
         self.summary = BatchSummary(self.judge)
-        self.guard = ParseErrorGuard(self.settings.max_parse_error_rate, self.settings.parse_error_min_samples)
+        settings = self.settings
+        limits = {
+            "judge_error": settings.max_judge_error_rate,
+            "parse_error": settings.max_parse_error_rate,
+            "group_incomplete": settings.max_incomplete_rate,
+        }
+        self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)
+        self.failure_score = failure_score(config, settings.failure_score)
         self.keys = results.SameKeys()
         self.in_flight = 0
         self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
@@ -67,7 +74,6 @@ class WorkerScoring:
         """Around each ``run_single``: counts batches, and logs a batch's summary once the worker is idle."""
         if self.in_flight == 0:
             self.batches_started += 1
-            self.guard.new_batch()
         self.in_flight += 1
         try:
             yield
@@ -98,27 +104,34 @@ class WorkerScoring:
             text = text.replace(token, "")
         return text
 
-    def new_judge(self) -> SampleJudge:
-        return SampleJudge(self.judge, keep_transcripts=self.settings.keep_transcripts)
+    def new_judge(self, judge=None) -> SampleJudge:
+        """A fresh record of one sample's (or group's) calls through ``judge`` (default: the worker's client)."""
+        return SampleJudge(judge or self.judge, keep_transcripts=self.settings.keep_transcripts)
 
     def apply_judge_policy(self, judge: SampleJudge) -> None:
-        """Judge call failures: a context-length error always stops the step (a configuration error,
-        never a reward); others as ``on_judge_error`` says. Unreadable replies go to the guard."""
+        """Judge call failures: a configuration error (a prompt over the judge's context, a wrong key, model
+        or URL: no response causes those) always stops the step; others as ``on_judge_error`` says.
+        Unreadable replies go to the guard."""
         self.guard.remember(judge.unreadable)
-        too_long = next((e for e in judge.errors if isinstance(e, JudgeContextLengthError)), None)
-        if too_long is not None:
-            raise JudgeFailure(f"{too_long}. The step stops whatever on_judge_error says.") from too_long
+        if judge.errors:
+            self.guard.example("judge_error", str(judge.errors[-1]))
+        misconfigured = next((e for e in judge.errors if is_configuration_error(e)), None)
+        if misconfigured is not None:
+            raise JudgeFailure(f"{misconfigured}. The step stops whatever on_judge_error says.") from misconfigured
         if judge.errors and self.settings.on_judge_error == "raise":
             err = judge.errors[0]
             raise JudgeFailure(
                 f"{err}. Stopping the step (reward.reward_kwargs.on_judge_error=raise); check the endpoint, "
-                "or set on_judge_error=neutral to give failed samples the neutral reward with judge_error=1."
+                "or set on_judge_error=loss to pay failed samples a loss with judge_error=1 and go on."
             ) from err
 
     def complete(self, result: Any, defaults: dict | None = None, measured: dict | None = None) -> tuple[float, dict]:
-        """``results.merge_info``, then the check that this sample has the keys the worker's first had."""
+        """``results.merge_info``, the check that this sample has the keys the worker's first had, and
+        under ``on_judge_error=loss`` a failed judge call pays no more than the failure score."""
         score, info = results.merge_info(result, defaults, measured)
         self.keys.check(info)
+        if info.get("judge_error") and self.settings.on_judge_error == "loss":
+            score = min(score, self.failure_score)
         return score, info
 
     def finish(self, score: float, info: dict, latencies: list[float], transcripts: list[dict]) -> dict:
@@ -134,6 +147,39 @@ class WorkerScoring:
     def _log_if_idle(self) -> None:
         if self.in_flight == 0 and self.summary.count:
             logger.info(self.summary.flush())
+
+
+# HTTP statuses no response can cause: the API key, a permission, the model name or the URL is wrong.
+CONFIGURATION_STATUSES = (401, 403, 404)
+
+
+def is_configuration_error(err: Exception) -> bool:
+    if isinstance(err, JudgeContextLengthError):
+        return True
+    return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES
+
+
+def failure_score(config, configured: float | None) -> float:
+    """What a failed sample is paid: ``reward.reward_kwargs.failure_score`` when set, else the reward fn
+    module's ``failure_score(**reward_kwargs)`` (the method's loss), else 0.0 (with a warning)."""
+    if configured is not None:
+        return float(configured)
+    from verl.utils.import_utils import load_extern_object
+
+    fn_config = config.reward.custom_reward_function
+    try:
+        declared = load_extern_object(module_path=fn_config.path, object_name="failure_score")
+    except (AttributeError, ImportError):
+        declared = None
+    if declared is None:
+        logger.warning(
+            "%s declares no failure_score(): failed samples are paid 0.0; set reward.reward_kwargs.failure_score "
+            "to the reward's loss if 0.0 is more than that",
+            fn_config.path,
+        )
+        return 0.0
+    kwargs = dict(fn_config.get("reward_kwargs") or {})
+    return float(declared(**kwargs))
 
 
 def _ensure_log_handler() -> None:

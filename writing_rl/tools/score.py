@@ -139,6 +139,10 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
         config.reward.reward_kwargs.keep_transcripts = True
         # Scoring reports the parse-error rate (and why it is high) instead of stopping at it.
         config.reward.reward_kwargs.max_parse_error_rate = 1.0
+        if not any("on_judge_error=" in override for override in overrides):
+            # Offline scores are for reading: a judge call that failed stops the run (a rerun resumes) rather
+            # than being paid a loss as in training.
+            config.reward.reward_kwargs.on_judge_error = "raise"
         if "curriculum" in config.reward.reward_kwargs:
             # Offline scoring judges against each row's first reference and never moves a training run's levels.
             config.reward.reward_kwargs.curriculum.enable = False

@@ -1,0 +1,401 @@
+"""A long run of training-like steps against misbehaving judges, through verl's own reward workers.
+
+    python bench/soak.py [--minutes 20] [--clean-minutes 4] [--prompts 32] [--out soak/]
+
+Steps as a training run sends them in verl's streaming mode: every step, ``--prompts`` prompts x 8
+rollouts under new uids, each rollout alone to a random reward worker (``compute_score.remote``, one
+sample), in shuffled order; hydra_configs/writing_rl.yaml as shipped (groups of 8, the reference
+curriculum advancing, two judge endpoints). The judges (tests/judge_server.py, one process each) answer
+cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: latency spikes, 429 bursts with and
+without Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no
+verdict) for ``--minutes``; in both phases the second endpoint is killed every ``--kill-every-s`` and
+restarted ``--down-s`` later on the same port.
+
+Reported per minute: samples/s, the RSS of every reward worker and of the collector and curriculum
+actors, open groups, failures by kind. At the end: RSS growth from minute 2 to the end, throughput under
+chaos over the clean phase, and the silent rewards: samples whose reward differs from what the judge
+gives when it answers (the scripted verdict for the reference level the sample was judged against)
+without a counted failure. A PNG of throughput and RSS over time goes to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+GROUP = 8
+LEVELS = 4  # references per prompt, easiest first
+FAILURE_FLAGS = ("judge_error", "parse_error", "group_incomplete", "format_error")
+ACTORS = ("RewardLoopWorker", "GroupCollector", "ReferenceScheduler")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Judge:
+    """A scripted judge in its own process, on a fixed port (so it can be killed and come back)."""
+
+    CODE = (
+        "import os, sys, time; sys.path.insert(0, sys.argv[1]); import judge_server as js;"
+        "port, seed, latency, capacity, flag = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6];"
+        "script = js.chaos_script(seed, enabled=lambda: os.path.exists(flag), latency_s=latency);"
+        "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start();"
+        "print(s.base_url, flush=True); time.sleep(10**7)"
+    )
+
+    def __init__(self, seed: int, latency_s: float, capacity: int, chaos_flag: str):
+        self.args = [str(REPO / "tests"), str(free_port()), str(seed), str(latency_s), str(capacity), chaos_flag]
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", self.CODE, *self.args], stdout=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+class Killer(threading.Thread):
+    """Kills ``judge`` every ``every_s`` seconds and starts it again ``down_s`` later, until stopped."""
+
+    def __init__(self, judge: Judge, every_s: float, down_s: float):
+        super().__init__(daemon=True)
+        self.judge, self.every_s, self.down_s = judge, every_s, down_s
+        self.stopped = threading.Event()
+        self.kills = 0
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            self.judge.kill()
+            self.kills += 1
+            self.stopped.wait(self.down_s)
+            self.judge.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
+
+
+def references(prompt_id: int) -> list[str]:
+    return [f"Reference {level} for prompt {prompt_id}. " + "good " * level for level in range(LEVELS)]
+
+
+def rollout_text(step: int, prompt_id: int, r: int, rng: random.Random) -> str:
+    return (
+        f"Step {step}, take {r} on prompt {prompt_id}: "
+        + "good " * rng.randrange(0, LEVELS + 1)
+        + "bad " * rng.randrange(0, 2)
+    )
+
+
+def make_step(tokenizer, step: int, prompts: int, prompt_pool: int):
+    from writing_rl.reward_loop.batch import streaming_samples
+
+    rng = random.Random(step)
+    rows, texts, uids = [], [], []
+    for j in range(prompts):
+        prompt_id = (step * prompts + j) % prompt_pool
+        uid = uuid.uuid4().hex
+        prompt = f"Write a scene, number {prompt_id}."
+        row = {
+            "data_source": "writing",
+            "prompt": [{"role": "user", "content": prompt}],
+            "reward_model": {"ground_truth": {"prompt": prompt, "target": references(prompt_id), "id": prompt_id}},
+            "extra_info": {"index": prompt_id},
+        }
+        for r in range(GROUP):
+            rows.append(row)
+            texts.append(rollout_text(step, prompt_id, r, rng))
+            uids.append(uid)
+    ids = [row["reward_model"]["ground_truth"]["id"] for row in rows]
+    return streaming_samples(tokenizer, rows, texts, uids), texts, ids
+
+
+def clean_reward(text: str, prompt_id: int, level: int) -> float:
+    """What Writing-RL pays when the scripted judge answers: its verdict for this reference."""
+    from judge_server import quality
+
+    mine, theirs = quality(text), quality(references(prompt_id)[level])
+    return 1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
+
+
+async def stream(handles, samples, rng: random.Random, interval_s: float) -> list[dict]:
+    """Each sample alone to a random worker, in shuffled order, one every ``interval_s``."""
+    order = list(range(len(samples)))
+    rng.shuffle(order)
+    calls = {}
+    for i in order:
+        calls[i] = asyncio.ensure_future(_call(rng.choice(handles), samples[i]))
+        if interval_s:
+            await asyncio.sleep(interval_s)
+    return [await calls[i] for i in range(len(samples))]
+
+
+async def _call(handle, sample):
+    return await handle.compute_score.remote(sample)
+
+
+def actor_pids() -> dict[str, int]:
+    """The pids of verl's reward workers and of our shared actors, by a readable name."""
+    import psutil
+
+    found = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        for kind in ACTORS:
+            if f"{kind}" in cmd or (kind != "RewardLoopWorker" and kind.lower() in cmd.lower()):
+                name = kind if kind != "RewardLoopWorker" else f"worker{sum(k.startswith('worker') for k in found)}"
+                found.setdefault(name, proc.pid)
+    return found
+
+
+def rss_mb(pid: int) -> float:
+    import psutil
+
+    try:
+        return psutil.Process(pid).memory_info().rss / 2**20
+    except psutil.Error:
+        return float("nan")
+
+
+@dataclass
+class Minute:
+    phase: str
+    samples: int = 0
+    seconds: float = 0.0
+    failures: dict = field(default_factory=lambda: dict.fromkeys(FAILURE_FLAGS, 0))
+    silent: int = 0
+    rss: dict = field(default_factory=dict)
+    open_groups: int = 0
+
+
+def open_groups() -> int:
+    import ray
+
+    from writing_rl.reward_loop.collector import collector_name
+
+    try:
+        return ray.get(ray.get_actor(collector_name()).stats.remote(), timeout=30)["open"]
+    except (ValueError, ray.exceptions.GetTimeoutError):
+        return -1
+
+
+def run_soak(
+    minutes: float,
+    clean_minutes: float,
+    prompts: int = 32,
+    prompt_pool: int = 256,
+    workers: int = 2,
+    latency_s: float = 0.05,
+    capacity: int = 64,
+    kill_every_s: float = 60.0,
+    down_s: float = 10.0,
+    interval_s: float = 0.0005,
+    minute_s: float = 60.0,
+    seed: int = 0,
+    overrides: tuple[str, ...] = (),
+    log=print,
+) -> dict:
+    """Runs the soak (Ray must be initialised) and returns its report (see ``report``)."""
+    from transformers import AutoTokenizer
+    from verl.experimental.reward_loop import RewardLoopManager
+
+    from writing_rl.tools.verl_config import compose
+
+    from tiny import build_tiny_tokenizer
+
+    tmp = Path(tempfile.mkdtemp(prefix="soak-"))
+    chaos_flag = str(tmp / "chaos-on")
+    tokenizer_dir = build_tiny_tokenizer(tmp, ["Step take prompt Reference scene number good bad"] * 50)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    judges = [Judge(seed + i, latency_s, capacity, chaos_flag) for i in range(2)]
+    killer = Killer(judges[1], kill_every_s, down_s)
+    config = compose(
+        "writing_rl",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.num_workers={workers}",
+            f"reward.reward_kwargs.judge.base_url=[{judges[0].base_url},{judges[1].base_url}]",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            f"reward.reward_kwargs.judge.max_concurrency={capacity}",
+            f"reward.reward_kwargs.curriculum.state_dir={tmp / 'curriculum'}",
+            f"actor_rollout_ref.rollout.n={GROUP}",
+            *overrides,
+        ],
+    )
+    manager = RewardLoopManager(config)
+    handles = manager.reward_loop_workers
+    rng = random.Random(seed)
+    history: list[Minute] = []
+    phases = [("clean", clean_minutes), ("chaos", minutes)]
+    step = 0
+    killer.start()
+    try:
+        for phase, length in phases:
+            if phase == "chaos":
+                Path(chaos_flag).touch()
+            end = time.monotonic() + length * minute_s
+            minute = Minute(phase)
+            minute_end = time.monotonic() + minute_s
+            while time.monotonic() < end:
+                samples, texts, ids = make_step(tokenizer, step, prompts, prompt_pool)
+                start = time.perf_counter()
+                results = asyncio.run(stream(handles, samples, rng, interval_s))
+                minute.seconds += time.perf_counter() - start
+                minute.samples += len(results)
+                for text, prompt_id, result in zip(texts, ids, results):
+                    info = result["reward_extra_info"]
+                    failed = [flag for flag in FAILURE_FLAGS if info.get(flag)]
+                    for flag in failed:
+                        minute.failures[flag] += 1
+                    expected = clean_reward(text, prompt_id, int(info["reference_level"]))
+                    if result["reward_score"] != expected and not failed:
+                        minute.silent += 1
+                step += 1
+                if time.monotonic() >= minute_end or time.monotonic() >= end:
+                    minute.rss = {name: rss_mb(pid) for name, pid in actor_pids().items()}
+                    minute.open_groups = open_groups()
+                    history.append(minute)
+                    log(minute_line(len(history), minute))
+                    minute = Minute(phase)
+                    minute_end = time.monotonic() + minute_s
+    finally:
+        killer.stop()
+        for judge in judges:
+            judge.kill()
+        import ray
+
+        for worker in handles:
+            ray.kill(worker, no_restart=True)
+    result = report(history)
+    result["kills"] = killer.kills
+    result["steps"] = step
+    return result
+
+
+def minute_line(number: int, m: Minute) -> str:
+    rate = m.samples / m.seconds if m.seconds else 0.0
+    rss = " ".join(f"{name} {mb:.0f}" for name, mb in sorted(m.rss.items()))
+    failures = " ".join(f"{k} {v}" for k, v in m.failures.items())
+    return f"minute {number:>3} {m.phase:<5} {rate:7.0f} samples/s | RSS MB {rss} | open groups {m.open_groups} | {failures} | silent {m.silent}"
+
+
+def report(history: list[Minute]) -> dict:
+    def rate(phase: str) -> float:
+        ms = [m for m in history if m.phase == phase]
+        seconds = sum(m.seconds for m in ms)
+        return sum(m.samples for m in ms) / seconds if seconds else 0.0
+
+    growth = {}
+    if len(history) >= 3:
+        base, last = history[1].rss, history[-1].rss  # from minute 2 to the end
+        growth = {name: (last[name] - base[name]) / base[name] for name in base if name in last and base[name]}
+    clean, chaos = rate("clean"), rate("chaos")
+    return {
+        "minutes": [m.__dict__ for m in history],
+        "clean_samples_per_s": clean,
+        "chaos_samples_per_s": chaos,
+        "chaos_over_clean": chaos / clean if clean else 0.0,
+        "rss_growth": growth,
+        "silent": sum(m.silent for m in history),
+        "samples": sum(m.samples for m in history),
+        "failures": {flag: sum(m.failures[flag] for m in history) for flag in FAILURE_FLAGS},
+    }
+
+
+def plot(result: dict, path: Path) -> str:
+    """Throughput (left axis) and the actors' RSS (right axis) per minute; the line to print about it."""
+    from writing_rl.tools.plot import PALETTE, plot
+
+    minutes = result["minutes"]
+    xs = list(range(1, len(minutes) + 1))
+
+    def draw(axes) -> None:
+        axes.plot(xs, [m["samples"] / m["seconds"] if m["seconds"] else 0 for m in minutes], "o-", color="black")
+        axes.set_xlabel("minute")
+        axes.set_ylabel("samples/s (black)")
+        chaos = next((x for x, m in zip(xs, minutes) if m["phase"] == "chaos"), None)
+        if chaos is not None:
+            axes.axvline(chaos - 0.5, color="grey", linestyle="--")
+            axes.text(chaos - 0.4, 0, "chaos on", color="grey")
+        rss = axes.twinx()
+        for colour, name in zip(PALETTE, sorted(minutes[-1]["rss"])):
+            rss.plot(xs, [m["rss"].get(name, float("nan")) for m in minutes], color=colour, label=name)
+        rss.set_ylabel("RSS MB")
+        rss.set_ylim(bottom=0)
+        rss.legend(fontsize="small", loc="lower right")
+
+    return plot(path, draw)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=20.0, help="chaos phase")
+    parser.add_argument("--clean-minutes", type=float, default=4.0)
+    parser.add_argument("--prompts", type=int, default=32, help="prompts per step (x 8 rollouts)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--capacity", type=int, default=64)
+    parser.add_argument("--kill-every-s", type=float, default=60.0)
+    parser.add_argument("--down-s", type=float, default=10.0)
+    parser.add_argument("--out", type=Path, default=Path("soak"))
+    args = parser.parse_args()
+
+    import ray
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_soak(
+            args.minutes,
+            args.clean_minutes,
+            prompts=args.prompts,
+            workers=args.workers,
+            latency_s=args.latency_ms / 1000,
+            capacity=args.capacity,
+            kill_every_s=args.kill_every_s,
+            down_s=args.down_s,
+        )
+    finally:
+        ray.shutdown()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "soak.json").write_text(json.dumps(result, indent=1))
+    plotted = plot(result, args.out / "soak.png")
+    growth = ", ".join(f"{name} {g:+.1%}" for name, g in sorted(result["rss_growth"].items()))
+    print(
+        f"\n{result['samples']} samples in {result['steps']} steps; endpoint killed {result['kills']} times\n"
+        f"throughput: clean {result['clean_samples_per_s']:.0f}/s, chaos {result['chaos_samples_per_s']:.0f}/s "
+        f"= {result['chaos_over_clean']:.2f}x (target >= 0.5)\n"
+        f"RSS growth from minute 2 to the end: {growth} (target <= 10%)\n"
+        f"failures: {result['failures']}\nsilent rewards: {result['silent']} (target 0)\n"
+        f"report: {args.out / 'soak.json'}; {plotted}"
+    )
+
+
+if __name__ == "__main__":
+    main()
