@@ -46,6 +46,26 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from judge_throughput import cpu_seconds, start_judge, variant_overrides, worker_pids  # noqa: E402
 
+ROLES = {"RewardLoopWorker": "workers", "GroupCollector": "collector", "ReferenceScheduler": "scheduler"}
+
+
+def cpu_by_role() -> dict[str, float]:
+    """CPU seconds so far of every process of this run, by role: reward workers, collector, scheduler,
+    the simulated judge, this driver and Ray's own (raylet, GCS, ...)."""
+    import psutil
+
+    me = psutil.Process()
+    roles = {"driver": sum(me.cpu_times()[:2])}
+    for proc in me.children(recursive=True):
+        try:
+            cmd, cpu = " ".join(proc.cmdline()), sum(proc.cpu_times()[:2])
+        except psutil.Error:
+            continue
+        role = next((r for k, r in ROLES.items() if k in cmd), "judge" if "judge_server" in cmd else "ray")
+        roles[role] = roles.get(role, 0.0) + cpu
+    return roles
+
+
 PATTERNS = ("burst", "spread")
 # variant -> (overlay, rollout.n, extra overrides)
 GROUP_VARIANTS = {
@@ -162,7 +182,7 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
             best = None
             for _ in range(args.repeats):
                 items = step.renew()
-                calls_before, cpu_before = judge_calls(judge_url), cpu_seconds(pids)
+                calls_before, cpu_before, roles_before = judge_calls(judge_url), cpu_seconds(pids), cpu_by_role()
                 start = time.perf_counter()
                 outputs = asyncio.run(stream(handles, items, pattern, args.interval_ms / 1000, rng))
                 wall = time.perf_counter() - start
@@ -172,6 +192,10 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
                     "cpu_ms": 1000 * (cpu_seconds(pids) - cpu_before) / len(items),
                     "failed": sum(int(o["reward_extra_info"].get("judge_error", 0)) for o in outputs),
                     "partial": sum(int(o["reward_extra_info"].get("partial_group", 0)) for o in outputs),
+                    "roles": {
+                        role: 1000 * (cpu - roles_before.get(role, 0.0)) / len(items)
+                        for role, cpu in cpu_by_role().items()
+                    },
                 }
                 if best is None or run["rate"] > best["rate"]:
                     best = run
@@ -183,7 +207,10 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
             ray.kill(worker, no_restart=True)
         for actor in ray.util.list_named_actors():
             if actor.startswith("writing_rl_"):
-                ray.kill(ray.get_actor(actor), no_restart=True)
+                try:
+                    ray.kill(ray.get_actor(actor), no_restart=True)
+                except ValueError:  # gone with the workers that owned it
+                    pass
         time.sleep(1)
 
 
@@ -232,7 +259,7 @@ def report(results: list[dict], args) -> None:
         f"{args.interval_ms:g} ms; best of {args.repeats}\n"
     )
     header = f"{'variant':<14}{'pattern':<8}{'samples/s':>10}{'vs floor':>9}{'vs lean':>8}{'calls/sample':>13}"
-    print(header + f"{'worker CPU ms':>14}{'failed':>7}{'partial':>8}")
+    print(header + f"{'worker CPU ms':>14}{'failed':>7}{'partial':>8}  all CPU ms/sample by role")
     for r in results:
         for pattern in PATTERNS:
             m = r[pattern]
@@ -242,7 +269,8 @@ def report(results: list[dict], args) -> None:
             vs_lean = f"{m['rate'] / lean:.2f}" if lean else "-"
             print(
                 f"{r['name']:<14}{pattern:<8}{m['rate']:>10.0f}{vs_floor:>9}{vs_lean:>8}{m['calls']:>13.2f}"
-                f"{m['cpu_ms']:>14.2f}{m['failed']:>7}{m['partial']:>8}"
+                f"{m['cpu_ms']:>14.2f}{m['failed']:>7}{m['partial']:>8}  "
+                + " ".join(f"{role} {ms:.2f}" for role, ms in sorted(m["roles"].items()))
             )
 
 

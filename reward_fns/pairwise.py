@@ -23,7 +23,7 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
 from writing_rl.protocols.pairwise_task import STRATEGIES, WritingRLTask, outcome, read_ground_truth
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
-from writing_rl.reward_loop.collector import Member, is_validation
+from writing_rl.reward_loop.contract import Member, is_validation
 from writing_rl.reward_loop.curriculum import Curriculum
 from writing_rl.reward_loop.failures import check_on_parse_error, fallback_outcome, unreadable_flags
 
@@ -119,12 +119,32 @@ async def compute_score(
     extra_info: Mapping | None = None,
     *,
     judge: SampleJudge,
+    curriculum: Curriculum | None = None,
+    uid: str | None = None,
+    group_size: int = 1,
+    advance_threshold: float = 0.0,
     **scoring: Any,
 ) -> dict[str, float]:
-    """Per-sample entry (``ParallelRewardManager``): one response against the row's first reference.
-    ``scoring``: the fields of ``Scoring`` (strategy, win/tie/loss scores, neutral_reward, template)."""
+    """Per-sample entry (``ParallelRewardManager``, hydra_configs/writing_rl.yaml): one response against
+    a reference, as soon as it arrives. ``scoring``: the fields of ``Scoring`` (strategy, win/tie/loss
+    scores, neutral_reward, template).
+
+    With the curriculum (the manager passes ``curriculum``, ``uid`` and ``group_size``), the rollouts of
+    one group (``uid``) share the level the first of them pinned, each reports whether it won, and the
+    group's last report moves the level up one when at least one rollout won and the group's win rate
+    reaches ``advance_threshold`` (writing_rl/reward_loop/curriculum_groups.py): Writing-RL's rule,
+    with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
+    the first reference. ``reference_level`` reports the level judged at."""
     task = read_ground_truth(ground_truth, extra_info)
-    return await judge_against(solution_str, task, task.references[0], judge, Scoring(**scoring))
+    how = Scoring(**scoring)
+    scheduled = curriculum is not None and uid is not None and len(task.references) > 1
+    scheduled = scheduled and not is_validation(extra_info)
+    key = curriculum_key(task)
+    level = await curriculum.pin_group(key, len(task.references), uid, group_size) if scheduled else 0
+    result = await judge_against(solution_str, task, task.references[level], judge, how)
+    if scheduled:
+        await curriculum.report(uid, result["win"] == 1.0, advance_threshold)
+    return {**result, "reference_level": level}
 
 
 async def compute_group_score(

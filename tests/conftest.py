@@ -84,6 +84,7 @@ PER_SAMPLE = [
     "reward.reward_manager.module.path=pkg://writing_rl.reward_loop.manager",
     "reward.custom_reward_function.name=compute_score",
     "~reward.custom_reward_function.reward_kwargs.advance_threshold",
+    "reward.reward_kwargs.curriculum.enable=false",
 ]
 
 

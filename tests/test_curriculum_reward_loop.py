@@ -50,7 +50,6 @@ def loop(ray_cluster, tokenizer_dir, tmp_path_factory):
             "reward.num_workers=2",
             "actor_rollout_ref.rollout.n=2",
             "reward.reward_kwargs.groups.timeout_s=5",
-            "reward.reward_kwargs.groups.on_incomplete=score",  # late members (below) follow a partial group
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
             f"trainer.default_local_dir={tmp_path / 'ckpt'}",
             per_sample=False,
@@ -76,18 +75,26 @@ def test_levels_advance_between_steps_through_verls_reward_loop(loop, tokenizer)
     assert read_state(state_dir).table.as_dict() == {"0": 2, "1": 0}
 
 
-def test_a_late_member_never_moves_its_ids_level_a_second_time(loop, tokenizer):
-    # One rollout of a 2-rollout group arrives: after groups.timeout_s it is scored as a partial group,
-    # wins and moves id 9 up one level. Its sibling then arrives late and is scored on its own; it wins
-    # too, but its group has had its step (before: the level moved twice for one group).
+def test_rollouts_are_judged_as_they_arrive_and_the_last_one_moves_the_level_once(loop, tokenizer):
+    # A 2-rollout group whose rollouts arrive one at a time: the first is judged at once (no waiting for
+    # its sibling) and moves nothing; the second, its group complete, moves id 9 up one level, durably
+    # before it returns; a third arrival under the same uid is judged at the group's pinned level and
+    # never moves it a second time.
     manager, _, state_dir = loop
     worker = manager.reward_loop_workers[0]
     uid = str(uuid.uuid4())
-    first = ray.get(worker.compute_score.remote(step_batch(tokenizer, {9: ["a good story"]}, uid=uid)[0:1]))
-    assert first["reward_extra_info"]["partial_group"] == 1 and first["reward_score"] == 1.0
-    late = ray.get(worker.compute_score.remote(step_batch(tokenizer, {9: ["good good good good"]}, uid=uid)[0:1]))
-    assert late["reward_extra_info"]["late_member"] == 1 and late["reward_score"] == 1.0
-    # The scheduler's live table: a second (wrong) advance would be there before `late` returned.
     scheduler = ray.get_actor(scheduler_name())
+
+    def one(text):
+        return ray.get(worker.compute_score.remote(step_batch(tokenizer, {9: [text]}, uid=uid)[0:1]))
+
+    first = one("a good story")
+    assert first["reward_score"] == 1.0 and first["reward_extra_info"]["reference_level"] == 0
+    assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 0
+    second = one("a bad story")
+    assert second["reward_score"] == 0.0 and second["reward_extra_info"]["reference_level"] == 0
+    assert read_state(state_dir).table.level("9") == 1  # on disk when the group's last reward returned
+    third = one("good good good good")
+    assert third["reward_score"] == 1.0 and third["reward_extra_info"]["reference_level"] == 0
     assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 1
     assert read_state(state_dir).table.level("9") == 1

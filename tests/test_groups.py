@@ -34,6 +34,7 @@ class Direct:
     def __init__(self, collector: GroupCollector, settings: GroupConfig):
         self.collector = collector
         self.settings = settings
+        self.batch_window_s = settings.batch_window_s
         self.calls = Counter()
 
     async def send(self, shard, worker, joins, claims, published):
@@ -264,7 +265,9 @@ def test_a_failing_leader_fails_its_members_instead_of_hanging(placement):
                 raise ValueError("judge exploded")
             return seat.result
 
-        return await asyncio.gather(*(one(t, w) for t, w in zip("abc", placement)), return_exceptions=True)
+        results = await asyncio.gather(*(one(t, w) for t, w in zip("abc", placement)), return_exceptions=True)
+        await until(lambda: not collector.open)  # the failure reaches the collector with the next send
+        return results
 
     results = asyncio.run(scenario())
     assert sum(type(r) is ValueError for r in results) == 1

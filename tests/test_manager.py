@@ -24,6 +24,7 @@ EXTRA_KEYS = {
     "judge_refusal",
     "format_error",
     "position_consistent",
+    "reference_level",
     "judge_error",
     "judge_latency_s",
     "judge_calls",

@@ -67,15 +67,15 @@ def test_main_ppo_composes_the_overlay():
     assert config["reward"]["reward_manager"] == {
         "_target_": "verl.workers.config.reward.RewardManagerConfig",
         "source": "importlib",
-        "name": "GroupRewardManager",
+        "name": "ParallelRewardManager",
         "module": {
             "_target_": "verl.trainer.config.config.ModuleConfig",
-            "path": "pkg://writing_rl.reward_loop.group_manager",
+            "path": "pkg://writing_rl.reward_loop.manager",
             "name": "custom_reward_manager",
         },
     }
     assert config["reward"]["custom_reward_function"]["path"] == "pkg://reward_fns.pairwise"
-    assert config["reward"]["custom_reward_function"]["name"] == "compute_group_score"
+    assert config["reward"]["custom_reward_function"]["name"] == "compute_score"
     assert config["reward"]["reward_kwargs"]["judge"]["max_concurrency"] == 32
     assert config["algorithm"]["adv_estimator"] == "grpo"
 
@@ -91,7 +91,7 @@ def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
     )
     out = capsys.readouterr().out
     assert ok == 0
-    assert "ok  verl validate_config" in out and "writing_rl.reward_loop.group_manager.GroupRewardManager" in out
+    assert "ok  verl validate_config" in out and "writing_rl.reward_loop.manager.ParallelRewardManager" in out
     assert "8 requests in flight per reward worker x 8 workers" in out
     assert "ok  curriculum: levels in " in out and "keep 5 step snapshots" in out
     bad = cli(
@@ -140,7 +140,7 @@ def test_check_config_names_the_new_home_of_a_renamed_manager_module(capsys, old
 @pytest.mark.parametrize(
     "overlay, manager, fn",
     [
-        ("writing_rl", "GroupRewardManager", "pkg://reward_fns.pairwise:compute_group_score"),
+        ("writing_rl", "ParallelRewardManager", "pkg://reward_fns.pairwise:compute_score"),
         ("brpo", "GroupRewardManager", "pkg://reward_fns.brpo:compute_score"),
         ("grrm_mt_grpo", "GroupRewardManager", "pkg://reward_fns.group_ranking:compute_score"),
     ],

@@ -43,7 +43,7 @@ def expected(text: str, reference: str) -> float:
 
 @pytest.fixture(scope="module")
 def writing_rl(ray_cluster, tokenizer_dir, tmp_path_factory):
-    """hydra_configs/writing_rl.yaml as shipped (group rendezvous + curriculum, on_judge_error default),
+    """hydra_configs/writing_rl.yaml as shipped (the curriculum, on_judge_error default),
     groups of 4, two reward workers, a judge that fails every call showing 'poison'."""
     from judge_server import ScriptedJudgeServer
 
@@ -62,7 +62,7 @@ def writing_rl(ray_cluster, tokenizer_dir, tmp_path_factory):
             yield manager, server
 
 
-def test_groups_scattered_over_workers_are_scored_exactly_once_together(writing_rl, tokenizer):
+def test_rollouts_scattered_over_workers_share_their_groups_level_and_move_it_once(writing_rl, tokenizer):
     manager, server = writing_rl
     groups = {i: [f"take {r}: " + "good " * ((i + r) % 3) + "bad " * (r % 2) for r in range(GROUP)] for i in range(12)}
     samples, texts = step(tokenizer, groups)
@@ -70,10 +70,7 @@ def test_groups_scattered_over_workers_are_scored_exactly_once_together(writing_
     results = stream(manager.reward_loop_workers, samples, seed=1)
     assert len(server.requests) - calls_before == len(samples)  # one judge call per rollout, none twice
     assert [r["reward_score"] for r in results] == [expected(t, REFERENCES[0]) for t in texts]
-    infos = [r["reward_extra_info"] for r in results]
-    assert {i["group_size"] for i in infos} == {GROUP} and sum(
-        i["partial_group"] + i["late_member"] for i in infos
-    ) == 0
+    assert {r["reward_extra_info"]["reference_level"] for r in results} == {0}  # every group pinned level 0
     # Each group that won moved up one level: the next step judges it against the harder reference.
     won = {i for i, rollouts in groups.items() if any(expected(t, REFERENCES[0]) == 1.0 for t in rollouts)}
     samples, texts = step(tokenizer, groups)

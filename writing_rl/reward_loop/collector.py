@@ -42,28 +42,8 @@ from typing import Any
 import ray
 
 from writing_rl.reward_loop.config import GroupConfig
+from writing_rl.reward_loop.contract import Member, is_validation  # noqa: F401 (is_validation: re-exported)
 from writing_rl.reward_loop.placement import placement_options
-
-
-@dataclass(frozen=True)
-class Member:
-    """What one rollout brings to its group."""
-
-    uid: str  # verl's group id: the same for every rollout of one prompt
-    text: str  # the decoded response
-    response_length: int  # valid response tokens
-    prompt: str  # the request as text (last user turn)
-    data_source: str
-    ground_truth: Any
-    extra_info: dict
-
-
-VALIDATION_SPLITS = ("test", "val", "validation")
-
-
-def is_validation(extra_info: dict | None) -> bool:
-    """A validation row, by the convention our builders and verl's example preprocessors follow."""
-    return str((extra_info or {}).get("split", "")).lower() in VALIDATION_SPLITS
 
 
 class GroupError(RuntimeError):
@@ -153,7 +133,7 @@ class _Group:
     timer: asyncio.TimerHandle | None = None
 
     @property
-    def sealed(self) -> bool:
+    def sealed(self) -> bool:  # (a claimed group is scored in a worker: nothing to seal here)
         return self.members is not None or self.claimed
 
     def texts(self) -> list[str]:
@@ -163,7 +143,8 @@ class _Group:
 @dataclass
 class _Mailbox:
     events: list = field(default_factory=list)
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # set at the end of the batch window
+    waking: bool = False
     seen: float = field(default_factory=time.monotonic)
 
 
@@ -353,18 +334,20 @@ class GroupCollector:
     def _post(self, worker: str, event) -> None:
         box = self.mailboxes.get(worker) or self._mailbox(worker)
         box.events.append(event)
-        box.ready.set()
+        if not box.waking:  # the poll answers at the end of the batch window, with what came meanwhile
+            box.waking = True
+            self._later(self.settings.batch_window_s, box.ready.set)
 
     @staticmethod
     def _drain(box: _Mailbox) -> list:
         events, box.events = box.events, []
         box.ready.clear()
+        box.waking = False
         return events
 
     def _sweep_mailboxes(self) -> None:
         cutoff = time.monotonic() - MAILBOX_IDLE_S
-        for worker in [w for w, box in self.mailboxes.items() if box.seen < cutoff]:
-            del self.mailboxes[worker]
+        self.mailboxes = {worker: box for worker, box in self.mailboxes.items() if box.seen >= cutoff}
 
     @staticmethod
     def _later(delay: float, callback, *args) -> asyncio.TimerHandle:

@@ -33,6 +33,10 @@ class GroupConfig:
     # When a complete group holds identical responses, wait this long for more arrivals before sealing
     # it: verl pads batches by repeating samples, and a padded copy must not take a real member's place.
     settle_s: float = 0.2
+    # A reward worker gathers the members and results it sends to a collector for this long before a
+    # call (one call in flight at a time), and a collector gathers a worker's results this long before
+    # answering its poll: fewer, larger calls in verl's streaming mode, at the cost of this much latency.
+    batch_window_s: float = 0.02
     # How long members wait for the group's leader to publish the results.
     result_timeout_s: float = 3600.0
     # Finished groups whose results are kept for late duplicates (padded copies); older ones are evicted.
@@ -58,6 +62,7 @@ class GroupConfig:
         )
         require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
         require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
+        require(settings.batch_window_s >= 0, f"{prefix}.batch_window_s must be >= 0, got {settings.batch_window_s}")
         require(settings.finished_cache >= 1, f"{prefix}.finished_cache must be >= 1")
         require(settings.collector_shards >= 1, f"{prefix}.collector_shards must be >= 1")
         check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")

@@ -58,6 +58,7 @@ import ray
 
 from writing_rl.files import DirectoryLock, DirectoryLocked
 from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.reward_loop.curriculum_groups import Batched, OpenGroups
 from writing_rl.reward_loop.curriculum_log import (
     LATEST,
     WAL,
@@ -102,6 +103,7 @@ class ReferenceScheduler:
             raise WALWriteError(f"curriculum: cannot start the scheduler over {self.state_dir} ({err})") from err
         self._compacting = False
         self._unsaved_steps: dict[int, tuple] = {}  # step snapshots whose write failed, retried before compaction
+        self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (curriculum_groups.py)
 
     def _begin(self, start: Start, fsync) -> None:
         """Make the state dir hold exactly ``start``: a kill at any point leaves a dir that recovers to it."""
@@ -151,6 +153,30 @@ class ReferenceScheduler:
         written.add_done_callback(functools.partial(self._acknowledged, key))
         await asyncio.shield(written)
         return True
+
+    async def batch(self, requests: list[tuple]) -> list:
+        """A reward worker's requests of one batch window, answered in order (an error in its place):
+        ``("pin", key, references, uid, expected, timeout_s)`` -> the level pinned for the group ``uid``;
+        ``("report", uid, won, threshold)`` -> whether the group's last report moved its level up."""
+        calls = [self._pin_group(*r[1:]) if r[0] == "pin" else self._report(*r[1:]) for r in requests]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    async def _pin_group(self, key: str, references: int, uid: str, expected: int, timeout_s: float) -> int:
+        tally = self.groups.get(uid)
+        if tally is None and uid in self.groups.finished:  # a rollout after its group finished: scored alone
+            level = self.groups.finished[uid]
+            return level if level >= 0 else await self.pin(key, references)
+        if tally is None:
+            level = await self.pin(key, references)
+            tally = self.groups.start(uid, key, level, expected, timeout_s)  # (another pin may have won)
+        return tally.level
+
+    async def _report(self, uid: str, won: bool, threshold: float) -> bool:
+        tally = self.groups.get(uid)
+        if tally is None or not tally.add(won):  # finished or expired; or more rollouts to come
+            return False
+        self.groups.finish(uid)
+        return tally.qualifies(threshold) and await self.advance(tally.key, tally.level)
 
     def _acknowledged(self, key: str, written: asyncio.Future) -> None:
         if self._unacked.get(key) is written:
@@ -277,15 +303,18 @@ def _log_failure(what: str):
 
 
 class Curriculum:
-    """What a reward fn holds: async ``pin`` / ``advance`` on the run's scheduler actor.
+    """What a reward fn holds: the run's scheduler actor, through this worker's batched calls.
 
-    ``can_advance=False`` for a late member scored on its own after its group: its group already had
-    its one chance to move the level.
+    ``pin``/``advance``: a whole group's (GroupRewardManager). ``pin_group``/``report``: one rollout at a
+    time (curriculum_groups.py). ``can_advance=False`` for a late member scored on its own after its
+    group: its group already had its one chance to move the level.
     """
 
-    def __init__(self, handle, can_advance: bool = True):
+    def __init__(self, handle, can_advance: bool = True, batched: Batched | None = None, timeout_s: float = 1800.0):
         self.handle = handle
         self.can_advance = can_advance
+        self.batched = batched
+        self.timeout_s = timeout_s
 
     async def pin(self, key: str, references: int) -> int:
         return await self.handle.pin.remote(key, references)
@@ -294,6 +323,14 @@ class Curriculum:
         if not self.can_advance:
             return False
         return await self.handle.advance.remote(key, pinned)
+
+    async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
+        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""
+        return await self.batched(("pin", key, references, uid, expected, self.timeout_s))
+
+    async def report(self, uid: str, won: bool, threshold: float) -> bool:
+        """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""
+        return await self.batched(("report", uid, won, threshold))
 
 
 def scheduler_name() -> str:

@@ -42,9 +42,8 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
-from writing_rl.reward_loop.actors import SharedActor
-from writing_rl.reward_loop.collector import GroupError, Member, is_validation
-from writing_rl.reward_loop.curriculum import Curriculum, get_or_create_scheduler
+from writing_rl.reward_loop.collector import GroupError, Member
+from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
 from writing_rl.reward_loop.scoring import WorkerScoring
 from writing_rl.settings import ConfigError
@@ -105,29 +104,8 @@ class GroupRewardManager(RewardManagerBase):
             check_streaming_capacity(config)
         self.scoring = WorkerScoring(config, tokenizer, reward_router_address)
         self.groups = self.scoring.settings.groups
-        rollout = config.actor_rollout_ref.rollout
-        self.train_group_size = int(rollout.n)
-        self.val_group_size = int(rollout.val_kwargs.n)
         self.rendezvous = GroupRendezvous(RayCollectors(self.groups, lambda: self.scoring.batches_started))
-        # What the manager hands the group fn besides the members, for the parameters it declares.
-        accepted = reward_fn_parameters(config)
-        self._fn_extras = {"judge": None}
-        if "judge_tokenizer" in accepted:
-            self._fn_extras["judge_tokenizer"] = reward_model_tokenizer
-        self.scheduler = None
-        if "curriculum" in accepted:
-            settings = self.scoring.settings.curriculum
-            if settings.enable:
-                settings = settings.for_scheduler()
-                self.scheduler = SharedActor(lambda: get_or_create_scheduler(settings))
-            self._fn_extras["curriculum"] = None
-
-    def expected_size(self, extra_info: dict) -> int:
-        if extra_info.get("group_size") is not None:
-            return int(extra_info["group_size"])
-        if is_validation(extra_info):
-            return self.val_group_size
-        return self.train_group_size
+        self.extras = FnExtras(config, self.scoring, reward_model_tokenizer)
 
     async def run_single(self, data: DataProto) -> dict:
         with self.scoring.sample_in_flight():
@@ -149,7 +127,7 @@ class GroupRewardManager(RewardManagerBase):
             ground_truth=ground_truth,
             extra_info=extra_info,
         )
-        seat = await self.rendezvous.join(member, self.expected_size(extra_info))
+        seat = await self.rendezvous.join(member, self.extras.expected_size(extra_info))
         if seat.failure is not None:
             return await self._incomplete(member, seat.failure)
         if seat.lead:
@@ -160,16 +138,10 @@ class GroupRewardManager(RewardManagerBase):
         self.scoring.keys.check(mine["info"])
         return self.scoring.finish(mine["score"], mine["info"], [], mine["transcripts"])
 
-    def _extras_for(self, judge, late: bool = False, curriculum: bool = True) -> dict:
-        extras = {**self._fn_extras, "judge": judge}
-        if "curriculum" in extras and self.scheduler is not None and curriculum:
-            extras["curriculum"] = Curriculum(self.scheduler.get(self.scoring.batches_started), can_advance=not late)
-        return extras
-
     async def _lead(self, seat: Seat) -> tuple[list[dict], Any]:
         judge = self.scoring.new_judge()
         try:
-            raw = await self.compute_score(members=seat.members, **self._extras_for(judge, late=seat.late))
+            raw = await self.compute_score(members=seat.members, **self.extras.for_call(judge, late=seat.late))
             check_results(raw, len(seat.members))
             self.scoring.apply_judge_policy(judge)
             measured = {
@@ -193,7 +165,7 @@ class GroupRewardManager(RewardManagerBase):
         """A member whose group never completed: a counted failure that pays the failure score. The group
         fn runs on it with a judge that makes no call, so the sample carries the fn's own keys."""
         judge = self.scoring.new_judge(NoJudge(message))
-        raw = await self.compute_score(members=[member], **self._extras_for(judge, curriculum=False))
+        raw = await self.compute_score(members=[member], **self.extras.for_call(judge, curriculum=False))
         check_results(raw, 1)
         measured = {**NO_CALLS, "group_size": 1, "partial_group": 0, "late_member": 0, "group_incomplete": 1}
         _, info = self.scoring.complete(raw[0], defaults=judge.metrics(0), measured=measured)
@@ -211,15 +183,6 @@ def check_results(raw: Any, members: int) -> None:
 
 def _in_ray_actor() -> bool:
     return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
-
-
-def reward_fn_parameters(config) -> set[str]:
-    """The keyword parameters of the configured reward fn (verl wraps it, so load it as verl does)."""
-    from verl.utils.import_utils import load_extern_object
-
-    fn_config = config.reward.custom_reward_function
-    fn = load_extern_object(module_path=fn_config.path, object_name=fn_config.name)
-    return set(inspect.signature(fn).parameters)
 
 
 def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:

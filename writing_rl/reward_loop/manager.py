@@ -25,6 +25,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import JudgeError
+from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.scoring import JudgeFailure, WorkerScoring
 
 
@@ -40,6 +41,7 @@ class ParallelRewardManager(RewardManagerBase):
     ):
         super().__init__(config, tokenizer, compute_score)
         self.scoring = WorkerScoring(config, tokenizer, reward_router_address)
+        self.extras = FnExtras(config, self.scoring, reward_model_tokenizer)
         self._fn_is_async = inspect.iscoroutinefunction(compute_score)
 
     async def run_single(self, data: DataProto) -> dict:
@@ -55,7 +57,7 @@ class ParallelRewardManager(RewardManagerBase):
             solution_str=sample.response,
             ground_truth=sample.fields["reward_model"].get("ground_truth"),
             extra_info=dict(sample.fields.get("extra_info") or {}),
-            judge=judge,
+            **self.extras.for_call(judge, sample.fields),
         )
         try:
             if self._fn_is_async:

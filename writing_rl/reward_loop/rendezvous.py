@@ -72,6 +72,7 @@ class Collectors(Protocol):
     """The run's collectors as a worker calls them (``RayCollectors``; tests call ``GroupCollector``s directly)."""
 
     shards: int
+    batch_window_s: float
 
     async def send(self, shard: int, worker: str, joins: list, claims: list, published: list) -> tuple: ...
     async def poll(self, shard: int, worker: str) -> list: ...
@@ -84,6 +85,7 @@ class RayCollectors:
         self.settings = settings
         self.batch = batch
         self.shards = settings.collector_shards
+        self.batch_window_s = settings.batch_window_s
         self._actors = [SharedActor(lambda s=s: get_or_create_collector(settings, s)) for s in range(self.shards)]
 
     async def send(self, shard: int, worker: str, joins: list, claims: list, published: list) -> tuple:
@@ -121,7 +123,7 @@ class _Outbox:
     joins: dict[str, tuple[int, list]] = field(default_factory=dict)  # uid -> (expected, [(ticket, member)])
     claims: list[LocalBatch] = field(default_factory=list)
     published: list[tuple[str, dict, bool]] = field(default_factory=list)
-    sending: bool = False
+    sending: bool = False  # a send in flight, or one due at the end of the batch window
     polling: bool = False
 
     def __bool__(self) -> bool:
@@ -199,14 +201,19 @@ class GroupRendezvous:
 
     # ------------------------------------------------------------------ the calls
     def _flush(self, shard: int) -> None:
-        """Send what is queued for ``shard`` unless a send is in flight (its reply sends the rest)."""
+        """Send what is queued for ``shard`` at the end of the batch window, unless a send is in flight
+        or due (its reply sends the rest)."""
         box = self.outboxes[shard]
         if box.sending or not box:
             return
+        box.sending = True
+        asyncio.get_running_loop().call_later(self.collectors.batch_window_s, self._send, shard)
+
+    def _send(self, shard: int) -> None:
+        box = self.outboxes[shard]
         joins = [(uid, expected, members) for uid, (expected, members) in box.joins.items()]
         claims, published = box.claims, box.published
         box.joins, box.claims, box.published = {}, [], []
-        box.sending = True
         keys = [(b.uid, {response_key(m.text) for m in b.members}) for b in claims]
         call = self.collectors.send(shard, self.worker, joins, keys, published)
         self._spawn(call, lambda done: self._sent(shard, done, claims, published))

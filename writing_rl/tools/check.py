@@ -36,7 +36,8 @@ def check_config(config) -> list[str]:
     from verl.utils.config import validate_config
 
     from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
-    from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity, reward_fn_parameters
+    from writing_rl.reward_loop.fn_extras import reward_fn_parameters
+    from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
     from writing_rl.reward_loop.health import reports_health
     from writing_rl.settings import ConfigError
 
@@ -84,7 +85,7 @@ def check_config(config) -> list[str]:
                 f"(groups.timeout_s={groups.timeout_s:g})"
             )
         curriculum = settings.curriculum
-        scheduled = issubclass(manager_cls, GroupRewardManager) and "curriculum" in reward_fn_parameters(config)
+        scheduled = "curriculum" in reward_fn_parameters(config)
         if curriculum.enable and scheduled:
             curriculum.for_scheduler()
             checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")

@@ -1,0 +1,122 @@
+"""Writing-RL's groups as the reference scheduler sees them, one rollout at a time.
+
+A Writing-RL group shares two things: the reference its rollouts are judged against (the prompt's level,
+pinned once per group) and the decision to move the level up (once every rollout was judged). Neither
+needs the rollouts together, so in verl's streaming mode each rollout is judged as soon as it arrives, on
+whichever reward worker verl picked: the first rollout of a group (verl's ``uid``) to reach the scheduler
+pins the level for all of them (``GroupTally``), each reports whether it won, and the last report decides
+the advance. A group whose rollouts do not all report within ``groups.timeout_s`` is dropped unadvanced.
+
+Reward workers send these requests through ``Batched``: every request of a batch window in one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+FINISHED_GROUPS = 65536  # pinned levels kept for rollouts that report after their group finished
+
+
+@dataclass
+class GroupTally:
+    key: str  # the prompt's id (the curriculum's key)
+    level: int  # pinned for every rollout of the group
+    expected: int
+    deadline: float
+    wins: int = 0
+    reported: int = 0
+
+    def add(self, won: bool) -> bool:
+        """One rollout's outcome; True once every expected rollout has reported."""
+        self.wins += int(won)
+        self.reported += 1
+        return self.reported >= self.expected
+
+    def qualifies(self, threshold: float) -> bool:
+        """At least one win, and a win rate of at least ``threshold`` (Writing-RL: any win)."""
+        return self.wins > 0 and self.wins / self.reported >= threshold
+
+
+@dataclass
+class OpenGroups:
+    """The groups being judged (by uid, oldest first) and the levels of finished ones."""
+
+    open: OrderedDict[str, GroupTally] = field(default_factory=OrderedDict)
+    finished: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    dropped: int = 0  # groups that never completed
+
+    def get(self, uid: str) -> GroupTally | None:
+        return self.open.get(uid)
+
+    def start(self, uid: str, key: str, level: int, expected: int, timeout_s: float) -> GroupTally:
+        self.expire()
+        tally = self.open.get(uid)
+        if tally is None:
+            tally = self.open[uid] = GroupTally(key, level, max(1, expected), time.monotonic() + timeout_s)
+        return tally
+
+    def finish(self, uid: str) -> GroupTally:
+        tally = self.open.pop(uid)
+        self.finished[uid] = tally.level
+        while len(self.finished) > FINISHED_GROUPS:
+            self.finished.popitem(last=False)
+        return tally
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        while self.open and next(iter(self.open.values())).deadline < now:
+            uid, _ = self.open.popitem(last=False)
+            self.finished[uid] = -1  # a report arriving now moves nothing
+            self.dropped += 1
+
+
+class Batched:
+    """Requests to one actor method gathered for ``window_s``: one call in flight carries them all.
+
+    ``send(requests) -> answers`` makes the call (one answer per request, in order)."""
+
+    def __init__(self, send: Callable[[list], Awaitable[list]], window_s: float):
+        self.send = send
+        self.window_s = window_s
+        self.queue: list[tuple[Any, asyncio.Future]] = []
+        self.busy = False  # a call in flight, or one due at the end of the window
+        self._calls: set[asyncio.Task] = set()
+
+    async def __call__(self, request: Any) -> Any:
+        answer = asyncio.get_running_loop().create_future()
+        self.queue.append((request, answer))
+        self._flush()
+        return await answer
+
+    def _flush(self) -> None:
+        if self.busy or not self.queue:
+            return
+        self.busy = True
+        asyncio.get_running_loop().call_later(self.window_s, self._go)
+
+    def _go(self) -> None:
+        batch, self.queue = self.queue, []
+        task = asyncio.ensure_future(self.send([request for request, _ in batch]))
+        self._calls.add(task)
+        task.add_done_callback(lambda done: self._answer(done, batch))
+
+    def _answer(self, done: asyncio.Future, batch: list) -> None:
+        self._calls.discard(done)
+        self.busy = False
+        error = asyncio.CancelledError() if done.cancelled() else done.exception()
+        for position, (_, answer) in enumerate(batch):
+            if answer.done():
+                continue
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                result = done.result()[position]
+                if isinstance(result, BaseException):
+                    answer.set_exception(result)
+                else:
+                    answer.set_result(result)
+        self._flush()

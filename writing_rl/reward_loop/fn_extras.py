@@ -1,0 +1,76 @@
+"""What a reward manager hands the reward fn besides the sample, for the parameters the fn declares.
+
+- ``judge``: the sample's (or group's) ``SampleJudge`` — always;
+- ``judge_tokenizer``: the GenRM's tokenizer when verl hosts the GenRM;
+- ``curriculum``: Writing-RL's reference scheduler (``reward_loop/curriculum.py``), when
+  ``curriculum.enable``; its calls from this worker go in batches (``curriculum_groups.Batched``);
+- ``uid`` and ``group_size``: the sample's group (verl's ``uid``) and how many rollouts it has
+  (``extra_info.group_size``, else ``rollout.val_kwargs.n`` for validation rows, else ``rollout.n``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from writing_rl.reward_loop.actors import SharedActor
+from writing_rl.reward_loop.contract import is_validation
+from writing_rl.reward_loop.curriculum import Curriculum, get_or_create_scheduler
+from writing_rl.reward_loop.curriculum_groups import Batched
+
+
+def reward_fn_parameters(config) -> set[str]:
+    """The keyword parameters of the configured reward fn (verl wraps it, so load it as verl does)."""
+    from verl.utils.import_utils import load_extern_object
+
+    fn_config = config.reward.custom_reward_function
+    fn = load_extern_object(module_path=fn_config.path, object_name=fn_config.name)
+    return set(inspect.signature(fn).parameters)
+
+
+class FnExtras:
+    def __init__(self, config, scoring, reward_model_tokenizer=None):
+        self.accepted = reward_fn_parameters(config)
+        self.scoring = scoring
+        rollout = config.actor_rollout_ref.rollout
+        self.train_group_size = int(rollout.n)
+        self.val_group_size = int(rollout.val_kwargs.n)
+        self.judge_tokenizer = reward_model_tokenizer
+        self.scheduler = None
+        settings = scoring.settings
+        if "curriculum" in self.accepted and settings.curriculum.enable:
+            curriculum = settings.curriculum.for_scheduler()
+            self.scheduler = SharedActor(lambda: get_or_create_scheduler(curriculum))
+            self.batched = Batched(self._send, settings.groups.batch_window_s)
+
+    async def _send(self, requests: list) -> list:
+        return await self.scheduler.get(self.scoring.batches_started).batch.remote(requests)
+
+    def expected_size(self, extra_info: dict) -> int:
+        if extra_info.get("group_size") is not None:
+            return int(extra_info["group_size"])
+        if is_validation(extra_info):
+            return self.val_group_size
+        return self.train_group_size
+
+    def curriculum(self, can_advance: bool = True) -> Curriculum | None:
+        if self.scheduler is None:
+            return None
+        handle = self.scheduler.get(self.scoring.batches_started)
+        return Curriculum(handle, can_advance, self.batched, self.scoring.settings.groups.timeout_s)
+
+    def for_call(
+        self, judge, fields: dict | None = None, late: bool = False, curriculum: bool = True
+    ) -> dict[str, Any]:
+        """The keyword arguments for one call of the fn: ``fields``, verl's non-tensor fields of the
+        sample (per-sample managers), give ``uid`` and ``group_size``."""
+        extras: dict[str, Any] = {"judge": judge}
+        if "judge_tokenizer" in self.accepted:
+            extras["judge_tokenizer"] = self.judge_tokenizer
+        if "curriculum" in self.accepted:
+            extras["curriculum"] = self.curriculum(can_advance=not late) if curriculum else None
+        if fields is not None and "uid" in self.accepted:
+            extras["uid"] = None if fields.get("uid") is None else str(fields["uid"])
+        if fields is not None and "group_size" in self.accepted:
+            extras["group_size"] = self.expected_size(dict(fields.get("extra_info") or {}))
+        return extras
