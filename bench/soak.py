@@ -58,7 +58,8 @@ class Judge:
     CODE = (
         "import os, sys, time; sys.path.insert(0, sys.argv[1]); import judge_server as js;"
         "port, seed, latency, capacity, flag = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6];"
-        "script = js.chaos_script(seed, enabled=lambda: os.path.exists(flag), latency_s=latency);"
+        "faults = os.environ.get('CHAOS_FAULTS', ','.join(js.CHAOS_FAULTS)).split(',');"
+        "script = js.chaos_script(seed, enabled=lambda: os.path.exists(flag), latency_s=latency, faults=faults);"
         "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start();"
         "print(s.base_url, flush=True); time.sleep(10**7)"
     )
@@ -364,6 +365,7 @@ def main() -> None:
     parser.add_argument("--kill-every-s", type=float, default=60.0)
     parser.add_argument("--down-s", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=Path("soak"))
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of hydra_configs/writing_rl.yaml")
     args = parser.parse_args()
 
     import ray
@@ -380,6 +382,7 @@ def main() -> None:
             capacity=args.capacity,
             kill_every_s=args.kill_every_s,
             down_s=args.down_s,
+            overrides=tuple(args.overrides),
         )
     finally:
         ray.shutdown()

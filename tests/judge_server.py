@@ -82,30 +82,34 @@ def critic_script(request: dict, index: int) -> Reply:
     return Reply(content=f'Weighed the criterion.\n```json\n{{"score": {score}, "reason": "quality {score}"}}\n```')
 
 
-def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05):
+CHAOS_FAULTS = ("429", "500", "html", "cut", "no_verdict", "spike")
+
+
+def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05, faults=CHAOS_FAULTS):
     """The default judge's verdicts, with faults drawn per request from ``seed`` while ``enabled()``:
-    latency spikes, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no verdict,
-    and bursts of 429s (every 1,000 requests, 60 in a row; every other burst with Retry-After)."""
+    bursts of 429s (every 1,000 requests, 60 in a row; every other burst with Retry-After), 7% 500s, 3%
+    bodies that are not JSON, 3% replies cut at max_tokens, 3% replies with no verdict, 2% latency spikes
+    (20x). ``faults``: the kinds injected."""
     import random
 
     def script(request: dict, index: int) -> Reply:
         if not enabled():
             return default_script(request, index)
         draw = random.Random(f"{seed}:{index}").random()
-        if index % 1000 < 60:
+        if index % 1000 < 60 and "429" in faults:
             headers = {"Retry-After": "0.2"} if (index // 1000) % 2 else {}
             return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers=headers)
-        if draw < 0.07:
+        if draw < 0.07 and "500" in faults:
             return Reply(status=500, body=b'{"error": {"message": "internal error"}}')
-        if draw < 0.10:
+        if 0.07 <= draw < 0.10 and "html" in faults:
             return Reply(status=200, body=b"<html>502 Bad Gateway</html>")
-        if draw < 0.13:
+        if 0.10 <= draw < 0.13 and "cut" in faults:
             return Reply(content="Response A opens well, but response B", finish_reason="length")
-        if draw < 0.16:
+        if 0.13 <= draw < 0.16 and "no_verdict" in faults:
             return Reply(content="Both responses have merits; I will not pick one.")
         reply = default_script(request, index)
-        if draw < 0.18:
-            reply.delay_s = 20 * latency_s  # a latency spike
+        if 0.16 <= draw < 0.18 and "spike" in faults:
+            reply.delay_s = 20 * latency_s
         return reply
 
     return script

@@ -8,7 +8,7 @@ import pytest
 
 from writing_rl.judge import JudgeConnectionError, JudgeUnavailable, OpenAIJudge, SampleJudge
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import BUSY, CLOSED, FAILED, HALF_OPEN, OK, OPEN, Endpoint, EndpointPool
+from writing_rl.judge.endpoints import BUSY, CLOSED, ERROR, FAILED, HALF_OPEN, OK, OPEN, Endpoint, EndpointPool
 
 from judge_server import Reply
 from waiting import until
@@ -86,6 +86,32 @@ def test_consecutive_failures_open_the_breaker(outcomes, state):
         pool.started(e0)
         pool.finished(e0, outcome, error="ConnectionRefused")
     assert e0.state == state
+
+
+@pytest.mark.parametrize(
+    "outcomes, state",
+    [
+        ([ERROR] * 3, OPEN),  # a server answering only 5xx: as fast as one that does not answer
+        ([OK] * 17 + [ERROR] * 3, CLOSED),  # 3 of 20: sporadic, retried elsewhere
+        ([OK, OK, ERROR] * 20, CLOSED),  # a third of the replies: the server mostly answers
+        ([OK, ERROR, ERROR] * 2, OPEN),  # two thirds, and max_failures of them: failing
+        ([ERROR, ERROR, FAILED], CLOSED),  # an error reply and a missing reply are counted apart
+    ],
+)
+def test_error_replies_open_the_breaker_only_when_they_are_most_replies(outcomes, state):
+    pool, _ = make_pool(2)
+    e0 = pool.endpoints[0]
+    for outcome in outcomes:
+        pool.started(e0)
+        pool.finished(e0, outcome, error="HTTP 500")
+    assert e0.state == state
+
+
+def test_a_sporadic_500_does_not_cost_an_endpoint_its_share_of_requests():
+    pool, _ = make_pool(2)
+    sent = [send(pool, ERROR if n % 10 == 0 else OK, error="HTTP 500") for n in range(200)]
+    assert pool.endpoints[0].state == pool.endpoints[1].state == CLOSED
+    assert sent.count(0) == sent.count(1) == 100
 
 
 def test_breaker_open_then_half_open_probe_then_closed_or_open_again():

@@ -36,12 +36,18 @@ class JudgeConfig:
     # A 429 does not use up max_retries: the request waits (Retry-After, else backoff) and queues again,
     # for at most this many seconds in all; then the call fails (JudgeRateLimited).
     rate_limit_wait_s: float = 600.0
+    # A request still unanswered after this many times the judge's average latency gets a copy sent to
+    # another endpoint (the same one when alone); the first reply wins. At most a tenth of the concurrency
+    # limit are copies at once. 0 = never (each copy is a judge call you pay for).
+    hedge_after: float = 4.0
     # Seconds allowed for one HTTP attempt.
     timeout_s: float = 300.0
     # Extra attempts after the first, for 429/5xx, timeouts and dropped connections.
     max_retries: int = 4
-    # Exponential backoff: base * 2**attempt seconds (half of it jittered), capped at backoff_max_s.
-    backoff_base_s: float = 1.0
+    # Exponential backoff: base * 2**attempt seconds (half of it jittered), capped at backoff_max_s. A failed
+    # attempt goes at once to another endpoint the call has not tried; the backoff applies once every
+    # endpoint had its try. Short, so that one flaky reply does not stall a whole training step.
+    backoff_base_s: float = 0.1
     backoff_max_s: float = 60.0
     # Longest wait honoured from a 429/503's Retry-After header, whatever the server asks.
     retry_after_max_s: float = 60.0
@@ -99,6 +105,10 @@ class JudgeConfig:
         require(self.max_concurrency >= 1, f"{prefix}.max_concurrency must be >= 1, got {self.max_concurrency}")
         require(self.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {self.timeout_s}")
         require(self.max_retries >= 0, f"{prefix}.max_retries must be >= 0, got {self.max_retries}")
+        require(
+            self.hedge_after == 0 or self.hedge_after >= 1,
+            f"{prefix}.hedge_after must be 0 (off) or >= 1, got {self.hedge_after}",
+        )
         require(self.backoff_base_s >= 0, f"{prefix}.backoff_base_s must be >= 0, got {self.backoff_base_s}")
         require(
             0 <= self.retry_after_max_s < float("inf"),

@@ -2,8 +2,11 @@
 
 Each endpoint has a breaker:
 
-- closed: it takes requests; ``max_failures`` failures in a row (connection errors, timeouts, 5xx)
-  open it. A reply of any kind (a 4xx too, a 429 too: busy, not dead) resets the count.
+- closed: it takes requests; ``max_failures`` requests in a row without a reply (connection errors,
+  timeouts) open it, and so do error replies (5xx) when there are at least ``max_failures`` of them and
+  they are at least half of its last ``ERROR_WINDOW`` replies: a server that answers is alive, and a
+  sporadic 500 is retried elsewhere, not a reason to stop sending it requests. Any other reply (a 4xx too, a 429 too: busy, not dead) resets
+  the count of requests without a reply.
 - open: it is left out for ``cooldown_s``; then it is half-open.
 - half-open: one request goes there as a probe (before any other endpoint gets a request); a reply
   closes the breaker, a failure opens it again for another ``cooldown_s``.
@@ -20,11 +23,16 @@ with a fake clock.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Collection
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
-OK, FAILED, BUSY = "ok", "failed", "busy"  # how a request to an endpoint ended
+# How a request to an endpoint ended: a reply; no reply (connection error, timeout); a 429 or a 503 asking
+# for a pause; an error reply (5xx).
+OK, FAILED, BUSY, ERROR = "ok", "failed", "busy", "error"
+ERROR_WINDOW = 20  # replies over which the share of error replies is taken
+ERROR_SHARE = 0.5  # the share of error replies among them that opens the breaker
 
 
 @dataclass(eq=False)  # compared (and hashed) by identity: each is one live endpoint's state
@@ -41,6 +49,7 @@ class Endpoint:
     last_error: str | None = None
     trips: int = 0  # times the breaker opened; a request remembers the count it was sent under
     probing: bool = False  # the half-open probe is in flight
+    replies: deque = field(default_factory=lambda: deque(maxlen=ERROR_WINDOW))  # True: an error reply
 
 
 @dataclass(frozen=True)
@@ -108,8 +117,9 @@ class EndpointPool:
         rest_s: float | None = None,
         sent_in: int | None = None,
     ) -> None:
-        """A request to ``endpoint`` ended: ``OK`` (any reply from a live server), ``BUSY`` (429, or a 503
-        asking for a pause), ``FAILED`` (no reply, a timeout, a 5xx) or None (cancelled: says nothing).
+        """A request to ``endpoint`` ended: ``OK`` (any other reply from a live server), ``BUSY`` (429, or a
+        503 asking for a pause), ``ERROR`` (a 5xx reply), ``FAILED`` (no reply: a connection error, a timeout)
+        or None (cancelled: says nothing).
         ``sent_in``: what ``started`` returned (None: sent under the current trip)."""
         endpoint.in_flight -= 1
         stale = sent_in is not None and sent_in < endpoint.trips  # sent before the breaker last opened
@@ -120,20 +130,30 @@ class EndpointPool:
         now = self.clock()
         if rest_s:
             endpoint.rest_until = max(endpoint.rest_until, now + rest_s)
-        if outcome != FAILED:  # a reply, even to an old request: the server is alive
+        if outcome == ERROR:
+            endpoint.replies.append(True)
+            endpoint.last_error = error
+            errors = sum(endpoint.replies)
+            mostly = errors >= ERROR_SHARE * len(endpoint.replies) and errors >= (self.max_failures or 0)
+            if stale or not (mostly or endpoint.state == HALF_OPEN):  # (a probe's error reply opens it again)
+                return
+        elif outcome != FAILED:  # a reply, even to an old request: the server is alive
+            endpoint.replies.append(False)
             endpoint.failures = 0
             endpoint.state = CLOSED
             endpoint.probing = False
             return
-        if stale:
+        elif stale:
             return  # counted before the breaker opened; must not restart the cool-down
-        endpoint.failures += 1
-        endpoint.last_error = error
-        tripped = self.max_failures is not None and endpoint.failures >= self.max_failures
+        else:
+            endpoint.failures += 1
+            endpoint.last_error = error
+        tripped = self.max_failures is not None and (outcome == ERROR or endpoint.failures >= self.max_failures)
         if endpoint.state == HALF_OPEN or (endpoint.state == CLOSED and tripped):
             endpoint.state = OPEN
             endpoint.opened_at = now
             endpoint.trips += 1
+            endpoint.replies.clear()
 
     def down_message(self) -> str:
         """Each endpoint, its state and last error, for the error of a call that found none up."""

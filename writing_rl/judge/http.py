@@ -38,7 +38,8 @@ from writing_rl.judge.base import (
     is_context_length_error,
 )
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import BUSY, FAILED, OK, Choice, Endpoint, EndpointPool
+from writing_rl.judge.endpoints import BUSY, ERROR, FAILED, OK, Choice, Endpoint, EndpointPool
+from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
 from writing_rl.judge.replies import message_content
 from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
@@ -140,6 +141,7 @@ class OpenAIJudge:
             adaptive=config.adaptive_concurrency,
         )
         self.stats = JudgeStats(concurrency_limit=self.limit.slots)
+        self.hedger = Hedger(config.hedge_after)
         self._headers = {"Content-Type": "application/json"}
         api_key = config.api_key()
         if api_key:
@@ -186,9 +188,18 @@ class OpenAIJudge:
                 continue
             call.down_deadline = None  # an outage of every endpoint is over; a later one gets its own wait
             call.limit = ticket.limit
+            sent_to = choice.endpoint
             try:
-                answer = await self._post(session, choice.endpoint, body)
-                outcome = self._settle(call, choice.endpoint, answer, ticket)
+                endpoint, answer = await self.hedger.post(
+                    lambda e: self._post(session, e, body),
+                    sent_to,
+                    lambda tried=sent_to: self.pool.choose(avoid={tried}).endpoint,
+                    lambda e, a: self._finished(e, a, None),
+                    ticket.limit,
+                )
+                if answer.status == 200:
+                    self.hedger.observe(time.perf_counter() - answer.start)
+                outcome = self._settle(call, endpoint, answer, ticket)
                 if answer.status == 429:
                     # The refused request waits in its slot: no other request takes the place just refused
                     # (which would be refused again at once); then it queues again behind the others.
@@ -200,10 +211,16 @@ class OpenAIJudge:
                 return outcome
             await self._sleep(outcome)
 
-    async def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> _Answer:
-        sent_in = self.pool.started(endpoint)
+    def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[_Answer]:
+        """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before
+        the exchange is scheduled) and returns the exchange."""
+        answer = _Answer(time.perf_counter(), sent_in=self.pool.started(endpoint))  # latency: on the wire
         self.stats.requests += 1
-        answer = _Answer(time.perf_counter(), sent_in=sent_in)  # latency: time on the wire, not queued
+        return self._exchange(session, endpoint, body, answer)
+
+    async def _exchange(
+        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes, answer: _Answer
+    ) -> _Answer:
         try:
             async with session.post(endpoint.url, data=body) as resp:
                 answer.status, answer.raw = resp.status, await resp.read()
@@ -258,7 +275,7 @@ class OpenAIJudge:
             self._finished(endpoint, answer, BUSY, rest_s=retry_after)
             return self._rate_limited(call, endpoint, text, retry_after)
         busy = status == 503 and retry_after is not None  # a pause asked for: busy, not dead
-        outcome = BUSY if busy else FAILED if status >= 500 else OK
+        outcome = BUSY if busy else ERROR if status >= 500 else OK
         self._finished(endpoint, answer, outcome, f"HTTP {status}", retry_after)
         error = http_error(endpoint.shown, status, text, call.attempt)
         if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):

@@ -1,0 +1,150 @@
+"""Hedged judge requests (writing_rl/judge/hedge.py): a request stuck far past the judge's usual latency
+gets a copy on another endpoint, within a budget; then the client against a judge that holds a reply."""
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from writing_rl.judge import OpenAIJudge
+from writing_rl.judge.config import JudgeConfig
+from writing_rl.judge.hedge import Hedger
+
+from judge_server import Reply
+from waiting import until
+
+MESSAGES = [{"role": "user", "content": "Compare. [[A]] or [[B]]?"}]
+
+
+@dataclass
+class Answer:
+    status: int
+
+
+class Endpoints:
+    """Requests by endpoint name. A request to an endpoint in ``gates`` waits until its event is set (never,
+    unless the test sets it); ``status`` maps an endpoint to the status it answers (else 200)."""
+
+    def __init__(self, gated=(), status=None):
+        self.gates = {name: asyncio.Event() for name in gated}
+        self.status = status or {}
+        self.sent, self.cancelled, self.dropped = [], [], []
+
+    def send(self, endpoint):
+        self.sent.append(endpoint)  # counted when called, as the client counts it
+        return self._exchange(endpoint)
+
+    async def _exchange(self, endpoint):
+        try:
+            if endpoint in self.gates:
+                await self.gates[endpoint].wait()
+            await asyncio.sleep(0)
+            return Answer(self.status.get(endpoint, 200))
+        except asyncio.CancelledError:
+            self.cancelled.append(endpoint)
+            raise
+
+    def drop(self, endpoint, answer):
+        self.dropped.append((endpoint, answer.status))
+
+
+def hedged(hedger, endpoints, slots=10, other="b"):
+    return hedger.post(endpoints.send, "a", lambda: other, endpoints.drop, slots)
+
+
+def test_a_stuck_request_is_answered_by_its_hedge_and_then_cancelled():
+    hedger, endpoints = Hedger(hedge_after=2.0), Endpoints(gated={"a"})
+    hedger.observe(0.005)
+
+    async def run():
+        return await hedged(hedger, endpoints)
+
+    assert asyncio.run(run()) == ("b", Answer(200))
+    assert endpoints.sent == ["a", "b"] and endpoints.cancelled == ["a"] and hedger.sent == 1
+    assert hedger.in_flight == 0
+
+
+def test_no_hedge_before_any_latency_is_known_when_off_or_when_the_request_answers_in_time():
+    for hedge_after, latency in ((2.0, None), (0.0, 0.005), (1000.0, 0.005)):
+        hedger, endpoints = Hedger(hedge_after), Endpoints()
+        if latency is not None:
+            hedger.observe(latency)
+        assert asyncio.run(hedged(hedger, endpoints)) == ("a", Answer(200))
+        assert endpoints.sent == ["a"] and hedger.sent == 0
+
+
+def test_hedges_in_flight_stay_within_a_tenth_of_the_concurrency_limit():
+    hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a", "b"})
+    hedger.observe(0.001)
+
+    async def run():
+        calls = [asyncio.ensure_future(hedged(hedger, endpoints, slots=20)) for _ in range(6)]
+        await until(lambda: endpoints.sent.count("b") == 2)
+        await until(lambda: all(not c.done() for c in calls) and endpoints.sent.count("a") == 6)
+        in_flight = hedger.in_flight
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        return in_flight
+
+    assert asyncio.run(run()) == 2 and hedger.sent == 2  # 20 slots: 2 hedges at most
+    assert sorted(endpoints.cancelled) == ["a"] * 6 + ["b"] * 2  # cancelling a call cancels its copies
+    assert hedger.in_flight == 0
+
+
+def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
+    hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a"}, status={"b": 500})
+    hedger.observe(0.001)
+
+    async def run():
+        call = asyncio.ensure_future(hedged(hedger, endpoints))
+        await until(lambda: endpoints.dropped)  # the copy failed: the call goes on waiting for a
+        assert not call.done()
+        endpoints.gates["a"].set()
+        return await call
+
+    assert asyncio.run(run()) == ("a", Answer(200)) and endpoints.dropped == [("b", 500)]
+
+    hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a"}, status={"a": 503, "b": 502})
+    hedger.observe(0.001)
+
+    async def both_fail():
+        call = asyncio.ensure_future(hedged(hedger, endpoints))
+        await until(lambda: endpoints.dropped)
+        endpoints.gates["a"].set()
+        return await call
+
+    assert asyncio.run(both_fail()) == ("a", Answer(503))  # the last failure is the call's to handle
+    assert endpoints.dropped == [("b", 502)] and endpoints.cancelled == [] and hedger.in_flight == 0
+
+
+def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
+    held = {"on": False}
+
+    slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
+    fast = judge_server(script=lambda request, index: Reply(content="fast"))
+    settings = {"base_url": [slow.base_url, fast.base_url], "model": "m", "hedge_after": 3.0}
+    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=8)
+
+    async def run():
+        for _ in range(10):  # the judge's usual latency
+            await judge.complete(MESSAGES)
+        held["on"] = True
+        before = len(fast.requests)
+        while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
+            await judge.complete(MESSAGES)  # (until the held server is next in line)
+        reply = await judge.complete(MESSAGES)
+        await until(lambda: judge.pool.endpoints[0].in_flight == 0)  # the held request was cancelled
+        await judge.close()
+        return reply, len(fast.requests) - before
+
+    reply, to_fast = asyncio.run(run())
+    slow.release()
+    assert reply.text == "fast" and judge.hedger.sent == 1 and to_fast >= 1
+    assert judge.pool.endpoints[0].state == "closed"  # a cancelled request says nothing of its health
+
+
+def test_hedge_after_is_validated():
+    for bad in (-1.0, 0.5):
+        with pytest.raises(ValueError, match="hedge_after must be 0"):
+            JudgeConfig(base_url="http://127.0.0.1:1/v1", model="m", hedge_after=bad).validate()
