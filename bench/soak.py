@@ -1,11 +1,11 @@
 """A long run of training-like steps against misbehaving judges, through verl's own reward workers.
 
-    python bench/soak.py [--minutes 20] [--clean-minutes 4] [--prompts 32] [--out soak/]
+    python bench/soak.py [--minutes 20] [--clean-minutes 4] [--prompts 128] [--out soak/]
 
 Steps as a training run sends them in verl's streaming mode: every step, ``--prompts`` prompts x 8
 rollouts under new uids, each rollout alone to a random reward worker (``compute_score.remote``, one
 sample), in shuffled order; hydra_configs/writing_rl.yaml as shipped (groups of 8, the reference
-curriculum advancing, two judge endpoints). The judges (tests/judge_server.py, one process each) answer
+curriculum advancing, two judge endpoints) with hedged requests on (``judge.hedge_after=1.5``). The judges (tests/judge_server.py, one process each) answer
 cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: latency spikes, 429 bursts with and
 without Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no
 verdict) for ``--minutes``; in both phases the second endpoint is killed every ``--kill-every-s`` and
@@ -196,12 +196,13 @@ class Minute:
 
 
 def open_groups() -> int:
+    """Groups the curriculum scheduler holds open (Writing-RL judges each rollout as it arrives)."""
     import ray
 
-    from writing_rl.reward_loop.collector import collector_name
+    from writing_rl.reward_loop.curriculum import scheduler_name
 
     try:
-        return ray.get(ray.get_actor(collector_name()).stats.remote(), timeout=30)["open"]
+        return ray.get(ray.get_actor(scheduler_name()).stats.remote(), timeout=30)["open_groups"]
     except (ValueError, ray.exceptions.GetTimeoutError):
         return -1
 
@@ -209,8 +210,8 @@ def open_groups() -> int:
 def run_soak(
     minutes: float,
     clean_minutes: float,
-    prompts: int = 32,
-    prompt_pool: int = 256,
+    prompts: int = 128,
+    prompt_pool: int = 1024,
     workers: int = 2,
     latency_s: float = 0.05,
     capacity: int = 64,
@@ -244,6 +245,7 @@ def run_soak(
             f"reward.reward_kwargs.judge.base_url=[{judges[0].base_url},{judges[1].base_url}]",
             "reward.reward_kwargs.judge.model=scripted-judge",
             f"reward.reward_kwargs.judge.max_concurrency={capacity}",
+            "reward.reward_kwargs.judge.hedge_after=1.5",  # (off by default: each copy is a paid call)
             f"reward.reward_kwargs.curriculum.state_dir={tmp / 'curriculum'}",
             f"actor_rollout_ref.rollout.n={GROUP}",
             *overrides,
@@ -358,7 +360,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=20.0, help="chaos phase")
     parser.add_argument("--clean-minutes", type=float, default=4.0)
-    parser.add_argument("--prompts", type=int, default=32, help="prompts per step (x 8 rollouts)")
+    parser.add_argument("--prompts", type=int, default=128, help="prompts per step (x 8 rollouts)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--capacity", type=int, default=64)

@@ -26,3 +26,16 @@ def settings(tmp_path, **kw):
     values = dict(state_dir=str(tmp_path / "state"), checkpoint_dir=str(tmp_path / "ckpt"))
     values.update(kw)
     return CurriculumConfig(**values)
+
+
+def scheduler_alive() -> bool:
+    """Whether this Ray job's curriculum scheduler actor exists (it goes with the workers that made it)."""
+    import ray
+
+    from writing_rl.reward_loop.curriculum import scheduler_name
+
+    try:
+        ray.get_actor(scheduler_name())
+    except ValueError:
+        return False
+    return True

@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 import ray
+from curriculum_helpers import scheduler_alive
 
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum import ReferenceScheduler, get_or_create_scheduler, scheduler_name
+from writing_rl.reward_loop.curriculum import ReferenceScheduler, get_or_create_scheduler
 from writing_rl.reward_loop.curriculum_log import read_state
 
 from conftest import REPO_DIR
@@ -115,14 +116,6 @@ def test_kill_9_of_the_scheduler_actor_loses_no_acknowledged_advance(ray_cluster
     finally:
         ray.kill(handle, no_restart=True)
     assert wait_until(lambda: not scheduler_alive())
-
-
-def scheduler_alive() -> bool:
-    try:
-        ray.get_actor(scheduler_name())
-    except ValueError:
-        return False
-    return True
 
 
 def test_kill_9_of_a_whole_ray_cluster(tmp_path):

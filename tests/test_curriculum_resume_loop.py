@@ -6,6 +6,7 @@ import os
 import signal
 
 import ray
+from curriculum_helpers import scheduler_alive
 from test_curriculum_reward_loop import step_batch
 
 from writing_rl.reward_loop.config import CurriculumConfig
@@ -29,14 +30,6 @@ def save_checkpoint(checkpoint_dir, step: int) -> None:
     """verl's _save_checkpoint: global_step_S/ first, the tracker file last."""
     (checkpoint_dir / f"global_step_{step}").mkdir(parents=True)
     (checkpoint_dir / "latest_checkpointed_iteration.txt").write_text(str(step))
-
-
-def scheduler_alive() -> bool:
-    try:
-        ray.get_actor(scheduler_name())
-    except ValueError:
-        return False
-    return True
 
 
 def live_state() -> dict:

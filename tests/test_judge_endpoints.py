@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from writing_rl.judge import JudgeConnectionError, JudgeUnavailable, OpenAIJudge, SampleJudge
+from writing_rl.judge import JudgeConnectionError, JudgeHTTPError, JudgeUnavailable, OpenAIJudge, SampleJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.endpoints import BUSY, CLOSED, ERROR, FAILED, HALF_OPEN, OK, OPEN, Endpoint, EndpointPool
 
@@ -372,3 +372,36 @@ async def complete_and_close(judge):
         return await judge.complete(MESSAGES)
     finally:
         await judge.close()
+
+
+def test_a_sporadic_error_reply_is_retried_at_once_a_failing_server_after_a_backoff(judge_server):
+    """A step waits for its slowest sample: a 500 from servers whose replies are mostly fine goes round the
+    endpoints again at once; servers that mostly fail get the backoff schedule."""
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    def sporadic(body, index):  # every 10th reply a 500; the test's call gets two of them
+        return Reply(status=500, body=b"oops") if index % 10 == 9 else Reply(content="[[A]]")
+
+    servers = [judge_server(script=sporadic), judge_server(script=sporadic)]
+    settings = {"model": "m", "max_retries": 4, "backoff_base_s": 1.0}
+    judge = OpenAIJudge(JudgeConfig(base_url=[s.base_url for s in servers], **settings), sleep=record)
+
+    async def run():
+        for _ in range(18):  # each server: 9 replies, all fine
+            await judge.complete(MESSAGES)
+        reply = await judge.complete(MESSAGES)  # A's 10th: 500, B's 10th: 500, then A again
+        await judge.close()
+        return reply
+
+    reply = asyncio.run(run())
+    assert reply.text == "[[A]]" and reply.attempts == 3 and waits == [0.0, 0.0]
+
+    waits.clear()
+    failing = [judge_server(script=lambda body, index: Reply(status=503, body=b"down")) for _ in range(2)]
+    judge = OpenAIJudge(JudgeConfig(base_url=[s.base_url for s in failing], **settings), sleep=record)
+    with pytest.raises(JudgeHTTPError):
+        asyncio.run(complete_and_close(judge))
+    assert waits[0] == 0.0 and 1.0 <= waits[1] <= 2.0  # after each had its try: backed off

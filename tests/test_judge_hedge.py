@@ -48,13 +48,18 @@ class Endpoints:
         self.dropped.append((endpoint, answer.status))
 
 
+def warm(hedger, latency_s):
+    for _ in range(100):  # no hedging before 100 replies
+        hedger.observe(latency_s)
+
+
 def hedged(hedger, endpoints, slots=10, other="b"):
     return hedger.post(endpoints.send, "a", lambda: other, endpoints.drop, slots)
 
 
 def test_a_stuck_request_is_answered_by_its_hedge_and_then_cancelled():
     hedger, endpoints = Hedger(hedge_after=2.0), Endpoints(gated={"a"})
-    hedger.observe(0.005)
+    warm(hedger, 0.005)
 
     async def run():
         return await hedged(hedger, endpoints)
@@ -64,18 +69,22 @@ def test_a_stuck_request_is_answered_by_its_hedge_and_then_cancelled():
     assert hedger.in_flight == 0
 
 
-def test_no_hedge_before_any_latency_is_known_when_off_or_when_the_request_answers_in_time():
+def test_no_hedge_before_100_replies_when_off_or_when_the_request_answers_in_time():
+    hedger = Hedger(hedge_after=1.0)
+    for _ in range(99):
+        hedger.observe(0.001)
+    assert hedger.latency is None
     for hedge_after, latency in ((2.0, None), (0.0, 0.005), (1000.0, 0.005)):
         hedger, endpoints = Hedger(hedge_after), Endpoints()
         if latency is not None:
-            hedger.observe(latency)
+            warm(hedger, latency)
         assert asyncio.run(hedged(hedger, endpoints)) == ("a", Answer(200))
         assert endpoints.sent == ["a"] and hedger.sent == 0
 
 
 def test_hedges_in_flight_stay_within_a_tenth_of_the_concurrency_limit():
     hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a", "b"})
-    hedger.observe(0.001)
+    warm(hedger, 0.001)
 
     async def run():
         calls = [asyncio.ensure_future(hedged(hedger, endpoints, slots=20)) for _ in range(6)]
@@ -94,7 +103,7 @@ def test_hedges_in_flight_stay_within_a_tenth_of_the_concurrency_limit():
 
 def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
     hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a"}, status={"b": 500})
-    hedger.observe(0.001)
+    warm(hedger, 0.001)
 
     async def run():
         call = asyncio.ensure_future(hedged(hedger, endpoints))
@@ -106,7 +115,7 @@ def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
     assert asyncio.run(run()) == ("a", Answer(200)) and endpoints.dropped == [("b", 500)]
 
     hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a"}, status={"a": 503, "b": 502})
-    hedger.observe(0.001)
+    warm(hedger, 0.001)
 
     async def both_fail():
         call = asyncio.ensure_future(hedged(hedger, endpoints))
@@ -127,7 +136,7 @@ def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
     judge = OpenAIJudge(JudgeConfig(**settings), concurrency=8)
 
     async def run():
-        for _ in range(10):  # the judge's usual latency
+        for _ in range(100):  # the judge's usual latency
             await judge.complete(MESSAGES)
         held["on"] = True
         before = len(fast.requests)
@@ -148,3 +157,13 @@ def test_hedge_after_is_validated():
     for bad in (-1.0, 0.5):
         with pytest.raises(ValueError, match="hedge_after must be 0"):
             JudgeConfig(base_url="http://127.0.0.1:1/v1", model="m", hedge_after=bad).validate()
+
+
+def test_the_threshold_is_the_95th_percentile_of_recent_replies():
+    hedger = Hedger(hedge_after=1.5)
+    for n in range(200):
+        hedger.observe(1.0 if n % 50 == 0 else 0.01)  # 2% slow: the threshold ignores them
+    assert hedger.latency == 0.01
+    for n in range(200):
+        hedger.observe(1.0 if n % 10 == 0 else 0.01)  # 10% slow: that is how this judge answers
+    assert hedger.latency == 1.0

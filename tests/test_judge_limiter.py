@@ -43,10 +43,17 @@ def replay(limit: AimdLimit, events: str) -> list[int]:
         # a decrease always takes at least one slot: 3 x 0.9 = 2.7 would keep 3
         ({"max_limit": 3}, "oo", [2, 1]),
         ({"max_limit": 2}, "oooooooooo", [1] * 10),
-        # additive increase: one slot per clean round of `limit` replies
-        ({"max_limit": 10, "decrease": 0.5}, "o" + "s" * 6, [5, 5, 5, 5, 5, 6, 6]),
+        # after a decrease, half the way back to the peak per clean round of `limit` replies
+        ({"max_limit": 10, "decrease": 0.5}, "o" + "s" * 6, [5, 5, 5, 5, 5, 7, 7]),
         # any rate-limit signal, even an ignored one, starts the round again
-        ({"max_limit": 10, "decrease": 0.5}, "o" + "ssss" + "x" + "sssss", [5] * 10 + [6]),
+        ({"max_limit": 10, "decrease": 0.5}, "o" + "ssss" + "x" + "sssss", [5] * 10 + [7]),
+        # a signal before the limit is back lowers the peak halfway: 10 -> 5, back to 7.5, refused (peak
+        # 8.75) -> 3.75, back to 6.25 then 7.5; at the peak, one slot per round
+        (
+            {"max_limit": 10, "decrease": 0.5},
+            "o" + "s" * 5 + "o" + "s" * 3 + "s" * 6 + "s" * 7,
+            [5] * 5 + [7, 3, 3, 3] + [6] * 6 + [7] * 7 + [8],
+        ),
         # grows back to the configured limit and stops there
         ({"max_limit": 3, "decrease": 0.5}, "o" + "s" * 6, [1, 2, 2, 3, 3, 3, 3]),
         # no growth while the client does not use its limit
@@ -59,6 +66,28 @@ def replay(limit: AimdLimit, events: str) -> list[int]:
 )
 def test_aimd_rules(settings, events, slots):
     assert replay(AimdLimit(**settings), events) == slots
+
+
+def test_signals_within_one_latency_of_a_decrease_are_one_signal():
+    """429s come back at once: a burst of them within the time one request is served is one decrease."""
+    limit = AimdLimit(max_limit=20)
+    replay(limit, "s" * 5)  # the judge's latency: 1 s
+    assert limit.on_overload(limit.epoch, now=100.0) and limit.slots == 18
+    assert not limit.on_overload(limit.epoch, now=100.9)  # a request sent after it, refused at once
+    assert limit.on_overload(limit.epoch, now=101.1) and limit.slots == 16
+    assert limit.on_overload(limit.epoch) and limit.slots == 14  # no clock given: the round rule alone
+
+
+def test_a_passing_burst_of_429s_costs_a_few_rounds_not_thousands_of_replies():
+    limit = AimdLimit(max_limit=64)
+    for _ in range(6):
+        limit.on_overload(limit.epoch)
+    assert limit.slots == 34
+    replies = 0
+    while limit.slots < 64:
+        limit.on_success(1.0)
+        replies += 1
+    assert replies < 400  # one slot per round from 34 would take 1,455
 
 
 def test_growth_waits_while_latency_rises_and_resumes_once_it_holds():

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Collection
+from urllib.parse import urlsplit, urlunsplit
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 # How a request to an endpoint ended: a reply; no reply (connection error, timeout); a 429 or a 503 asking
@@ -33,6 +34,15 @@ CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 OK, FAILED, BUSY, ERROR = "ok", "failed", "busy", "error"
 ERROR_WINDOW = 20  # replies over which the share of error replies is taken
 ERROR_SHARE = 0.5  # the share of error replies among them that opens the breaker
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password and query string, safe to print."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @dataclass(eq=False)  # compared (and hashed) by identity: each is one live endpoint's state
@@ -91,6 +101,10 @@ class EndpointPool:
         """Whether an endpoint not in ``tried`` would take a request now (a retry can go there at once)."""
         now = self.clock()
         return any(e not in tried and e.state == CLOSED and e.rest_until <= now for e in self.endpoints)
+
+    def mostly_answers(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` is closed and its error replies are under the share that opens the breaker."""
+        return endpoint.state == CLOSED and sum(endpoint.replies) < ERROR_SHARE * max(1, len(endpoint.replies))
 
     def _takes_requests(self, endpoint: Endpoint) -> bool:
         if endpoint.state == CLOSED:

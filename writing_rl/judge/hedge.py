@@ -2,34 +2,47 @@
 
 A training step waits for its slowest reward, so one stuck request (a replica that stalls, a GC pause, a
 connection that silently died) costs the whole step its latency. When a request has been in flight
-``hedge_after`` times the judge's average latency, a copy goes to another endpoint (the same one when
-there is only one); the first reply wins and the other request is cancelled. At most a tenth of the
-client's concurrency limit (at least one) are hedges at a time, so a judge that slows down as a whole
-is not sent twice the load.
+``hedge_after`` times the judge's 95th-percentile latency (over its last ``LATENCY_WINDOW`` replies), a
+copy goes to another endpoint (the same one when there is only one); the first reply wins and the other
+request is cancelled. Waiting for the 95th percentile keeps the copies to a few percent of requests
+however the judge's latency is spread (as "The Tail at Scale" recommends); and at most a tenth of the
+client's concurrency limit (at least one) are copies at a time, so a judge that slows down as a whole is
+not sent twice the load.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Awaitable, Callable, TypeVar
 
 E = TypeVar("E")  # an endpoint
 A = TypeVar("A")  # what one request got (http._Answer: its ``status``)
 
 HEDGE_SHARE = 0.1  # of the concurrency limit: hedges in flight at most
-LATENCY_ALPHA = 0.02  # the average latency follows about the last 100 replies
+LATENCY_WINDOW = 200  # replies the percentile is taken over
+REFRESH_EVERY = 20  # replies between two computations of the percentile
+MIN_REPLIES = 100  # no hedging before: a percentile of fewer replies says little
+PERCENTILE = 0.95
 
 
 class Hedger:
     def __init__(self, hedge_after: float):
         self.hedge_after = hedge_after  # 0: never hedge
-        self.latency: float | None = None
+        self.latency: float | None = None  # the 95th-percentile latency; None before MIN_REPLIES replies
         self.in_flight = 0
         self.sent = 0  # hedges sent so far
+        self._recent: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._since_refresh = 0
 
     def observe(self, latency_s: float) -> None:
         """A reply came back after ``latency_s``."""
-        self.latency = latency_s if self.latency is None else self.latency + LATENCY_ALPHA * (latency_s - self.latency)
+        self._recent.append(latency_s)
+        self._since_refresh += 1
+        if len(self._recent) >= MIN_REPLIES and (self._since_refresh >= REFRESH_EVERY or self.latency is None):
+            self._since_refresh = 0
+            ordered = sorted(self._recent)
+            self.latency = ordered[int(PERCENTILE * (len(ordered) - 1))]
 
     async def post(
         self,
@@ -43,34 +56,45 @@ class Hedger:
         goes (None: nowhere); ``drop(endpoint, answer)``: a losing request that did end (its endpoint's
         count goes down)."""
         request = send(first)  # (counted against ``first`` now, whichever way it is awaited)
-        budget = max(1, int(slots * HEDGE_SHARE))
-        if not self.hedge_after or self.latency is None or self.in_flight >= budget:
+        if not self.hedge_after or self.latency is None:
             return first, await request
         primary = asyncio.ensure_future(request)
-        done, _ = await asyncio.wait({primary}, timeout=self.hedge_after * self.latency)
-        second_endpoint = None if done or self.in_flight >= budget else other()
-        if second_endpoint is None:
-            return first, await primary
-        self.sent += 1
-        self.in_flight += 1
+        owners = {primary: first}
         try:
-            owners = {primary: first, asyncio.ensure_future(send(second_endpoint)): second_endpoint}
-            pending = set(owners)
-            while True:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                answered = next((t for t in done if t.result().status == 200), None)
-                if answered is not None or not pending:
-                    winner = answered or done.pop()
-                    for task in done - {winner}:
-                        drop(owners[task], task.result())
-                    for task in pending:
-                        task.cancel()  # (a cancelled request tells its endpoint itself)
-                    return owners[winner], winner.result()
-                for task in done:  # a failure while the other may still answer
-                    drop(owners[task], task.result())
+            delay = self.hedge_after * self.latency
+            while not (await asyncio.wait({primary}, timeout=delay))[0]:
+                if self.in_flight < max(1, int(slots * HEDGE_SHARE)):  # else every copy allowed is out: later
+                    break
+            second_endpoint = None if primary.done() else other()
+            if second_endpoint is None:
+                return first, await primary
+            self.sent += 1
+            self.in_flight += 1
+            hedge = asyncio.ensure_future(send(second_endpoint))
+            owners[hedge] = second_endpoint
+            try:
+                return await self._first_reply(owners, drop)
+            finally:
+                self.in_flight -= 1
         except BaseException:
             for task in owners:
-                task.cancel()
+                task.cancel()  # (a cancelled request tells its endpoint itself)
             raise
-        finally:
-            self.in_flight -= 1
+
+    @staticmethod
+    async def _first_reply(owners: dict, drop: Callable) -> tuple:
+        """The first 200 among the requests in ``owners`` (task -> endpoint), else the last failure; the
+        others are cancelled, or dropped when they already ended."""
+        pending = set(owners)
+        while True:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            answered = next((t for t in done if t.result().status == 200), None)
+            if answered is not None or not pending:
+                winner = answered or done.pop()
+                for task in done - {winner}:
+                    drop(owners[task], task.result())
+                for task in pending:
+                    task.cancel()
+                return owners[winner], winner.result()
+            for task in done:  # a failure while the other may still answer
+                drop(owners[task], task.result())

@@ -9,7 +9,10 @@ the request waits (``Retry-After``, else backoff) and queues again, for at most 
 A failed request is sent again at once to an endpoint the call has not tried since it last backed off;
 once every endpoint that takes requests has had its try, the call backs off (``backoff_base_s``,
 ``backoff_max_s``, or the server's ``Retry-After``) before going round again. So an outage of every
-endpoint costs the call backoff waits, not a burst of retries that ends it at once.
+endpoint costs the call backoff waits, not a burst of retries that ends it at once. A reply that failed
+(a 5xx, a body that cannot be read) from a server whose replies are mostly fine is sporadic: the call
+goes round again at once, since a training step waits for its slowest sample and a backoff there is
+paid by the whole step.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -38,13 +40,13 @@ from writing_rl.judge.base import (
     is_context_length_error,
 )
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import BUSY, ERROR, FAILED, OK, Choice, Endpoint, EndpointPool
+from writing_rl.judge.endpoints import BUSY, ERROR, FAILED, OK, Choice, Endpoint, EndpointPool, redact_url
 from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
 from writing_rl.judge.replies import message_content
 from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
 
-__all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content", "redact_url"]
+__all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content"]
 
 # The least wait after a 429, even one saying ``Retry-After: 0``: else a judge answering every request
 # so would be sent a tight loop of requests until rate_limit_wait_s. 10 ms, or a tenth of the judge's
@@ -61,15 +63,6 @@ class JudgeStats:
     rate_limited: int = 0  # 429s received
     concurrency_limit: int = 0  # the adaptive limit now
     limit_decreases: int = 0
-
-
-def redact_url(url: str) -> str:
-    """The URL without user:password and query string, safe to print."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
@@ -249,12 +242,13 @@ class OpenAIJudge:
         if answer.error is not None:
             self._finished(endpoint, answer, FAILED, answer.cause)
             if answer.error is JudgeTimeout:
-                self._overloaded(ticket)
-            return self._retry_or_raise(call, endpoint, answer.error(endpoint.shown, answer.cause, call.attempt), None)
+                self._overloaded(ticket, endpoint)
+            error = answer.error(endpoint.shown, answer.cause, call.attempt)
+            return self._retry_or_raise(call, endpoint, error, None, replied=False)
         status, raw = answer.status, answer.raw
         if status == 200:
             self._finished(endpoint, answer, OK)
-            self._gate.on_success(ticket, latency)
+            self._gate.on_success(ticket, latency, endpoint)
             self.stats.concurrency_limit = self.limit.slots
             try:
                 return self._read_reply(raw, answer.start, call, endpoint.shown)
@@ -270,7 +264,7 @@ class OpenAIJudge:
         retry_after = None
         if status in (429, 503):
             retry_after = parse_retry_after(answer.retry_after, self.config.retry_after_max_s)
-            self._overloaded(ticket)
+            self._overloaded(ticket, endpoint)
         if status == 429:
             self._finished(endpoint, answer, BUSY, rest_s=retry_after)
             return self._rate_limited(call, endpoint, text, retry_after)
@@ -282,12 +276,16 @@ class OpenAIJudge:
             raise self._final(call, error)
         return self._retry_or_raise(call, endpoint, error, retry_after)
 
-    def _overloaded(self, ticket: Ticket) -> None:
-        if self._gate.on_overload(ticket):
+    def _overloaded(self, ticket: Ticket, endpoint: Endpoint) -> None:
+        if self._gate.on_overload(ticket, endpoint):
             self.stats.limit_decreases += 1
         self.stats.concurrency_limit = self.limit.slots
 
-    def _retry_or_raise(self, call: _Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None) -> float:
+    def _retry_or_raise(
+        self, call: _Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None, replied: bool = True
+    ) -> float:
+        """The wait before the call's next attempt; raises once max_retries are spent. ``replied``: the
+        failure was a reply (not a timeout or a dropped connection)."""
         call.failures += 1
         call.failed_on = endpoint
         call.tried.add(endpoint)
@@ -297,12 +295,15 @@ class OpenAIJudge:
         if self.pool.another_takes_requests(call.tried):
             return 0.0  # fail over at once to an endpoint this call has not tried since it backed off
         call.tried.clear()  # each endpoint that takes requests had its try: back off, then go round again
+        if replied and retry_after is None and self.pool.mostly_answers(endpoint):
+            return 0.0
         return retry_delay(call.failures - 1, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
 
     def _rate_limited(self, call: _Call, endpoint: Endpoint, text: str, retry_after: float | None) -> float:
         """A 429: wait (Retry-After, else backoff) and queue again, until rate_limit_wait_s has passed."""
         self.stats.rate_limited += 1
         call.rate_limited += 1
+        call.failed_on = endpoint  # the next request prefers another endpoint (a 429 uses no retry)
         now = time.monotonic()
         if call.rate_limit_deadline is None:
             call.rate_limit_deadline = now + self.config.rate_limit_wait_s

@@ -12,10 +12,20 @@ AIMD (additive increase, multiplicative decrease, as TCP's congestion window):
 - a rate-limit signal (429, 503, a timeout) multiplies the limit by ``concurrency_decrease`` (0.9), and
   takes at least one slot away (else a small limit, 3 x 0.9 = 2.7, would keep its slots and the request
   over capacity would be refused again at once); at most once per round: a signal from a request sent
-  before the last decrease is ignored (its round was already paid for). The decrease is gentle (not
-  TCP's 0.5): against an endpoint that refuses with an immediate 429, a request over its capacity costs
-  a cheap refusal while a slot left unused costs throughput, so the limit should stay just under the
-  capacity rather than halve below it.
+  before the last decrease is ignored (its round was already paid for), and so is one that comes less
+  than the judge's usual latency after the last decrease (a 429 comes back at once: a burst of them
+  would otherwise take many rounds' decreases in the time one request is served). The decrease is
+  gentle (not TCP's 0.5): against an endpoint that refuses with an immediate 429, a request over its
+  capacity costs a cheap refusal while a slot left unused costs throughput, so the limit should stay
+  just under the capacity rather than halve below it;
+- an endpoint that refuses everything (a provider's rate window, a gateway shedding all load) is not
+  overloaded by us: while it has refused since it last answered, its further signals are ignored (the
+  first one already cut the limit; fewer requests would not make it answer sooner);
+- after a decrease the limit climbs back fast towards where it was (``peak``), half the distance per
+  clean round (as BIC-TCP's binary search), then one slot per round again: a burst of 429s that has
+  passed (a provider's rate window) costs a few rounds, not thousands of replies. A signal that comes
+  after the limit grew but before it is back lowers the peak halfway to where it was refused, so under
+  a lasting overload the peak settles at the capacity.
 
 A refused request keeps its slot while it waits to be sent again (``http.py``): otherwise the next queued
 request would take the place just refused and be refused at once, a storm of 429s.
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -53,13 +64,17 @@ class AimdLimit:
     epoch: int = field(default=0, init=False)
     decreases: int = field(default=0, init=False)
     clean: int = field(default=0, init=False)  # replies since the last change or rate-limit signal
+    peak: float = field(init=False)  # the limit to climb back to fast after a decrease
+    decreased_at: float | None = field(default=None, init=False)
+    grown: bool = field(default=False, init=False)  # the limit grew since the last decrease
+    refusing: set = field(default_factory=set, init=False)  # sources that refused since they last answered
     short_latency: float | None = field(default=None, init=False)
     long_latency: float | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.max_limit = max(1, self.max_limit)
         self.min_limit = max(1, min(self.min_limit, self.max_limit))
-        self.limit = float(self.max_limit)
+        self.limit = self.peak = float(self.max_limit)
 
     @property
     def slots(self) -> int:
@@ -70,26 +85,43 @@ class AimdLimit:
             return True
         return self.short_latency <= self.latency_tolerance * self.long_latency
 
-    def on_success(self, latency_s: float, saturated: bool = True) -> None:
-        """A reply came back (any answer that is not a rate-limit signal); ``saturated``: its request was
-        sent with every slot taken."""
+    def on_success(self, latency_s: float, saturated: bool = True, source: object = None) -> None:
+        """A reply came back (any answer that is not a rate-limit signal) from ``source`` (the endpoint);
+        ``saturated``: its request was sent with every slot taken."""
         if not self.adaptive:
             return
+        self.refusing.discard(source)
         self.short_latency = _ewma(self.short_latency, latency_s, self.short_alpha)
         self.long_latency = _ewma(self.long_latency, latency_s, self.long_alpha)
         if not (saturated and self.latency_holds()):
             return
         self.clean += 1
         if self.clean >= self.slots:
-            self.limit = min(float(self.max_limit), self.limit + 1.0)
+            step = max(1.0, (self.peak - self.limit) / 2)
+            self.limit = min(float(self.max_limit), self.limit + step)
             self.clean = 0
+            self.grown = True
 
-    def on_overload(self, sent_epoch: int) -> bool:
-        """A rate-limit signal for a request sent in ``sent_epoch``; True when the limit went down."""
+    def on_overload(self, sent_epoch: int, now: float | None = None, source: object = None) -> bool:
+        """A rate-limit signal from ``source`` (None: unnamed) for a request sent in ``sent_epoch``, arriving
+        at ``now`` (seconds, any monotonic clock; None: no time rule); True when the limit went down."""
         self.clean = 0  # any signal, even one from an earlier round: no growth this round
         if not self.adaptive or sent_epoch < self.epoch:
             return False
+        if source is not None:
+            if source in self.refusing:
+                return False
+            self.refusing.add(source)
+        if now is not None and self.decreased_at is not None and self.long_latency is not None:
+            if now - self.decreased_at < self.long_latency:
+                return False
+        if self.limit >= self.peak:
+            self.peak = self.limit
+        elif self.grown:  # refused again on the way back up: the capacity lies below the peak
+            self.peak = (self.peak + self.limit) / 2
+        self.grown = False
         self.limit = max(float(self.min_limit), min(self.limit * self.decrease, self.slots - 1.0))
+        self.decreased_at = now
         self.epoch += 1
         self.decreases += 1
         return True
@@ -150,9 +182,9 @@ class Gate:
                 self.in_flight += 1
                 waiter.set_result(None)
 
-    def on_success(self, ticket: Ticket, latency_s: float) -> None:
-        self.limit.on_success(latency_s, ticket.saturated)
+    def on_success(self, ticket: Ticket, latency_s: float, source: object = None) -> None:
+        self.limit.on_success(latency_s, ticket.saturated, source)
         self.wake()
 
-    def on_overload(self, ticket: Ticket) -> bool:
-        return self.limit.on_overload(ticket.epoch)
+    def on_overload(self, ticket: Ticket, source: object = None) -> bool:
+        return self.limit.on_overload(ticket.epoch, time.monotonic(), source)

@@ -197,8 +197,13 @@ class ReferenceScheduler:
         return {"levels": self.table.as_dict(), "source": self.source, "checkpoint": self.checkpoint, "seq": self.seq}
 
     def stats(self) -> dict:
-        """WAL counters (bench/curriculum_scheduler.py)."""
-        return {"records": self.log.written, "fsyncs": self.log.fsyncs, "seq": self.seq}
+        """WAL counters (bench/curriculum_scheduler.py) and the groups judged one rollout at a time still open."""
+        return {
+            "records": self.log.written,
+            "fsyncs": self.log.fsyncs,
+            "seq": self.seq,
+            "open_groups": len(self.groups.open),
+        }
 
     async def flush(self) -> None:
         """Return once everything applied so far is on disk."""
