@@ -345,7 +345,7 @@ def plot(result: dict, path: Path) -> str:
         chaos = next((x for x, m in zip(xs, minutes) if m["phase"] == "chaos"), None)
         if chaos is not None:
             axes.axvline(chaos - 0.5, color="grey", linestyle="--")
-            axes.text(chaos - 0.4, 0, "chaos on", color="grey")
+            axes.text(chaos - 0.4, 0.02, "chaos on", color="grey", transform=axes.get_xaxis_transform())
         rss = axes.twinx()
         for colour, name in zip(PALETTE, sorted(minutes[-1]["rss"])):
             rss.plot(xs, [m["rss"].get(name, float("nan")) for m in minutes], color=colour, label=name)
