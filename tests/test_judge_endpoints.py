@@ -399,6 +399,24 @@ def test_a_sporadic_error_reply_is_retried_at_once_a_failing_server_after_a_back
     reply = asyncio.run(run())
     assert reply.text == "[[A]]" and reply.attempts == 3 and waits == [0.0, 0.0]
 
+    waits.clear()  # failing on and on: a second round goes at once too, then the backoff
+
+    def twice(body, index):
+        return Reply(status=500, body=b"oops") if index in (9, 10) else Reply(content="[[A]]")
+
+    servers = [judge_server(script=twice), judge_server(script=twice)]
+    judge = OpenAIJudge(JudgeConfig(base_url=[s.base_url for s in servers], **settings), sleep=record)
+
+    async def third():
+        for _ in range(18):
+            await judge.complete(MESSAGES)
+        reply = await judge.complete(MESSAGES)  # A, B, A, B: 500s; back off, then A answers
+        await judge.close()
+        return reply
+
+    assert asyncio.run(third()).attempts == 5
+    assert waits[:3] == [0.0, 0.0, 0.0] and 4.0 <= waits[3] <= 8.0 and len(waits) == 4
+
     waits.clear()
     failing = [judge_server(script=lambda body, index: Reply(status=503, body=b"down")) for _ in range(2)]
     judge = OpenAIJudge(JudgeConfig(base_url=[s.base_url for s in failing], **settings), sleep=record)

@@ -29,6 +29,7 @@ class Endpoints:
         self.gates = {name: asyncio.Event() for name in gated}
         self.status = status or {}
         self.sent, self.cancelled, self.dropped = [], [], []
+        self.on_return = None  # called with the endpoint as its request ends
 
     def send(self, endpoint):
         self.sent.append(endpoint)  # counted when called, as the client counts it
@@ -39,6 +40,8 @@ class Endpoints:
             if endpoint in self.gates:
                 await self.gates[endpoint].wait()
             await asyncio.sleep(0)
+            if self.on_return is not None:
+                self.on_return(endpoint)
             return Answer(self.status.get(endpoint, 200))
         except asyncio.CancelledError:
             self.cancelled.append(endpoint)
@@ -167,3 +170,46 @@ def test_the_threshold_is_the_95th_percentile_of_recent_replies():
     for n in range(200):
         hedger.observe(1.0 if n % 10 == 0 else 0.01)  # 10% slow: that is how this judge answers
     assert hedger.latency == 1.0
+
+
+def test_a_call_cancelled_just_as_its_request_ends_still_tells_the_endpoint():
+    hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a", "b"})
+    warm(hedger, 0.001)
+
+    async def run():
+        call = asyncio.ensure_future(hedged(hedger, endpoints))
+        await until(lambda: endpoints.sent == ["a", "b"])
+        endpoints.on_return = lambda endpoint: call.cancel()  # cancelled in the step its request ends
+        endpoints.gates["a"].set()
+        await asyncio.gather(call, return_exceptions=True)
+        return call
+
+    assert asyncio.run(run()).cancelled()
+    assert endpoints.dropped == [("a", 200)] and endpoints.cancelled == ["b"] and hedger.in_flight == 0
+
+
+def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server):
+    held = {"on": False}
+    slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
+    failing = judge_server(
+        script=lambda request, index: Reply(status=500, body=b"oops") if held["on"] else Reply(content="ok")
+    )
+    settings = {"base_url": [slow.base_url, failing.base_url], "model": "m", "hedge_after": 3.0}
+    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=8)
+
+    async def run():
+        for _ in range(100):
+            await judge.complete(MESSAGES)
+        held["on"] = True
+        while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
+            await judge.complete(MESSAGES)  # (may fail over; until the held server is next in line)
+        call = asyncio.ensure_future(judge.complete(MESSAGES))
+        await until(lambda: judge.hedger.sent == 1 and judge.pool.endpoints[1].in_flight == 0)
+        errors = list(judge.pool.endpoints[1].replies).count(True)
+        slow.release()
+        reply = await call
+        await judge.close()
+        return reply, errors
+
+    reply, errors = asyncio.run(run())
+    assert reply.text == "slow" and errors >= 1  # the copy's 500 was counted, not taken for a cancel

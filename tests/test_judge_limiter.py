@@ -43,16 +43,17 @@ def replay(limit: AimdLimit, events: str) -> list[int]:
         # a decrease always takes at least one slot: 3 x 0.9 = 2.7 would keep 3
         ({"max_limit": 3}, "oo", [2, 1]),
         ({"max_limit": 2}, "oooooooooo", [1] * 10),
-        # after a decrease, half the way back to the peak per clean round of `limit` replies
-        ({"max_limit": 10, "decrease": 0.5}, "o" + "s" * 6, [5, 5, 5, 5, 5, 7, 7]),
+        # after a decrease, back towards the peak per clean round of `limit` replies: half the way, a
+        # quarter of the limit at most (5 -> 6.25)
+        ({"max_limit": 10, "decrease": 0.5}, "o" + "s" * 6, [5, 5, 5, 5, 5, 6, 6]),
         # any rate-limit signal, even an ignored one, starts the round again
-        ({"max_limit": 10, "decrease": 0.5}, "o" + "ssss" + "x" + "sssss", [5] * 10 + [7]),
-        # a signal before the limit is back lowers the peak halfway: 10 -> 5, back to 7.5, refused (peak
-        # 8.75) -> 3.75, back to 6.25 then 7.5; at the peak, one slot per round
+        ({"max_limit": 10, "decrease": 0.5}, "o" + "ssss" + "x" + "sssss", [5] * 10 + [6]),
+        # a signal after the limit grew but before it is back lowers the peak halfway (10 -> 8.125) and
+        # the climb starts again from the cut: 6.25 -> 3.125, +1 per round, then a quarter
         (
             {"max_limit": 10, "decrease": 0.5},
-            "o" + "s" * 5 + "o" + "s" * 3 + "s" * 6 + "s" * 7,
-            [5] * 5 + [7, 3, 3, 3] + [6] * 6 + [7] * 7 + [8],
+            "o" + "s" * 5 + "o" + "s" * 3 + "s" * 4 + "s" * 5 + "s" * 5,
+            [5] * 5 + [6] + [3] * 3 + [4] * 4 + [5] * 5 + [6] * 6,
         ),
         # grows back to the configured limit and stops there
         ({"max_limit": 3, "decrease": 0.5}, "o" + "s" * 6, [1, 2, 2, 3, 3, 3, 3]),

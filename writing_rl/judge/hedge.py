@@ -53,8 +53,8 @@ class Hedger:
         slots: int,
     ) -> tuple[E, A]:
         """``send(first)``, hedged: (the endpoint that answered first, its answer). ``other()``: where a hedge
-        goes (None: nowhere); ``drop(endpoint, answer)``: a losing request that did end (its endpoint's
-        count goes down)."""
+        goes (None: nowhere); ``drop(endpoint, answer)``: a request that ended but is not the answer (its
+        endpoint learns how it ended)."""
         request = send(first)  # (counted against ``first`` now, whichever way it is awaited)
         if not self.hedge_after or self.latency is None:
             return first, await request
@@ -76,9 +76,12 @@ class Hedger:
                 return await self._first_reply(owners, drop)
             finally:
                 self.in_flight -= 1
-        except BaseException:
-            for task in owners:
-                task.cancel()  # (a cancelled request tells its endpoint itself)
+        except BaseException:  # cancelled (or worse): no request may leave its endpoint's count behind
+            for task, endpoint in owners.items():
+                if not task.done():
+                    task.cancel()  # (a cancelled request tells its endpoint itself)
+                elif not task.cancelled() and task.exception() is None:
+                    drop(endpoint, task.result())  # it ended just as we were cancelled
             raise
 
     @staticmethod

@@ -20,9 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -39,6 +37,7 @@ from writing_rl.judge.base import (
     Messages,
     is_context_length_error,
 )
+from writing_rl.judge.calls import Answer, Call, JudgeStats
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.endpoints import BUSY, ERROR, FAILED, OK, Choice, Endpoint, EndpointPool, redact_url
 from writing_rl.judge.hedge import Hedger
@@ -55,56 +54,11 @@ RATE_LIMIT_FLOOR_S = 0.01
 RATE_LIMIT_FLOOR_LATENCY = 0.1
 
 
-@dataclass
-class JudgeStats:
-    requests: int = 0  # HTTP requests sent
-    retries: int = 0  # attempts after a failure (429s not counted: see rate_limited)
-    failures: Counter = field(default_factory=Counter)
-    rate_limited: int = 0  # 429s received
-    concurrency_limit: int = 0  # the adaptive limit now
-    limit_decreases: int = 0
-
-
 def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
     """The typed error for a non-200 reply: a prompt too long for the judge's context has its own."""
     if is_context_length_error(status, body):
         return JudgeContextLengthError(endpoint, status, body, attempts)
     return JudgeHTTPError(endpoint, status, body, attempts)
-
-
-@dataclass
-class _Answer:
-    """What one HTTP request got: a status and body, or an error before any reply."""
-
-    start: float
-    status: int = 0
-    raw: bytes = b""
-    retry_after: str | None = None
-    error: type[JudgeError] | None = None  # JudgeTimeout or JudgeConnectionError
-    cause: str = ""
-    sent_in: int = 0  # the endpoint's breaker trips when sent (EndpointPool.started)
-
-
-@dataclass
-class _Call:
-    """One ``complete`` call across its requests."""
-
-    failures: int = 0  # failed attempts so far (each used one of max_retries)
-    rate_limited: int = 0
-    limit: int = 0  # the concurrency limit when the last request was sent
-    rate_limit_deadline: float | None = None
-    down_deadline: float | None = None  # while no endpoint takes requests: when to give up; None otherwise
-    failed_on: Endpoint | None = None
-    tried: set[Endpoint] = field(default_factory=set)  # endpoints failed on since the call last backed off
-
-    @property
-    def attempt(self) -> int:
-        return self.failures + 1
-
-    @property
-    def avoid(self) -> set[Endpoint]:
-        """Endpoints the next request goes to only when no other takes requests."""
-        return self.tried | {self.failed_on} if self.failed_on is not None else self.tried
 
 
 class OpenAIJudge:
@@ -160,7 +114,8 @@ class OpenAIJudge:
         # aiohttp sessions and asyncio futures belong to one event loop: make them in the running one.
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
-            connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
+            # (room for the hedges beyond the limit's slots: a copy must not queue for a connection)
+            connector = aiohttp.TCPConnector(limit=self.concurrency + max(1, self.concurrency // 10), ttl_dns_cache=300)
             timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self._headers)
             self._gate = Gate(self.limit)
@@ -171,7 +126,7 @@ class OpenAIJudge:
     async def complete(self, messages: Messages) -> JudgeReply:
         session = self._ensure_session()
         body = self._request_body(messages)
-        call = _Call()
+        call = Call()
         while True:
             ticket = await self._gate.acquire()
             choice = self.pool.choose(avoid=call.avoid)
@@ -187,7 +142,7 @@ class OpenAIJudge:
                     lambda e: self._post(session, e, body),
                     sent_to,
                     lambda tried=sent_to: self.pool.choose(avoid={tried}).endpoint,
-                    lambda e, a: self._finished(e, a, None),
+                    self._dropped,
                     ticket.limit,
                 )
                 if answer.status == 200:
@@ -204,16 +159,16 @@ class OpenAIJudge:
                 return outcome
             await self._sleep(outcome)
 
-    def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[_Answer]:
+    def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[Answer]:
         """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before
         the exchange is scheduled) and returns the exchange."""
-        answer = _Answer(time.perf_counter(), sent_in=self.pool.started(endpoint))  # latency: on the wire
+        answer = Answer(time.perf_counter(), sent_in=self.pool.started(endpoint))  # latency: on the wire
         self.stats.requests += 1
         return self._exchange(session, endpoint, body, answer)
 
     async def _exchange(
-        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes, answer: _Answer
-    ) -> _Answer:
+        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes, answer: Answer
+    ) -> Answer:
         try:
             async with session.post(endpoint.url, data=body) as resp:
                 answer.status, answer.raw = resp.status, await resp.read()
@@ -227,8 +182,18 @@ class OpenAIJudge:
             raise
         return answer
 
+    def _dropped(self, endpoint: Endpoint, answer: Answer) -> None:
+        """A hedged request that ended but is not the call's answer: its endpoint still learns the outcome."""
+        retry_after = answer.status in (429, 503) and answer.retry_after is not None
+        if answer.error is not None:
+            self._finished(endpoint, answer, FAILED, answer.cause)
+        elif answer.status == 429 or retry_after:
+            self._finished(endpoint, answer, BUSY)
+        else:
+            self._finished(endpoint, answer, ERROR if answer.status >= 500 else OK, f"HTTP {answer.status}")
+
     def _finished(
-        self, endpoint: Endpoint, answer: _Answer, outcome: str | None, error: str | None = None, rest_s=None
+        self, endpoint: Endpoint, answer: Answer, outcome: str | None, error: str | None = None, rest_s=None
     ) -> None:
         """Tell the pool how ``answer``'s request ended, and wake the calls waiting for an endpoint."""
         self.pool.finished(endpoint, outcome, error, rest_s, answer.sent_in)
@@ -236,7 +201,7 @@ class OpenAIJudge:
             self._changed.set_result(None)
         self._changed = asyncio.get_running_loop().create_future()
 
-    def _settle(self, call: _Call, endpoint: Endpoint, answer: _Answer, ticket: Ticket) -> JudgeReply | float:
+    def _settle(self, call: Call, endpoint: Endpoint, answer: Answer, ticket: Ticket) -> JudgeReply | float:
         """The reply, or the seconds to wait before the call's next request; raises the call's final error."""
         latency = time.perf_counter() - answer.start
         if answer.error is not None:
@@ -282,7 +247,7 @@ class OpenAIJudge:
         self.stats.concurrency_limit = self.limit.slots
 
     def _retry_or_raise(
-        self, call: _Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None, replied: bool = True
+        self, call: Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None, replied: bool = True
     ) -> float:
         """The wait before the call's next attempt; raises once max_retries are spent. ``replied``: the
         failure was a reply (not a timeout or a dropped connection)."""
@@ -295,11 +260,17 @@ class OpenAIJudge:
         if self.pool.another_takes_requests(call.tried):
             return 0.0  # fail over at once to an endpoint this call has not tried since it backed off
         call.tried.clear()  # each endpoint that takes requests had its try: back off, then go round again
-        if replied and retry_after is None and self.pool.mostly_answers(endpoint):
+        # A sporadic failure: one more round over the endpoints at once; a call failing on and on backs off.
+        if (
+            replied
+            and retry_after is None
+            and call.failures <= len(self.pool.endpoints)
+            and self.pool.mostly_answers(endpoint)
+        ):
             return 0.0
         return retry_delay(call.failures - 1, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
 
-    def _rate_limited(self, call: _Call, endpoint: Endpoint, text: str, retry_after: float | None) -> float:
+    def _rate_limited(self, call: Call, endpoint: Endpoint, text: str, retry_after: float | None) -> float:
         """A 429: wait (Retry-After, else backoff) and queue again, until rate_limit_wait_s has passed."""
         self.stats.rate_limited += 1
         call.rate_limited += 1
@@ -322,7 +293,7 @@ class OpenAIJudge:
         floor = max(RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (self.limit.long_latency or 0.0))
         return min(max(retry_after, floor), left)
 
-    async def _wait_for_endpoint(self, call: _Call, choice: Choice) -> None:
+    async def _wait_for_endpoint(self, call: Call, choice: Choice) -> None:
         """No endpoint takes requests now: wait until one may (or one's request ends), within the call's
         all_down_timeout_s (all failing) or rate_limit_wait_s (all resting after a Retry-After)."""
         now = time.monotonic()
@@ -346,17 +317,17 @@ class OpenAIJudge:
         wait = deadline - now if choice.wait_s is None else min(choice.wait_s, deadline - now)
         await asyncio.wait([self._changed], timeout=max(wait, 0.001))
 
-    def _final(self, call: _Call, error: JudgeError) -> JudgeError:
+    def _final(self, call: Call, error: JudgeError) -> JudgeError:
         """The error the call raises, with what it met on the way."""
         error.rate_limited = call.rate_limited
         error.concurrency_limit = call.limit
         self.stats.failures[error.kind] += 1
         return error
 
-    def _met(self, call: _Call) -> dict:
+    def _met(self, call: Call) -> dict:
         return {"rate_limited": call.rate_limited, "concurrency_limit": call.limit}
 
-    def _read_reply(self, raw: bytes, start: float, call: _Call, shown: str) -> JudgeReply:
+    def _read_reply(self, raw: bytes, start: float, call: Call, shown: str) -> JudgeReply:
         try:
             data = json.loads(raw)
             choice = data["choices"][0]

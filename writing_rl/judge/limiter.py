@@ -22,7 +22,8 @@ AIMD (additive increase, multiplicative decrease, as TCP's congestion window):
   overloaded by us: while it has refused since it last answered, its further signals are ignored (the
   first one already cut the limit; fewer requests would not make it answer sooner);
 - after a decrease the limit climbs back fast towards where it was (``peak``), half the distance per
-  clean round (as BIC-TCP's binary search), then one slot per round again: a burst of 429s that has
+  clean round (as BIC-TCP's binary search; at most a quarter of the limit at a time, so a limit far
+  below its peak after a long overload does not leap back into it), then one slot per round again: a burst of 429s that has
   passed (a provider's rate window) costs a few rounds, not thousands of replies. A signal that comes
   after the limit grew but before it is back lowers the peak halfway to where it was refused, so under
   a lasting overload the peak settles at the capacity.
@@ -97,7 +98,7 @@ class AimdLimit:
             return
         self.clean += 1
         if self.clean >= self.slots:
-            step = max(1.0, (self.peak - self.limit) / 2)
+            step = max(1.0, min((self.peak - self.limit) / 2, self.limit / 4))  # (a quarter at most: no overshoot)
             self.limit = min(float(self.max_limit), self.limit + step)
             self.clean = 0
             self.grown = True

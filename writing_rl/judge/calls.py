@@ -1,0 +1,54 @@
+"""What the HTTP client keeps per call and per request (http.py), and its counters."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from writing_rl.judge.base import JudgeError
+from writing_rl.judge.endpoints import Endpoint
+
+
+@dataclass
+class JudgeStats:
+    requests: int = 0  # HTTP requests sent
+    retries: int = 0  # attempts after a failure (429s not counted: see rate_limited)
+    failures: Counter = field(default_factory=Counter)
+    rate_limited: int = 0  # 429s received
+    concurrency_limit: int = 0  # the adaptive limit now
+    limit_decreases: int = 0
+
+
+@dataclass
+class Answer:
+    """What one HTTP request got: a status and body, or an error before any reply."""
+
+    start: float
+    status: int = 0
+    raw: bytes = b""
+    retry_after: str | None = None
+    error: type[JudgeError] | None = None  # JudgeTimeout or JudgeConnectionError
+    cause: str = ""
+    sent_in: int = 0  # the endpoint's breaker trips when sent (EndpointPool.started)
+
+
+@dataclass
+class Call:
+    """One ``complete`` call across its requests."""
+
+    failures: int = 0  # failed attempts so far (each used one of max_retries)
+    rate_limited: int = 0
+    limit: int = 0  # the concurrency limit when the last request was sent
+    rate_limit_deadline: float | None = None
+    down_deadline: float | None = None  # while no endpoint takes requests: when to give up; None otherwise
+    failed_on: Endpoint | None = None
+    tried: set[Endpoint] = field(default_factory=set)  # endpoints failed on since the call last backed off
+
+    @property
+    def attempt(self) -> int:
+        return self.failures + 1
+
+    @property
+    def avoid(self) -> set[Endpoint]:
+        """Endpoints the next request goes to only when no other takes requests."""
+        return self.tried | {self.failed_on} if self.failed_on is not None else self.tried
