@@ -45,6 +45,14 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def reply_outcome(status: int, pause_asked: bool) -> str:
+    """How a reply with ``status`` ended for its endpoint: ``BUSY`` for a 429, or a 503 asking for a pause
+    (``Retry-After``); ``ERROR`` for another 5xx; else ``OK``."""
+    if status == 429 or (status == 503 and pause_asked):
+        return BUSY
+    return ERROR if status >= 500 else OK
+
+
 @dataclass(eq=False)  # compared (and hashed) by identity: each is one live endpoint's state
 class Endpoint:
     url: str  # the chat-completions URL requests go to

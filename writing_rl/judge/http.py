@@ -39,7 +39,7 @@ from writing_rl.judge.base import (
 )
 from writing_rl.judge.calls import Answer, Call, JudgeStats
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import BUSY, ERROR, FAILED, OK, Choice, Endpoint, EndpointPool, redact_url
+from writing_rl.judge.endpoints import BUSY, FAILED, OK, Choice, Endpoint, EndpointPool, redact_url, reply_outcome
 from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
 from writing_rl.judge.replies import message_content
@@ -184,13 +184,11 @@ class OpenAIJudge:
 
     def _dropped(self, endpoint: Endpoint, answer: Answer) -> None:
         """A hedged request that ended but is not the call's answer: its endpoint still learns the outcome."""
-        retry_after = answer.status in (429, 503) and answer.retry_after is not None
         if answer.error is not None:
             self._finished(endpoint, answer, FAILED, answer.cause)
-        elif answer.status == 429 or retry_after:
-            self._finished(endpoint, answer, BUSY)
         else:
-            self._finished(endpoint, answer, ERROR if answer.status >= 500 else OK, f"HTTP {answer.status}")
+            outcome = reply_outcome(answer.status, answer.retry_after is not None)
+            self._finished(endpoint, answer, outcome, f"HTTP {answer.status}")
 
     def _finished(
         self, endpoint: Endpoint, answer: Answer, outcome: str | None, error: str | None = None, rest_s=None
@@ -233,8 +231,7 @@ class OpenAIJudge:
         if status == 429:
             self._finished(endpoint, answer, BUSY, rest_s=retry_after)
             return self._rate_limited(call, endpoint, text, retry_after)
-        busy = status == 503 and retry_after is not None  # a pause asked for: busy, not dead
-        outcome = BUSY if busy else ERROR if status >= 500 else OK
+        outcome = reply_outcome(status, retry_after is not None)  # a 503 asking for a pause: busy, not dead
         self._finished(endpoint, answer, outcome, f"HTTP {status}", retry_after)
         error = http_error(endpoint.shown, status, text, call.attempt)
         if isinstance(error, JudgeContextLengthError) or not is_retryable_status(status):
