@@ -126,8 +126,14 @@ def test_the_429_floor_grows_with_the_judges_usual_latency(judge_server):
         waits.append(seconds)
 
     judge = OpenAIJudge(JudgeConfig(base_url=judge_server(script=script).base_url, model="m"), sleep=record)
-    judge.limit.long_latency = 3.0  # as if the judge usually took 3 s: the floor is a tenth of it
-    assert run(complete_and_close(judge)).rate_limited == 1
+
+    async def complete_slow_judge():
+        judge._ensure_session()
+        (upstream,) = judge.upstreams.values()
+        upstream.limit.long_latency = 3.0  # as if the judge usually took 3 s: the floor is a tenth of it
+        return await complete_and_close(judge)
+
+    assert run(complete_slow_judge()).rate_limited == 1
     assert waits == [pytest.approx(0.3)]
 
 

@@ -17,10 +17,12 @@ from writing_rl.judge.base import (
     NoJudge,
     SampleJudge,
 )
+from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.http import OpenAIJudge
 
 __all__ = [
     "Judge",
+    "JudgeConfig",
     "JudgeConnectionError",
     "JudgeContextLengthError",
     "JudgeError",

@@ -78,6 +78,7 @@ class Choice:
     endpoint: Endpoint | None
     wait_s: float | None = None
     down: bool = False
+    full: tuple = ()  # endpoints that would take the request but have no room now: wait for room there
 
 
 @dataclass
@@ -87,10 +88,11 @@ class EndpointPool:
     cooldown_s: float = 10.0
     clock: Callable[[], float] = field(default=time.monotonic)
 
-    def choose(self, avoid: Collection[Endpoint] = ()) -> Choice:
+    def choose(self, avoid: Collection[Endpoint] = (), room: Callable[[Endpoint], bool] | None = None) -> Choice:
         """The endpoint for the next request: a half-open one's probe first, else the fewest in flight
         among those taking requests, those in ``avoid`` (the ones this call just failed on) only when no
-        other can; ties go to the one sent fewest requests."""
+        other can; ties go to the one sent fewest requests. ``room(endpoint)``: whether its concurrency
+        limit lets one more request in (a probe always goes)."""
         now = self.clock()
         for endpoint in self.endpoints:
             if endpoint.state == OPEN and now - endpoint.opened_at >= self.cooldown_s:
@@ -102,20 +104,32 @@ class EndpointPool:
         if not awake:
             return Choice(None, min(e.rest_until for e in healthy) - now)
         preferred = [e for e in awake if e not in avoid] or awake
+        open_now = [e for e in preferred if room is None or e.state == HALF_OPEN or room(e)]
+        if not open_now:
+            return Choice(None, full=tuple(preferred))
         # A due probe goes first: its endpoint's in-flight count is requests left from before it opened.
-        return Choice(min(preferred, key=lambda e: (e.state != HALF_OPEN, e.in_flight, e.sent, e.index)))
+        return Choice(min(open_now, key=lambda e: (e.state != HALF_OPEN, e.in_flight, e.sent, e.index)))
 
     def another_takes_requests(self, tried: Collection[Endpoint]) -> bool:
         """Whether an endpoint not in ``tried`` would take a request now (a retry can go there at once)."""
         now = self.clock()
-        return any(e not in tried and e.state == CLOSED and e.rest_until <= now for e in self.endpoints)
+        return any(e not in tried and self._closed(e) and e.rest_until <= now for e in self.endpoints)
+
+    def takes_now(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` would take a request now (its breaker lets one through, no pause asked)."""
+        return self._takes_requests(endpoint) and endpoint.rest_until <= self.clock()
 
     def mostly_answers(self, endpoint: Endpoint) -> bool:
         """Whether ``endpoint`` is closed and its error replies are under the share that opens the breaker."""
-        return endpoint.state == CLOSED and sum(endpoint.replies) < ERROR_SHARE * max(1, len(endpoint.replies))
+        return self._closed(endpoint) and sum(endpoint.replies) < ERROR_SHARE * max(1, len(endpoint.replies))
+
+    def _closed(self, endpoint: Endpoint) -> bool:
+        """Its breaker is closed, or this pool has none (one endpoint: another client's pool may share it
+        and open it; this one still sends there)."""
+        return endpoint.state == CLOSED or self.max_failures is None
 
     def _takes_requests(self, endpoint: Endpoint) -> bool:
-        if endpoint.state == CLOSED:
+        if self._closed(endpoint):
             return True
         return endpoint.state == HALF_OPEN and not endpoint.probing  # one probe at a time
 

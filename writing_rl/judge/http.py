@@ -2,8 +2,9 @@
 
 vLLM (`vllm serve`), verl's reward router, DashScope's compatible mode, OpenRouter and OpenAI all speak
 this protocol. One client per reward worker: it keeps one aiohttp session (connection pool) per event
-loop, bounds requests in flight with an adaptive limit (``limiter.py``), sends each request to the least
-loaded healthy endpoint (``endpoints.py``) and retries what is worth retrying. A 429 is not a failure:
+loop, keeps to its own concurrency, sends each request to the least loaded healthy endpoint
+(``endpoints.py``) that has room under its adaptive limit (``limiter.py``; both shared by every client of
+the loop that talks to that endpoint: ``upstream.py``) and retries what is worth retrying. A 429 is not a failure:
 the request waits (``Retry-After``, else backoff) and queues again, for at most ``rate_limit_wait_s``.
 
 A failed request is sent again at once to an endpoint the call has not tried since it last backed off;
@@ -21,6 +22,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import aiohttp
 
@@ -28,22 +30,31 @@ from writing_rl.judge.base import (
     JudgeConnectionError,
     JudgeContextLengthError,
     JudgeError,
-    JudgeHTTPError,
     JudgeRateLimited,
     JudgeReply,
     JudgeResponseError,
     JudgeTimeout,
     JudgeUnavailable,
     Messages,
-    is_context_length_error,
 )
 from writing_rl.judge.calls import Answer, Call, JudgeStats
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import BUSY, FAILED, OK, Choice, Endpoint, EndpointPool, redact_url, reply_outcome
+from writing_rl.judge.endpoints import (
+    BUSY,
+    FAILED,
+    OK,
+    OPEN,
+    Choice,
+    Endpoint,
+    EndpointPool,
+    redact_url,
+    reply_outcome,
+)
 from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
-from writing_rl.judge.replies import message_content
+from writing_rl.judge.replies import http_error, message_content, read_completion
 from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
+from writing_rl.judge.upstream import LoopShared, Upstream, loop_shared, upstream_for, wait_for_room
 
 __all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content"]
 
@@ -52,13 +63,6 @@ __all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content"]
 # long-run latency when that is longer (a slot frees about once per latency / limit anyway).
 RATE_LIMIT_FLOOR_S = 0.01
 RATE_LIMIT_FLOOR_LATENCY = 0.1
-
-
-def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
-    """The typed error for a non-200 reply: a prompt too long for the judge's context has its own."""
-    if is_context_length_error(status, body):
-        return JudgeContextLengthError(endpoint, status, body, attempts)
-    return JudgeHTTPError(endpoint, status, body, attempts)
 
 
 class OpenAIJudge:
@@ -76,35 +80,44 @@ class OpenAIJudge:
         urls = config.endpoints
         self.endpoint = ", ".join(map(redact_url, urls))
         self.url = urls[0].rstrip("/") + "/chat/completions"
-        endpoints = [Endpoint(u.rstrip("/") + "/chat/completions", redact_url(u), i) for i, u in enumerate(urls)]
+        self._targets = [(u.rstrip("/") + "/chat/completions", redact_url(u)) for u in urls]
         # One endpoint: nowhere else to go, so no breaker (a call fails after its retries as always).
-        failures = config.endpoint_max_failures if len(endpoints) > 1 else None
-        self.pool = EndpointPool(endpoints, failures, config.endpoint_cooldown_s)
-        self.limit = AimdLimit(
+        self._max_failures = config.endpoint_max_failures if len(urls) > 1 else None
+        # Replaced by the endpoints every client of the running loop shares, once a loop runs (_ensure_session).
+        endpoints = [Endpoint(url, shown, i) for i, (url, shown) in enumerate(self._targets)]
+        self.pool = EndpointPool(endpoints, self._max_failures, config.endpoint_cooldown_s)
+        self.upstreams: dict[Endpoint, Upstream] = {}
+        self.stats = JudgeStats(concurrency_limit=self.concurrency)
+        self.hedger = Hedger(config.hedge_after)
+        self._headers = {"Content-Type": "application/json"}
+        self._api_key = config.api_key()
+        if self._api_key:
+            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._sampling = {"temperature": config.temperature, "top_p": config.top_p}
+        if config.max_tokens is not None:
+            self._sampling["max_tokens"] = config.max_tokens
+        self._session: aiohttp.ClientSession | None = None
+        self._gate: Gate | None = None  # this client's own concurrency
+        self._shared: LoopShared | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Requests this client may have in flight now: its own concurrency, or less where the endpoints'
+        adaptive limits together allow less."""
+        if not self.upstreams:
+            return self.concurrency
+        return min(self.concurrency, sum(u.limit.slots for u in self.upstreams.values()))
+
+    def _new_limit(self) -> AimdLimit:
+        config = self.config
+        return AimdLimit(
             self.concurrency,
             config.min_concurrency,
             config.concurrency_decrease,
             config.latency_tolerance,
             adaptive=config.adaptive_concurrency,
         )
-        self.stats = JudgeStats(concurrency_limit=self.limit.slots)
-        self.hedger = Hedger(config.hedge_after)
-        self._headers = {"Content-Type": "application/json"}
-        api_key = config.api_key()
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._sampling = {"temperature": config.temperature, "top_p": config.top_p}
-        if config.max_tokens is not None:
-            self._sampling["max_tokens"] = config.max_tokens
-        self._session: aiohttp.ClientSession | None = None
-        self._gate: Gate | None = None
-        self._changed: asyncio.Future | None = None  # set when an endpoint's request ends
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def concurrency_limit(self) -> int:
-        """Requests this client lets in flight now (the adaptive limit)."""
-        return self.limit.slots
 
     def _request_body(self, messages: Messages) -> bytes:
         payload = {"model": self.config.model, "messages": messages, **self._sampling, **self.config.extra_body}
@@ -118,8 +131,13 @@ class OpenAIJudge:
             connector = aiohttp.TCPConnector(limit=self.concurrency + max(1, self.concurrency // 10), ttl_dns_cache=300)
             timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self._headers)
-            self._gate = Gate(self.limit)
-            self._changed = loop.create_future()
+            self._gate = Gate(AimdLimit(self.concurrency, adaptive=False))
+            self._shared = loop_shared()
+            upstreams = [
+                upstream_for(self._shared, *target, self._api_key, self._new_limit()) for target in self._targets
+            ]
+            self.upstreams = {u.endpoint: u for u in upstreams}
+            self.pool = EndpointPool(list(self.upstreams), self._max_failures, self.config.endpoint_cooldown_s)
             self._loop = loop
         return self._session
 
@@ -128,36 +146,65 @@ class OpenAIJudge:
         body = self._request_body(messages)
         call = Call()
         while True:
-            ticket = await self._gate.acquire()
-            choice = self.pool.choose(avoid=call.avoid)
-            if choice.endpoint is None:
-                self._gate.release()
-                await self._wait_for_endpoint(call, choice)
-                continue
-            call.down_deadline = None  # an outage of every endpoint is over; a later one gets its own wait
-            call.limit = ticket.limit
-            sent_to = choice.endpoint
+            await self._gate.acquire()
             try:
-                endpoint, answer = await self.hedger.post(
-                    lambda e: self._post(session, e, body),
-                    sent_to,
-                    lambda tried=sent_to: self.pool.choose(avoid={tried}).endpoint,
-                    self._dropped,
-                    ticket.limit,
-                )
-                if answer.status == 200:
-                    self.hedger.observe(time.perf_counter() - answer.start)
-                outcome = self._settle(call, endpoint, answer, ticket)
-                if answer.status == 429:
-                    # The refused request waits in its slot: no other request takes the place just refused
-                    # (which would be refused again at once); then it queues again behind the others.
-                    await self._sleep(outcome)
-                    continue
+                taken = await self._take_room(call)
+                if isinstance(taken, Choice):
+                    outcome = taken  # no endpoint takes requests now
+                else:
+                    upstream, ticket = taken
+                    try:
+                        outcome = await self._attempt(session, body, call, upstream, ticket)
+                        if isinstance(outcome, _RateLimited):
+                            # The refused request waits in its place: no other request takes the room just
+                            # refused (it would be refused again at once); then it queues again behind the others.
+                            await self._sleep(outcome.wait_s)
+                            continue
+                    finally:
+                        upstream.give_back()
             finally:
                 self._gate.release()
             if isinstance(outcome, JudgeReply):
                 return outcome
-            await self._sleep(outcome)
+            if isinstance(outcome, Choice):
+                await self._wait_for_endpoint(call, outcome)
+            else:
+                await self._sleep(outcome)
+
+    async def _take_room(self, call: Call) -> tuple[Upstream, Ticket] | Choice:
+        """Room on the endpoint for the call's next request; the pool's choice when no endpoint takes one."""
+        while True:
+            choice = self.pool.choose(avoid=call.avoid, room=lambda e: self.upstreams[e].has_room())
+            if choice.endpoint is not None:
+                upstream = self.upstreams[choice.endpoint]
+                return upstream, upstream.take()
+            if not choice.full:
+                return choice
+            upstream = await wait_for_room(self.upstreams[e] for e in choice.full)
+            if upstream is not None and self.pool.takes_now(upstream.endpoint):
+                return upstream, upstream.ticket()
+            if upstream is not None:
+                upstream.give_back()  # it stopped taking requests while we waited: choose again
+
+    async def _attempt(
+        self, session: aiohttp.ClientSession, body: bytes, call: Call, upstream: Upstream, ticket: Ticket
+    ) -> JudgeReply | float | _RateLimited:
+        """One request (hedged when slow) to ``upstream``, settled."""
+        call.down_deadline = None  # an outage of every endpoint is over; a later one gets its own wait
+        call.limit = self.concurrency_limit
+        sent_to = upstream.endpoint
+        endpoint, answer = await self.hedger.post(
+            lambda e: self._post(session, e, body),
+            sent_to,
+            lambda: self.pool.choose(avoid={sent_to}).endpoint,
+            self._dropped,
+            call.limit,
+        )
+        if answer.status == 200:
+            self.hedger.observe(time.perf_counter() - answer.start)
+        # (a hedge took no room: its reply says nothing of its endpoint's limit being full)
+        outcome = self._settle(call, endpoint, answer, ticket if endpoint is sent_to else None)
+        return _RateLimited(outcome) if answer.status == 429 else outcome
 
     def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[Answer]:
         """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before
@@ -194,12 +241,13 @@ class OpenAIJudge:
         self, endpoint: Endpoint, answer: Answer, outcome: str | None, error: str | None = None, rest_s=None
     ) -> None:
         """Tell the pool how ``answer``'s request ended, and wake the calls waiting for an endpoint."""
+        was_open, rest_until = endpoint.state == OPEN, endpoint.rest_until
         self.pool.finished(endpoint, outcome, error, rest_s, answer.sent_in)
-        if not self._changed.done():
-            self._changed.set_result(None)
-        self._changed = asyncio.get_running_loop().create_future()
+        if (endpoint.state == OPEN and not was_open) or endpoint.rest_until > rest_until:
+            self.upstreams[endpoint].turn_away()  # those waiting for room there choose again
+        self._shared.notify()
 
-    def _settle(self, call: Call, endpoint: Endpoint, answer: Answer, ticket: Ticket) -> JudgeReply | float:
+    def _settle(self, call: Call, endpoint: Endpoint, answer: Answer, ticket: Ticket | None) -> JudgeReply | float:
         """The reply, or the seconds to wait before the call's next request; raises the call's final error."""
         latency = time.perf_counter() - answer.start
         if answer.error is not None:
@@ -211,8 +259,10 @@ class OpenAIJudge:
         status, raw = answer.status, answer.raw
         if status == 200:
             self._finished(endpoint, answer, OK)
-            self._gate.on_success(ticket, latency, endpoint)
-            self.stats.concurrency_limit = self.limit.slots
+            upstream = self.upstreams[endpoint]
+            upstream.limit.on_success(latency, ticket is not None and ticket.saturated, endpoint)
+            upstream.wake()  # (the limit may have grown)
+            self.stats.concurrency_limit = self.concurrency_limit
             try:
                 return self._read_reply(raw, answer.start, call, endpoint.shown)
             except JudgeResponseError as error:
@@ -238,10 +288,11 @@ class OpenAIJudge:
             raise self._final(call, error)
         return self._retry_or_raise(call, endpoint, error, retry_after)
 
-    def _overloaded(self, ticket: Ticket, endpoint: Endpoint) -> None:
-        if self._gate.on_overload(ticket, endpoint):
+    def _overloaded(self, ticket: Ticket | None, endpoint: Endpoint) -> None:
+        limit = self.upstreams[endpoint].limit
+        if limit.on_overload(limit.epoch if ticket is None else ticket.epoch, time.monotonic(), endpoint):
             self.stats.limit_decreases += 1
-        self.stats.concurrency_limit = self.limit.slots
+        self.stats.concurrency_limit = self.concurrency_limit
 
     def _retry_or_raise(
         self, call: Call, endpoint: Endpoint, error: JudgeError, retry_after: float | None, replied: bool = True
@@ -276,6 +327,7 @@ class OpenAIJudge:
         if call.rate_limit_deadline is None:
             call.rate_limit_deadline = now + self.config.rate_limit_wait_s
         left = call.rate_limit_deadline - now
+        latency = self.upstreams[endpoint].limit.long_latency  # the endpoint's usual latency
         if left <= 0:
             cause = (
                 f"HTTP 429 (rate limited) {call.rate_limited} time(s) over rate_limit_wait_s="
@@ -285,9 +337,9 @@ class OpenAIJudge:
         if retry_after is None:
             # Without Retry-After: about when a request in service ends (the judge's usual latency), growing
             # for a call refused again and again; the limiter, not this wait, keeps the load down.
-            scale = self.limit.long_latency or self.config.backoff_base_s
+            scale = latency or self.config.backoff_base_s
             retry_after = backoff_delay(min(call.rate_limited - 1, 3), scale, self.config.backoff_max_s)
-        floor = max(RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (self.limit.long_latency or 0.0))
+        floor = max(RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (latency or 0.0))
         return min(max(retry_after, floor), left)
 
     async def _wait_for_endpoint(self, call: Call, choice: Choice) -> None:
@@ -312,7 +364,7 @@ class OpenAIJudge:
                 raise self._final(call, JudgeRateLimited(self.endpoint, cause, call.attempt))
             deadline = call.rate_limit_deadline
         wait = deadline - now if choice.wait_s is None else min(choice.wait_s, deadline - now)
-        await asyncio.wait([self._changed], timeout=max(wait, 0.001))
+        await asyncio.wait([self._shared.next_change()], timeout=max(wait, 0.001))
 
     def _final(self, call: Call, error: JudgeError) -> JudgeError:
         """The error the call raises, with what it met on the way."""
@@ -326,29 +378,11 @@ class OpenAIJudge:
 
     def _read_reply(self, raw: bytes, start: float, call: Call, shown: str) -> JudgeReply:
         try:
-            data = json.loads(raw)
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            excerpt = raw[:200].decode(errors="replace")
-            raise JudgeResponseError(
-                shown, f"not a chat completion ({type(exc).__name__}): {excerpt!r}", call.attempt
-            ) from None
-        finish_reason = choice.get("finish_reason")
-        finish_reason = finish_reason if isinstance(finish_reason, str) else None
-        try:
-            text, refusal = message_content(message, finish_reason)
+            completion = read_completion(raw)
         except ValueError as exc:
-            raise JudgeResponseError(shown, f"no reply text: {exc}", call.attempt) from None
-        return JudgeReply(
-            text=text,
-            finish_reason=finish_reason,
-            latency_s=time.perf_counter() - start,
-            attempts=call.attempt,
-            refusal=refusal,
-            tokens=_total_tokens(data),
-            **self._met(call),
-        )
+            raise JudgeResponseError(shown, str(exc), call.attempt) from None
+        latency = time.perf_counter() - start
+        return JudgeReply(**completion, latency_s=latency, attempts=call.attempt, **self._met(call))
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
@@ -356,8 +390,8 @@ class OpenAIJudge:
         self._session = None
 
 
-def _total_tokens(data: object) -> int:
-    """``usage.total_tokens`` of a completion; 0 when the endpoint reports none (or nonsense)."""
-    usage = data.get("usage") if isinstance(data, dict) else None
-    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
+@dataclass(frozen=True)
+class _RateLimited:
+    """A 429: wait ``wait_s`` holding the request's place, then queue again."""
+
+    wait_s: float

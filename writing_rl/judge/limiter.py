@@ -1,4 +1,5 @@
-"""How many judge requests one client keeps in flight: an AIMD limit, and the asyncio gate that holds it.
+"""How many judge requests go to one endpoint at once: an AIMD limit (one per endpoint, shared by the
+clients of an event loop: ``upstream.py``), and the asyncio gate that holds a client to its own share.
 
 AIMD (additive increase, multiplicative decrease, as TCP's congestion window):
 
@@ -80,6 +81,13 @@ class AimdLimit:
     @property
     def slots(self) -> int:
         return max(self.min_limit, min(self.max_limit, math.floor(self.limit)))
+
+    def raise_ceiling(self, max_limit: int) -> None:
+        """A client asking for more concurrency shares this limit: it may grow up to ``max_limit`` (at once
+        if it was never lowered)."""
+        self.max_limit = max(self.max_limit, max_limit)
+        if not self.decreases:
+            self.limit = self.peak = float(self.max_limit)
 
     def latency_holds(self) -> bool:
         if self.short_latency is None or self.long_latency is None:

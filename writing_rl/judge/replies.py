@@ -1,8 +1,44 @@
-"""Reading the message of an OpenAI chat completion: its text and refusal, whatever shape the content has."""
+"""Reading an OpenAI chat completion: its text and refusal, whatever shape the content has; the typed error
+of a reply that is not one."""
 
 from __future__ import annotations
 
 import json
+
+from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, is_context_length_error
+
+
+def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
+    """The typed error for a non-200 reply: a prompt too long for the judge's context has its own."""
+    if is_context_length_error(status, body):
+        return JudgeContextLengthError(endpoint, status, body, attempts)
+    return JudgeHTTPError(endpoint, status, body, attempts)
+
+
+def read_completion(raw: bytes) -> dict:
+    """``text``, ``finish_reason``, ``refusal`` and ``tokens`` of a chat-completion body; a ValueError says
+    why it is not one."""
+    try:
+        data = json.loads(raw)
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        excerpt = raw[:200].decode(errors="replace")
+        raise ValueError(f"not a chat completion ({type(exc).__name__}): {excerpt!r}") from None
+    finish_reason = choice.get("finish_reason")
+    finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    try:
+        text, refusal = message_content(message, finish_reason)
+    except ValueError as exc:
+        raise ValueError(f"no reply text: {exc}") from None
+    return {"text": text, "finish_reason": finish_reason, "refusal": refusal, "tokens": _total_tokens(data)}
+
+
+def _total_tokens(data: object) -> int:
+    """``usage.total_tokens`` of a completion; 0 when the endpoint reports none (or nonsense)."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
 
 
 def _found(value: object) -> str:

@@ -1,0 +1,133 @@
+"""What every judge client in one event loop shares about one judge endpoint.
+
+Two reward fns, two judges or a judge and its health checks pointing at one server from one reward worker
+(a worker runs one event loop) must not overrun it, nor learn twice that it is down. So per endpoint (its
+chat-completions URL and API key: a provider's rate limit is per key) the clients of a loop share:
+
+- its circuit breaker and in-flight count (``endpoints.Endpoint``);
+- its adaptive concurrency limit (``limiter.AimdLimit``): at most ``limit.slots`` requests in flight
+  there from all the clients together; its 429s lower the limit for each of them. The limit's ceiling is
+  the largest concurrency a client asked for (each client still keeps to its own);
+- the queue of requests waiting for room there, first come first served. A request that may go to any of
+  several endpoints waits in the queue of each and takes the first room that frees.
+
+The first client's limiter settings hold for all. State lives as long as the loop: a new loop (each
+``asyncio.run``) starts fresh, so nothing learned about a server outlives the process that talked to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable
+from weakref import WeakKeyDictionary
+
+from writing_rl.judge.endpoints import Endpoint
+from writing_rl.judge.limiter import AimdLimit, Ticket
+
+
+@dataclass(eq=False)
+class Upstream:
+    endpoint: Endpoint
+    limit: AimdLimit
+    occupied: int = 0  # requests holding room here (in flight, or waiting after a 429 in their place)
+    waiters: deque = field(default_factory=deque)  # futures of requests waiting for room, oldest first
+
+    def has_room(self) -> bool:
+        return self.occupied < self.limit.slots and not self.waiters
+
+    def take(self) -> Ticket:
+        self.occupied += 1
+        return self.ticket()
+
+    def ticket(self) -> Ticket:
+        """For room already taken (``take``, or handed over by ``wake``): it took the last room (or others
+        were waiting), so its reply tests the limit."""
+        slots = self.limit.slots
+        return Ticket(self.limit.epoch, slots, self.occupied >= slots or bool(self.waiters))
+
+    def give_back(self) -> None:
+        self.occupied -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Hand the room now free to waiting requests (after a request ended, or once the limit grew)."""
+        while self.waiters and self.occupied < self.limit.slots:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                self.occupied += 1
+                waiter.set_result(self)
+
+    def turn_away(self) -> None:
+        """The endpoint stopped taking requests (its breaker opened, it asked for a pause): those waiting
+        for room here go and choose again."""
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self.waiters.clear()
+
+
+async def wait_for_room(upstreams: Iterable[Upstream]) -> Upstream | None:
+    """Queue behind the requests already waiting on each of ``upstreams``; the one whose room came first
+    (room already taken for the caller), or None when one turned its queue away."""
+    upstreams = list(upstreams)
+    waiter = asyncio.get_running_loop().create_future()
+    for upstream in upstreams:
+        upstream.waiters.append(waiter)
+    try:
+        return await waiter
+    except asyncio.CancelledError:
+        if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
+            waiter.result().give_back()  # room handed over just as we were cancelled
+        raise
+    finally:
+        for upstream in upstreams:
+            if waiter in upstream.waiters:
+                upstream.waiters.remove(waiter)
+            upstream.wake()  # room we might have been next for goes to the next in line
+
+
+@dataclass
+class LoopShared:
+    """The upstreams of one event loop, and a future set whenever a request to any of them ends (a call
+    waiting for an endpoint to come back wakes at it, whichever client's request it was)."""
+
+    upstreams: dict = field(default_factory=dict)
+    changed: asyncio.Future | None = None
+
+    def notify(self) -> None:
+        if self.changed is not None and not self.changed.done():
+            self.changed.set_result(None)
+        self.changed = None
+
+    def next_change(self) -> asyncio.Future:
+        if self.changed is None:
+            self.changed = asyncio.get_running_loop().create_future()
+        return self.changed
+
+
+_BY_LOOP: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def loop_shared() -> LoopShared:
+    """The shared state of the running loop."""
+    loop = asyncio.get_running_loop()
+    shared = _BY_LOOP.get(loop)
+    if shared is None:
+        shared = _BY_LOOP[loop] = LoopShared()
+    return shared
+
+
+def upstream_for(shared: LoopShared, url: str, shown: str, api_key: str | None, limit: AimdLimit) -> Upstream:
+    """The loop's upstream for ``url`` reached with ``api_key``; ``limit``: the settings a new one starts
+    with, and the concurrency this client asks for (the shared ceiling rises to the largest asked)."""
+    key = (url, hashlib.sha256((api_key or "").encode()).hexdigest())
+    upstream = shared.upstreams.get(key)
+    if upstream is None:
+        upstream = shared.upstreams[key] = Upstream(Endpoint(url, shown), limit)
+    elif limit.max_limit > upstream.limit.max_limit:
+        upstream.limit.raise_ceiling(limit.max_limit)
+        upstream.wake()
+    return upstream
