@@ -7,6 +7,7 @@ difference from ours is the client and the bookkeeping around it.
 from __future__ import annotations
 
 import asyncio
+from weakref import WeakKeyDictionary
 
 import aiohttp
 
@@ -28,6 +29,20 @@ async def sleep_only(data_source, solution_str, ground_truth, extra_info=None, *
     """verl's floor: the judge's latency with no client at all."""
     _request(solution_str, ground_truth, "m")
     await asyncio.sleep(latency_s)
+    return 1.0
+
+
+_SLOTS: WeakKeyDictionary = WeakKeyDictionary()  # event loop -> the judge's slots this worker may use
+
+
+async def sleep_capped(data_source, solution_str, ground_truth, extra_info=None, *, latency_s: float, slots: int, **_):
+    """verl's floor against a judge of limited capacity: the latency, at most ``slots`` at a time in this
+    worker (its share of the judge), still no client."""
+    _request(solution_str, ground_truth, "m")
+    loop = asyncio.get_running_loop()
+    gate = _SLOTS.get(loop) or _SLOTS.setdefault(loop, asyncio.Semaphore(slots))
+    async with gate:
+        await asyncio.sleep(latency_s)
     return 1.0
 
 

@@ -4,9 +4,11 @@
 
 A simulated OpenAI-compatible judge (tests/judge_server.py, in its own process) answers every request
 after a fixed latency, at most `capacity` at a time. verl's RewardLoopManager (local Ray) scores the
-same batch with four reward paths:
+same batch with these reward paths:
 
   floor       verl's `naive` manager + a fn that only sleeps the judge latency (no client at all)
+  floor@cap   the same, at most the worker's share of `capacity` sleeps at a time: verl's overhead with
+              the judge's capacity, the ceiling any client can reach here
   docs-style  verl's `naive` manager + a new aiohttp session per call, no limits (verl's GenRM examples)
   lean        verl's `naive` manager + one shared aiohttp session, one POST, minimal parsing
   ours        ParallelRewardManager + reward_fns.pairwise + OpenAIJudge (concurrency limit, retries,
@@ -104,7 +106,7 @@ PER_SAMPLE = [
 GROUP_SIZES = {"ours+groups": 8, "ours+groups16": 16}
 
 
-def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str) -> list[str]:
+def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str, slots: int) -> list[str]:
     if name == "ours":
         return ["reward.reward_kwargs.judge.max_concurrency=64", *PER_SAMPLE]
     if name in GROUP_SIZES:  # hydra_configs/writing_rl.yaml as shipped: group rendezvous + curriculum
@@ -113,7 +115,8 @@ def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: st
             f"reward.reward_kwargs.curriculum.state_dir={state_dir}",
             f"actor_rollout_ref.rollout.n={GROUP_SIZES[name]}",
         ]
-    fn = {"floor": "sleep_only", "docs-style": "docs_style", "lean": "lean"}[name]
+    fn = {"floor": "sleep_only", "floor@cap": "sleep_capped", "docs-style": "docs_style", "lean": "lean"}[name]
+    capped = [f"+reward.custom_reward_function.reward_kwargs.slots={slots}"] if name == "floor@cap" else []
     return [
         "reward.reward_manager.source=register",
         "reward.reward_manager.name=naive",
@@ -123,6 +126,7 @@ def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: st
         f"+reward.custom_reward_function.reward_kwargs.url={judge_url}/chat/completions",
         "+reward.custom_reward_function.reward_kwargs.model=sim-judge",
         f"+reward.custom_reward_function.reward_kwargs.latency_s={latency_s}",
+        *capped,
     ]
 
 
@@ -213,7 +217,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     results = []
     try:
-        for name in ("floor", "docs-style", "lean", "ours", "ours+groups", "ours+groups16"):
+        for name in ("floor", "floor@cap", "docs-style", "lean", "ours", "ours+groups", "ours+groups16"):
             config = compose(
                 "writing_rl",
                 [
@@ -221,7 +225,7 @@ def main() -> None:
                     f"reward.num_workers={args.workers}",
                     f"reward.reward_kwargs.judge.base_url={judge_url}",
                     "reward.reward_kwargs.judge.model=sim-judge",
-                    *variant_overrides(name, judge_url, latency_s, f"{tmp}/curriculum"),
+                    *variant_overrides(name, judge_url, latency_s, f"{tmp}/curriculum", args.capacity // args.workers),
                 ],
             )
             keep_rss = rss_batch if name in ("lean", "ours", "ours+groups") else None
@@ -238,10 +242,12 @@ def main() -> None:
         f"\n{args.samples} samples, judge {args.latency_ms:.0f} ms x {args.capacity} concurrent "
         f"(ideal {ideal:.0f}/s), {args.workers} reward workers, best of {args.repeats}\n"
     )
-    print(f"{'variant':<14}{'samples/s':>11}{'vs floor':>10}{'vs lean':>9}{'vs ideal':>10}{'worker CPU ms/sample':>22}")
+    header = f"{'variant':<14}{'samples/s':>11}{'vs floor':>10}{'vs floor@cap':>14}{'vs lean':>9}{'vs ideal':>10}"
+    print(f"{header}{'worker CPU ms/sample':>22}")
     for r in results:
         print(
             f"{r['name']:<14}{r['rate']:>11.0f}{r['rate'] / by_name['floor']['rate']:>10.2f}"
+            f"{r['rate'] / by_name['floor@cap']['rate']:>14.2f}"
             f"{r['rate'] / by_name['lean']['rate']:>9.2f}{r['rate'] / ideal:>10.2f}{r['cpu_ms']:>22.2f}"
         )
     for name in ("lean", "ours", "ours+groups"):
@@ -249,8 +255,12 @@ def main() -> None:
             peak, growth = by_name[name]["rss"]
             print(f"{name}: {args.rss_samples} more samples -> worker peak RSS {peak:.0f} MB (grew {growth:+.0f} MB)")
     print()
+    capped = by_name["floor@cap"]["rate"]
     for name in ("ours", "ours+groups", "ours+groups16"):
-        print(f"{name} / lean = {by_name[name]['rate'] / by_name['lean']['rate']:.3f} (target >= 0.95)")
+        rate = by_name[name]["rate"]
+        print(
+            f"{name} / lean = {rate / by_name['lean']['rate']:.3f} (target >= 0.95), / floor@cap = {rate / capped:.3f}"
+        )
 
 
 if __name__ == "__main__":
