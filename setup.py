@@ -24,6 +24,7 @@ setup(
         "transformers",
         "tokenizers",
         "tqdm",
+        "py3langid>=0.3",  # the `language` reward term (its model ships in the package)
     ],
     extras_require={
         # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by

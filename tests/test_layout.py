@@ -16,7 +16,7 @@ PACKAGES = ("writing_rl", "reward_fns", "data_prep")
 LAYERS = (
     ("writing_rl.files", "writing_rl.settings"),
     ("writing_rl.protocols",),
-    ("writing_rl.judge", "writing_rl.data"),
+    ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
     ("writing_rl.tools",),
 )

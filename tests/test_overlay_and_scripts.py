@@ -11,6 +11,7 @@ import yaml
 
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
+from writing_rl.terms import BUILTIN
 from writing_rl.tools.cli import main as cli
 
 from conftest import REPO_DIR
@@ -34,8 +35,9 @@ def test_yaml_lists_the_code_defaults():
     derived_from_trainer = ("checkpoint_dir", "resume_step", "resume")
     curriculum = {k: v for k, v in defaults_of(CurriculumConfig).items() if k not in derived_from_trainer}
     assert kwargs.pop("curriculum") == curriculum
+    assert kwargs.pop("terms") == {name: defaults_of(term) for name, term in BUILTIN.items()}
     manager_defaults = defaults_of(ManagerConfig)
-    for section in ("judge", "groups", "curriculum"):
+    for section in ("judge", "groups", "curriculum", "terms"):
         manager_defaults.pop(section)
     assert kwargs == manager_defaults
 

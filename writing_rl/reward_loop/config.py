@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.settings import ConfigError, build, get, plain, require
+from writing_rl.terms import RewardTerms
 
 ON_JUDGE_ERROR = ("loss", "neutral", "raise")
 ON_INCOMPLETE = ("fail", "score")
@@ -186,6 +187,8 @@ class ManagerConfig:
     max_judge_error_rate: float = 0.1
     max_parse_error_rate: float = 0.2
     max_incomplete_rate: float = 0.1
+    # ... and more than this share had a reward term fail (term_error: it raised or gave no finite number).
+    max_term_error_rate: float = 0.1
     # The window: a worker's last samples (verl sends each rollout to a random worker, so they are a
     # random sample of the run's), checked once it holds failure_min_samples.
     failure_window: int = 500
@@ -194,6 +197,8 @@ class ManagerConfig:
     # a run that never uses the section.
     groups: GroupConfig = field(default_factory=GroupConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    # reward.reward_kwargs.terms: rule-based terms added to the method's reward (writing_rl/terms/).
+    terms: RewardTerms = field(default_factory=RewardTerms)
 
     @classmethod
     def from_verl(
@@ -205,6 +210,7 @@ class ManagerConfig:
         reward = get(config, "reward", {}) or {}
         raw = plain(get(reward, "reward_kwargs", {}) or {})
         judge_raw = dict(raw.pop("judge", None) or {})
+        raw_terms = raw.pop("terms", None)
         raw["groups"] = GroupConfig.from_verl(config)
         raw["curriculum"] = CurriculumConfig.from_verl(config)
         if reward_router_address:
@@ -214,11 +220,13 @@ class ManagerConfig:
             judge_raw["model"] = judge_raw.get("model") or genrm_path
         judge = build(JudgeConfig, judge_raw, "reward.reward_kwargs.judge").validate()
         settings = build(cls, {**raw, "judge": judge}, "reward.reward_kwargs")
+        rollout = get(get(get(config, "actor_rollout_ref", {}) or {}, "rollout", {}) or {}, "response_length", None)
+        settings = replace(settings, terms=RewardTerms.from_config(raw_terms, rollout))
         if settings.on_judge_error not in ON_JUDGE_ERROR:
             raise ConfigError(
                 f"reward.reward_kwargs.on_judge_error must be one of {ON_JUDGE_ERROR}, got {settings.on_judge_error!r}"
             )
-        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_incomplete_rate"):
+        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_incomplete_rate", "max_term_error_rate"):
             value = getattr(settings, key)
             require(0.0 <= value <= 1.0, f"reward.reward_kwargs.{key} must be within 0-1, got {value}")
         require(

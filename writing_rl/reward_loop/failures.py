@@ -76,6 +76,7 @@ GUARDED = {
     "judge_error": ("max_judge_error_rate", "had a judge call fail after all its retries"),
     "parse_error": ("max_parse_error_rate", "got a judge reply the reward could not read"),
     "group_incomplete": ("max_incomplete_rate", "belonged to a group whose rollouts never all arrived"),
+    "term_error": ("max_term_error_rate", "had a reward term fail"),
 }
 
 
@@ -116,7 +117,7 @@ class FailureGuard:
             return
         for kind, count in self.counts.items():
             rate = count / len(self.recent)
-            if rate > self.limits[kind]:
+            if rate > self.limits.get(kind, 1.0):
                 raise FailureRateExceeded(self._message(kind, rate))
 
     def _message(self, kind: str, rate: float) -> str:

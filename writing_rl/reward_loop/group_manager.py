@@ -35,7 +35,6 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import numpy as np
 import ray
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
@@ -45,7 +44,7 @@ from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm
 from writing_rl.reward_loop.collector import GroupError, Member
 from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
-from writing_rl.reward_loop.scoring import WorkerScoring
+from writing_rl.reward_loop.scoring import WorkerScoring, prompt_text
 from writing_rl.settings import ConfigError
 
 # Calls Ray runs at once in an async actor left at its default max_concurrency, as verl leaves
@@ -122,21 +121,21 @@ class GroupRewardManager(RewardManagerBase):
             uid=str(fields["uid"]),
             text=sample.response,
             response_length=sample.response_length,
-            prompt=prompt_text(fields.get("raw_prompt"), ground_truth),
+            prompt=sample.prompt,
             data_source=str(fields.get("data_source")),
             ground_truth=ground_truth,
             extra_info=extra_info,
         )
         seat = await self.rendezvous.join(member, self.extras.expected_size(extra_info))
         if seat.failure is not None:
-            return await self._incomplete(member, seat.failure)
+            return await self._incomplete(sample, member, seat.failure)
         if seat.lead:
             results, judge = await self._lead(seat)
             mine = results[seat.index]
-            return self.scoring.finish(mine["score"], mine["info"], judge.latencies, mine["transcripts"])
+            return await self.scoring.finish(sample, mine["score"], mine["info"], judge.latencies, mine["transcripts"])
         mine = seat.result
         self.scoring.keys.check(mine["info"])
-        return self.scoring.finish(mine["score"], mine["info"], [], mine["transcripts"])
+        return await self.scoring.finish(sample, mine["score"], mine["info"], [], mine["transcripts"])
 
     async def _lead(self, seat: Seat) -> tuple[list[dict], Any]:
         judge = self.scoring.new_judge()
@@ -161,7 +160,7 @@ class GroupRewardManager(RewardManagerBase):
         self.rendezvous.publish(seat, results)
         return results, judge
 
-    async def _incomplete(self, member: Member, message: str) -> dict:
+    async def _incomplete(self, sample, member: Member, message: str) -> dict:
         """A member whose group never completed: a counted failure that pays the failure score. The group
         fn runs on it with a judge that makes no call, so the sample carries the fn's own keys."""
         judge = self.scoring.new_judge(NoJudge(message))
@@ -170,7 +169,7 @@ class GroupRewardManager(RewardManagerBase):
         measured = {**NO_CALLS, "group_size": 1, "partial_group": 0, "late_member": 0, "group_incomplete": 1}
         _, info = self.scoring.complete(raw[0], defaults=judge.metrics(0), measured=measured)
         self.scoring.guard.example("group_incomplete", message)
-        return self.scoring.finish(self.scoring.failure_score, info, [], [])
+        return await self.scoring.finish(sample, self.scoring.failure_score, info, [], [])
 
 
 def check_results(raw: Any, members: int) -> None:
@@ -183,18 +182,6 @@ def check_results(raw: Any, members: int) -> None:
 
 def _in_ray_actor() -> bool:
     return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
-
-
-def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:
-    """The request as text: the last user turn of verl's raw chat, else ``ground_truth['prompt']``."""
-    if raw_prompt is not None:
-        turns = list(raw_prompt) if isinstance(raw_prompt, (list, tuple, np.ndarray)) else []
-        for turn in reversed(turns):
-            if isinstance(turn, dict) and turn.get("role") == "user":
-                return str(turn.get("content", ""))
-    if isinstance(ground_truth, dict) and isinstance(ground_truth.get("prompt"), str):
-        return ground_truth["prompt"]
-    return ""
 
 
 __all__ = ["GroupRewardManager", "GroupCollectorLost", "GroupError", "check_streaming_capacity", "prompt_text"]

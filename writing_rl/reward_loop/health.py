@@ -22,6 +22,7 @@ from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.settings import ConfigError, get
 
 PREFIX = "judge/"
+TERMS_PREFIX = "reward_terms/"
 # 0/1 per sample -> the share of samples with it: judge/<name>_rate.
 RATE_KEYS = {
     "judge_error": "error",
@@ -100,10 +101,26 @@ def judge_health(
     if len(checked):
         metrics[f"{PREFIX}position_consistency"] = float(checked.mean())
         metrics[f"{PREFIX}position_checked_total"] = float(len(checked))
+    metrics.update(_terms(rows))
     if scores is not None and response_lengths is not None:
         r = pearson(response_lengths, scores)
         if r is not None:
             metrics[f"{PREFIX}reward_length_corr"] = r
+    return metrics
+
+
+def _terms(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``reward_terms/<name>_mean`` per term (its raw value), the method's reward and the term failure rate:
+    present when the run has reward terms (reward.reward_kwargs.terms)."""
+    metrics = {}
+    for key in sorted({k for row in rows for k in row if k.startswith("term/") or k == "reward/method"}):
+        values = column(rows, key)
+        if len(values):
+            name = "method" if key == "reward/method" else key.removeprefix("term/")
+            metrics[f"{TERMS_PREFIX}{name}_mean"] = float(values.mean())
+    errors = column(rows, "term_error")
+    if len(errors):
+        metrics[f"{TERMS_PREFIX}error_rate"] = float((errors > 0).mean())
     return metrics
 
 

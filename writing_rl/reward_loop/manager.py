@@ -71,7 +71,7 @@ class ParallelRewardManager(RewardManagerBase):
             ) from err
         self.scoring.apply_judge_policy(judge)
         score, info = self.scoring.complete(result, measured=judge.metrics())
-        return self.scoring.finish(score, info, judge.latencies, judge.transcripts())
+        return await self.scoring.finish(sample, score, info, judge.latencies, judge.transcripts())
 
 
 __all__ = ["JudgeFailure", "ParallelRewardManager"]

@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import numpy as np
+
 from writing_rl.judge import JudgeContextLengthError, JudgeHTTPError, OpenAIJudge, SampleJudge
 from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
@@ -21,6 +23,7 @@ from writing_rl.reward_loop.failures import FailureGuard
 from writing_rl.reward_loop.health import reports_health
 from writing_rl.reward_loop.summary import BatchSummary
 from writing_rl.settings import ConfigError
+from writing_rl.terms import TermInput
 
 logger = logging.getLogger("writing_rl")
 
@@ -36,6 +39,24 @@ class Sample:
     response: str
     response_length: int  # valid response tokens
     fields: dict  # verl's non-tensor fields: data_source, reward_model, extra_info, uid, raw_prompt ...
+
+    @property
+    def ground_truth(self) -> Any:
+        return self.fields["reward_model"].get("ground_truth")
+
+    @property
+    def prompt(self) -> str:
+        return prompt_text(self.fields.get("raw_prompt"), self.ground_truth)
+
+    def for_terms(self) -> TermInput:
+        return TermInput(
+            self.response,
+            self.response_length,
+            self.prompt,
+            self.fields.get("data_source"),
+            self.ground_truth,
+            dict(self.fields.get("extra_info") or {}),
+        )
 
 
 class WorkerScoring:
@@ -61,6 +82,7 @@ class WorkerScoring:
             "judge_error": settings.max_judge_error_rate,
             "parse_error": settings.max_parse_error_rate,
             "group_incomplete": settings.max_incomplete_rate,
+            "term_error": settings.max_term_error_rate,
         }
         self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)
         self.failure_score = failure_score(config, settings.failure_score)
@@ -134,9 +156,18 @@ class WorkerScoring:
             score = min(score, self.failure_score)
         return score, info
 
-    def finish(self, score: float, info: dict, latencies: list[float], transcripts: list[dict]) -> dict:
-        """Counts the sample in the parse-error guard (which may stop the run) and the batch summary, and
-        returns verl's result for it."""
+    async def finish(
+        self, sample: Sample, score: float, info: dict, latencies: list[float], transcripts: list[dict]
+    ) -> dict:
+        """Adds the reward terms (``reward.reward_kwargs.terms``), counts the sample in the failure guard
+        (which may stop the run) and the batch summary, and returns verl's result for it."""
+        if self.settings.terms:
+            failed = any(info.get(key) for key in results.FAILURE_KEYS)
+            score, info, error = await self.settings.terms.shape(
+                score, info, sample.for_terms(), self.failure_score, failed
+            )
+            if error is not None:
+                self.guard.example("term_error", error)
         self.guard.add(info)
         if self.settings.log_summary:  # only a logged summary is ever flushed
             self.summary.add(score, info, latencies)
@@ -180,6 +211,18 @@ def failure_score(config, configured: float | None) -> float:
         return 0.0
     kwargs = dict(fn_config.get("reward_kwargs") or {})
     return float(declared(**kwargs))
+
+
+def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:
+    """The request as text: the last user turn of verl's raw chat, else ``ground_truth['prompt']``."""
+    if raw_prompt is not None:
+        turns = list(raw_prompt) if isinstance(raw_prompt, (list, tuple, np.ndarray)) else []
+        for turn in reversed(turns):
+            if isinstance(turn, dict) and turn.get("role") == "user":
+                return str(turn.get("content", ""))
+    if isinstance(ground_truth, dict) and isinstance(ground_truth.get("prompt"), str):
+        return ground_truth["prompt"]
+    return ""
 
 
 def _ensure_log_handler() -> None:

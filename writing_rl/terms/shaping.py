@@ -1,0 +1,139 @@
+"""Reward terms on top of any method's reward: ``reward.reward_kwargs.terms``.
+
+A mapping from a term's name to its settings; a term with weight 0 is off (the shipped configs list every
+built-in term at weight 0, so ``reward.reward_kwargs.terms.overlong.weight=0.5`` turns one on)::
+
+    reward = the method's reward + sum(weight x value of each term)
+
+Any other name is a term of your own: ``fn: {path, name}`` names a function with verl's
+custom_reward_function signature (``data_source, solution_str, ground_truth, extra_info, **kwargs``;
+sync or async), called with the term's other settings as keyword arguments, returning a float or a dict
+with ``score``.
+
+Per sample: ``reward/method`` (the method's reward), ``term/<name>`` (each term's raw value) and
+``term_error`` (1 when a term raised or returned no finite number) join the extra info. A failed sample
+(a judge error, an unreadable reply, a format error, an incomplete group or a failed term) never gains
+from the terms: it is paid min(the method's reward, the failure score) plus only the terms' penalties.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+from writing_rl.settings import ConfigError, build, plain, require
+from writing_rl.terms.builtin import BUILTIN
+from writing_rl.terms.sample import TermInput
+
+PREFIX = "reward.reward_kwargs.terms"
+
+
+@dataclass(frozen=True)
+class FnTerm:
+    """A term of your own: ``fn: {path, name}`` and keyword arguments for it."""
+
+    weight: float
+    fn: Callable
+    kwargs: dict = field(default_factory=dict)
+
+    async def value(self, sample: TermInput) -> float:
+        result = self.fn(
+            data_source=sample.data_source,
+            solution_str=sample.response,
+            ground_truth=sample.ground_truth,
+            extra_info=dict(sample.extra_info),
+            **self.kwargs,
+        )
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, dict):
+            result = result.get("score")
+        if not isinstance(result, numbers.Real) or isinstance(result, bool):
+            raise TypeError(f"returned {type(result).__name__}, expected a float or a dict with 'score'")
+        return float(result)
+
+
+def _load_fn(name: str, spec: Any) -> Callable:
+    key = f"{PREFIX}.{name}.fn"
+    require(
+        isinstance(spec, dict) and isinstance(spec.get("path"), str) and isinstance(spec.get("name"), str),
+        f"{key} must be {{path: <file or pkg://module>, name: <function>}}, got {spec!r}",
+    )
+    from verl.utils.import_utils import load_extern_object
+
+    try:
+        return load_extern_object(module_path=spec["path"], object_name=spec["name"])
+    except (AttributeError, ImportError, FileNotFoundError, RuntimeError) as err:
+        raise ConfigError(f"{key}: cannot load {spec['name']!r} from {spec['path']!r}: {err}") from err
+
+
+def _term(name: str, raw: Any, response_length: int | None):
+    key = f"{PREFIX}.{name}"
+    require(isinstance(raw, dict), f"{key} must be a mapping of settings (weight, ...), got {raw!r}")
+    weight = raw.get("weight", 0.0)
+    require(
+        isinstance(weight, numbers.Real) and not isinstance(weight, bool) and math.isfinite(weight),
+        f"{key}.weight must be a finite number, got {weight!r}",
+    )
+    if name in BUILTIN:
+        term = build(BUILTIN[name], raw, key)
+        if name == "overlong" and term.max_length is None:
+            term = replace(term, max_length=response_length)
+        if term.weight:  # (an off term's keys and types are still checked, by build)
+            term.check(key)
+        return term
+    if "fn" not in raw:
+        raise ConfigError(
+            f"unknown term {name!r} under {PREFIX}: the built-in terms are {', '.join(BUILTIN)}; "
+            "a term of your own needs fn: {path, name}"
+        )
+    kwargs = {k: v for k, v in raw.items() if k not in ("weight", "fn")}
+    return FnTerm(float(weight), _load_fn(name, raw["fn"]), kwargs)
+
+
+class RewardTerms:
+    """The terms that are on (weight != 0), in the order they were listed."""
+
+    def __init__(self, terms: Mapping[str, Any] | None = None):
+        self.terms = dict(terms or {})
+
+    @classmethod
+    def from_config(cls, raw: Any, response_length: int | None = None) -> RewardTerms:
+        require(raw is None or hasattr(raw, "items"), f"{PREFIX} must be a mapping of term names to settings")
+        raw = plain(raw or {})
+        terms = {name: _term(str(name), settings or {}, response_length) for name, settings in raw.items()}
+        return cls({name: term for name, term in terms.items() if term.weight != 0})
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    async def values(self, sample: TermInput) -> tuple[dict[str, float], str | None]:
+        """Each term's raw value (0.0 for a failed one), and the first failure's message."""
+        values, error = {}, None
+        for name, term in self.terms.items():
+            try:
+                value = term.value(sample)
+                value = await value if inspect.isawaitable(value) else value
+                if not math.isfinite(value):
+                    raise ValueError(f"returned {value}")
+                values[name] = float(value)
+            except Exception as exc:  # noqa: BLE001 (any term failure is a counted failure of the sample)
+                values[name] = 0.0
+                error = error or f"reward term {name!r} failed: {type(exc).__name__}: {exc}"
+        return values, error
+
+    async def shape(
+        self, score: float, info: dict, sample: TermInput, failure_score: float, failed: bool
+    ) -> tuple[float, dict, str | None]:
+        """The sample's reward with the terms, its extra info with theirs, and a term's failure message.
+        ``failed``: the method already counted a failure for this sample."""
+        values, error = await self.values(sample)
+        weighted = {name: self.terms[name].weight * value for name, value in values.items()}
+        info = {**info, "reward/method": score, **{f"term/{n}": v for n, v in values.items()}}
+        info["term_error"] = int(error is not None)
+        if failed or error is not None:
+            return min(score, failure_score) + sum(min(0.0, w) for w in weighted.values()), info, error
+        return score + sum(weighted.values()), info, None

@@ -1,0 +1,36 @@
+"""The text units the length and repetition terms count: words, and each CJK character as one unit.
+
+Counting units instead of characters or whitespace-separated words keeps the terms honest: spaces,
+newlines and punctuation count for nothing (padding buys no length and dilutes no repetition), zero-width
+and other invisible format characters are dropped before counting (they cannot split a repeated word into
+"new" ones), full-width and compatibility forms fold to their plain letters (NFKC), and case is ignored.
+Chinese, Japanese and Korean text, written without spaces, counts one unit per character.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Han (with extensions A and compatibility ideographs), Hiragana, Katakana and Hangul syllables.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_UNIT = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+
+
+def visible(text: str) -> str:
+    """``text`` in NFKC form without invisible format characters (zero-width spaces and joiners, bidi marks)."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def units(text: str) -> list[str]:
+    """The words of ``text`` (case-folded), with each CJK character a word of its own."""
+    return _UNIT.findall(visible(text).casefold())
+
+
+def repeated_share(tokens: list[str], n: int) -> float:
+    """The share of ``tokens``' word n-grams that repeat an earlier one (0 when there are none)."""
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    if not grams:
+        return 0.0
+    return 1.0 - len(set(grams)) / len(grams)
