@@ -16,7 +16,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from data_prep.commands import gqm, preference, prompts, writing  # noqa: E402
+from data_prep.commands import gqm, preference, prompts, rubric, writing  # noqa: E402
 from data_prep.commands.options import BuilderHelpFormatter  # noqa: E402
 from writing_rl.data import driver  # noqa: E402
 from writing_rl.files import atomic_write_text  # noqa: E402
@@ -29,6 +29,7 @@ SUBCOMMANDS = (
     preference.add_pref_sft,
     preference.add_pref_rl,
     prompts.add_prompts,
+    rubric.add_rubric,
 )
 
 

@@ -165,7 +165,7 @@ def test_outputs_follow_the_users_umask(tmp_path, umask, mode):
 
 # ---------------------------------------------------------------- --help
 
-SUBCOMMANDS = ("writing-rl", "gqm-sft", "gqm-rl", "pref-sft", "pref-rl", "prompts")
+SUBCOMMANDS = ("writing-rl", "gqm-sft", "gqm-rl", "pref-sft", "pref-rl", "prompts", "rubric")
 
 
 def test_help_lists_every_subcommand_with_its_help_and_an_example(capsys):

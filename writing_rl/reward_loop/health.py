@@ -102,6 +102,11 @@ def judge_health(
         metrics[f"{PREFIX}position_consistency"] = float(checked.mean())
         metrics[f"{PREFIX}position_checked_total"] = float(len(checked))
     metrics.update(_terms(rows))
+    for key in sorted({k for row in rows for k in row if k.startswith("rubric/")}):
+        values = column(rows, key)
+        values = values[values >= 0]  # -1: the row has fewer criteria
+        if len(values):
+            metrics[f"{key}_mean"] = float(values.mean())
     if scores is not None and response_lengths is not None:
         r = pearson(response_lengths, scores)
         if r is not None:

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Rubric rewards: GRPO where a judge scores each rollout against its row's weighted criteria (hydra_configs/rubric.yaml).
+#
+# Required:  MODEL_PATH  TRAIN_FILES  VAL_FILES, and JUDGE_BASE_URL + JUDGE_MODEL (an OpenAI-compatible judge)
+#            or GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM on vLLM)
+# Optional:  JUDGE_API_KEY_ENV (name of the env var holding the key)  N_GPUS (policy GPUs per node: 8; 4 with GENRM=standalone)  NNODES (1)
+#            RAY_ADDRESS (submit as a Ray job)  DRY_RUN=1 (print + check the config, then exit)
+# Extra arguments are Hydra overrides, e.g. reward.custom_reward_function.reward_kwargs.per_criterion=true
+set -euo pipefail
+source "$(dirname "$0")/_launch.sh"
+train_with_judge rubric \
+  "training parquet with rubrics (python data_prep/build_parquet.py rubric ...)" \
+  "OpenAI-compatible endpoint of the rubric judge, e.g. http://judge-host:8000/v1" \
+  "$@"
