@@ -57,9 +57,12 @@ async def compute_score(
         requests = [criterion_messages(prompt, answer, c, system_prompt) for c in criteria]
     else:
         requests = [rubric_messages(prompt, answer, criteria, system_prompt)]
+    calls = [asyncio.ensure_future(judge.complete(messages)) for messages in requests]
     try:
-        replies = await asyncio.gather(*(judge.complete(messages) for messages in requests))
+        replies = await asyncio.gather(*calls)
     except JudgeError:
+        for call in calls:
+            call.cancel()  # (the sample has failed: its other calls would hold judge slots for nothing)
         return _result(0.0, positions)
     if per_criterion:
         read = [judge.read(reply, read_criterion_score) for reply in replies]

@@ -70,6 +70,28 @@ def test_repetition_cannot_be_hidden_by_invisible_or_lookalike_characters():
     assert term.value(sample("the cat sat THE ｃａｔ sat")) == plain  # case and full-width forms folded
 
 
+def test_blank_letters_and_invisible_marks_neither_split_nor_join_words():
+    repeated = "the cat sat on the mat " * 10
+    term = Repetition(weight=1.0, n=3)
+    plain = term.value(sample(repeated))
+    assert plain < -0.8
+    assert term.value(sample(repeated.replace(" ", "\u3164"))) == plain  # Hangul filler as a space
+    assert term.value(sample(repeated.replace("at ", "a\ufe0ft\u034f "))) == plain  # marks inside words
+    reference = {"target": "one two three four"}
+    long = " ".join(["w"] * 20)
+    assert Length(weight=1.0).value(sample(long.replace(" ", "\u3164"), ground_truth=reference)) == -1.0
+    assert Format(weight=1.0).value(sample("\u3164 \u115f")) == -1.0  # blank letters are no answer
+
+
+def test_the_reference_is_read_from_parquet_arrays_and_json_ground_truths():
+    import numpy as np
+
+    from writing_rl.terms.sample import reference_text
+
+    assert reference_text({"target": np.array(["easy one", "hard one"], dtype=object)}) == "easy one"
+    assert reference_text('{"prompt": "p", "target": ["ref text"]}') == "ref text"
+
+
 def test_repetition_reads_the_answer_not_the_reasoning():
     term = Repetition(weight=1.0, n=1)
     assert term.value(sample("<think>a a a a a a</think>b c d")) == 0.0
@@ -102,6 +124,15 @@ def test_language_follows_the_prompt_or_a_translation_rows_target():
     assert term.value(sample(ENGLISH, prompt="Translate: ...", extra_info=translation)) == -1.0
     assert term.value(sample(ENGLISH, extra_info={"trg_lang": "Chinese"})) == -1.0
     assert term.value(sample("Short.", extra_info={"trg_lang": "zh"})) == 0.0  # under min_chars: not judged
+
+
+def test_language_sees_through_invisible_characters_and_skips_prompts_too_short_to_tell():
+    term = Language(weight=1.0)
+    disguised = "".join(ch + "\u2062\ufeff" for ch in ENGLISH)
+    assert term.value(sample(disguised, extra_info={"trg_lang": "zh"})) == -1.0
+    assert term.value(sample(ENGLISH, prompt="Poem?")) == 0.0  # no language to expect
+    with pytest.raises(ValueError, match="not in terms.language.languages"):
+        Language(weight=1.0, languages=["en", "zh"]).value(sample(ENGLISH, extra_info={"trg_lang": "de"}))
 
 
 def test_language_settings_are_checked_at_start():
@@ -157,6 +188,7 @@ def test_a_term_that_raises_is_a_counted_failure_paid_no_more_than_the_failure_s
         ({"length": {"weight": 1.0, "max_ratoi": 2}}, r"unknown key\(s\) under reward.reward_kwargs.terms.length"),
         ({"overlong": {"weight": 1.0, "buffer": 200, "max_length": 100}}, "terms.overlong.buffer must be within"),
         ({"repetition": {"weight": "high"}}, "terms.repetition.weight must be a finite number"),
+        ({"repetition": {"weight": -1.0}}, "terms.repetition.weight must be >= 0"),
         ({"mine": {"weight": 1.0, "fn": {"path": FN_PATH, "name": "missing"}}}, "terms.mine.fn: cannot load"),
         ({"mine": {"weight": 1.0, "fn": "a.py"}}, r"terms.mine.fn must be \{path"),
     ],

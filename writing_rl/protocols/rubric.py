@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from writing_rl.protocols.pairwise import read_json_score
+from writing_rl.protocols.pairwise import _DuplicateKey, _unique_keys, read_json_score
 from writing_rl.protocols.quoting import fence, plain_text
 from writing_rl.protocols.text import Unreadable, split_reasoning
 
@@ -124,8 +124,17 @@ def criterion_messages(prompt: str, response: str, criterion: Criterion, system:
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
+def _ends_with_object(answer: str) -> bool:
+    """The answer ends with a JSON object (then at most a closing fence): the verdict the prompt asks for,
+    not a block quoted from the response mid-reply."""
+    return re.sub(r"\s*(```|~~~)?\s*$", "", answer).endswith("}")
+
+
 def read_criterion_score(reply: str) -> float | Unreadable:
-    """WritingBench's critic reply: the integer score 1-10."""
+    """WritingBench's critic reply: the integer score 1-10, in the JSON object that ends the reply."""
+    split = split_reasoning(reply)
+    if not isinstance(split, Unreadable) and not _ends_with_object(split[1]):
+        return Unreadable("the reply does not end with its JSON object")
     score = read_json_score(reply, "score", LOW, HIGH)
     if not isinstance(score, Unreadable) and score != int(score):
         return Unreadable(f"score {score} is not an integer")
@@ -138,12 +147,16 @@ def read_rubric_scores(reply: str, count: int) -> list[float] | Unreadable:
     if isinstance(split, Unreadable):
         return split
     answer = split[1]
-    decoder = json.JSONDecoder()
+    if not _ends_with_object(answer):
+        return Unreadable("the reply does not end with its JSON object")
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
     found = []
     position = answer.find("{")
     while position >= 0:
         try:
             value, end = decoder.raw_decode(answer, position)
+        except _DuplicateKey as exc:
+            return Unreadable(f'a JSON object has "{exc}" twice')
         except ValueError:
             position = answer.find("{", position + 1)
             continue

@@ -139,12 +139,17 @@ class Language:
         identifier(tuple(self.languages), prefix)  # unknown codes fail at start
 
     def value(self, sample: TermInput) -> float:
-        answer = answer_of(sample)
-        if len("".join(visible(answer).split())) < self.min_chars:
+        answer = visible(answer_of(sample))
+        if len("".join(answer.split())) < self.min_chars:
             return 0.0
         expected = expected_language(sample)
         if expected is None:
-            expected = identify(sample.prompt, tuple(self.languages))
+            prompt = visible(sample.prompt)
+            if len("".join(prompt.split())) < self.min_chars:
+                return 0.0  # too short to tell the prompt's language
+            expected = identify(prompt, tuple(self.languages))
+        elif self.languages and expected not in self.languages:
+            raise ValueError(f"the row's target language {expected!r} is not in terms.language.languages")
         return 0.0 if identify(answer, tuple(self.languages)) == expected else -1.0
 
 

@@ -79,6 +79,8 @@ def _term(name: str, raw: Any, response_length: int | None):
         f"{key}.weight must be a finite number, got {weight!r}",
     )
     if name in BUILTIN:
+        # (built-in terms are penalties: a negative weight would pay the behaviour they punish)
+        require(weight >= 0, f"{key}.weight must be >= 0 (a penalty term; 0 turns it off), got {weight}")
         term = build(BUILTIN[name], raw, key)
         if name == "overlong" and term.max_length is None:
             term = replace(term, max_length=response_length)

@@ -17,9 +17,17 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _UNIT = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 
 
+# Blank letters (Hangul fillers) read as spaces; invisible marks (the grapheme joiner, variation selectors)
+# are dropped like format characters.
+_BLANK_LETTERS = re.compile("[\u115f\u1160\u3164\uffa0]")
+_INVISIBLE_MARKS = re.compile("[\u034f\u17b4\u17b5\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
 def visible(text: str) -> str:
-    """``text`` in NFKC form without invisible format characters (zero-width spaces and joiners, bidi marks)."""
-    text = unicodedata.normalize("NFKC", text)
+    """``text`` in NFKC form without default-ignorable characters: format characters (zero-width spaces and
+    joiners, bidi marks) and invisible marks are dropped, blank letters become spaces."""
+    text = _BLANK_LETTERS.sub(" ", unicodedata.normalize("NFKC", text))
+    text = _INVISIBLE_MARKS.sub("", text)
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
