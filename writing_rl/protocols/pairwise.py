@@ -136,8 +136,25 @@ def read_json_score(reply: str, key: str = "score", low: float = 1, high: float 
     if isinstance(split, Unreadable):
         return split
     answer = split[1]
+    objects = json_objects(answer)
+    if isinstance(objects, Unreadable):
+        return objects
+    values = [v for value in objects for v in _values_under(value, key)]
+    mentions = len(re.findall(rf'"{re.escape(key)}"\s*:', answer))
+    if not values:
+        return Unreadable(f'no JSON object with a "{key}" field after the reasoning')
+    if mentions > len(values):
+        return Unreadable(f'{mentions} "{key}" fields but only {len(values)} in well-formed JSON objects')
+    if any(v != values[0] for v in values[1:]):
+        return Unreadable(f'conflicting "{key}" values {values[:4]} in one reply')
+    return _number_in_range(values[0], key, low, high)
+
+
+def json_objects(answer: str) -> list | Unreadable:
+    """Every well-formed JSON object in ``answer``, outermost ones, in order; unreadable when one has a
+    key twice (a judge that copied a response's text unescaped into its own object)."""
     decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-    values = []
+    objects = []
     position = answer.find("{")
     while position >= 0:
         try:
@@ -147,16 +164,9 @@ def read_json_score(reply: str, key: str = "score", low: float = 1, high: float 
         except ValueError:
             position = answer.find("{", position + 1)
             continue
-        values += _values_under(value, key)
+        objects.append(value)
         position = answer.find("{", end)
-    mentions = len(re.findall(rf'"{re.escape(key)}"\s*:', answer))
-    if not values:
-        return Unreadable(f'no JSON object with a "{key}" field after the reasoning')
-    if mentions > len(values):
-        return Unreadable(f'{mentions} "{key}" fields but only {len(values)} in well-formed JSON objects')
-    if any(v != values[0] for v in values[1:]):
-        return Unreadable(f'conflicting "{key}" values {values[:4]} in one reply')
-    return _number_in_range(values[0], key, low, high)
+    return objects
 
 
 class _DuplicateKey(ValueError):

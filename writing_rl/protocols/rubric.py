@@ -20,14 +20,13 @@ reply that misses a criterion, repeats an id or scores out of range is unreadabl
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from writing_rl.protocols.pairwise import _DuplicateKey, _unique_keys, read_json_score
+from writing_rl.protocols.pairwise import json_objects, read_json_score
 from writing_rl.protocols.quoting import fence, plain_text
 from writing_rl.protocols.text import Unreadable, split_reasoning
 
@@ -149,20 +148,10 @@ def read_rubric_scores(reply: str, count: int) -> list[float] | Unreadable:
     answer = split[1]
     if not _ends_with_object(answer):
         return Unreadable("the reply does not end with its JSON object")
-    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-    found = []
-    position = answer.find("{")
-    while position >= 0:
-        try:
-            value, end = decoder.raw_decode(answer, position)
-        except _DuplicateKey as exc:
-            return Unreadable(f'a JSON object has "{exc}" twice')
-        except ValueError:
-            position = answer.find("{", position + 1)
-            continue
-        if isinstance(value, dict) and "scores" in value:
-            found.append(value["scores"])
-        position = answer.find("{", end)
+    objects = json_objects(answer)
+    if isinstance(objects, Unreadable):
+        return objects
+    found = [value["scores"] for value in objects if isinstance(value, dict) and "scores" in value]
     if not found:
         return Unreadable('no JSON object with a "scores" field after the reasoning')
     if len(re.findall(r'"scores"\s*:', answer)) > len(found):
