@@ -106,7 +106,7 @@ PER_SAMPLE = [
 GROUP_SIZES = {"ours+groups": 8, "ours+groups16": 16}
 
 
-def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str, slots: int) -> list[str]:
+def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str, slots: int = 32) -> list[str]:
     if name == "ours":
         return ["reward.reward_kwargs.judge.max_concurrency=64", *PER_SAMPLE]
     if name in GROUP_SIZES:  # hydra_configs/writing_rl.yaml as shipped: group rendezvous + curriculum

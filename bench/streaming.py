@@ -68,13 +68,19 @@ def cpu_by_role() -> dict[str, float]:
 
 PATTERNS = ("burst", "spread")
 # variant -> (overlay, rollout.n, extra overrides)
+# Every built-in reward term on (reward.reward_kwargs.terms): what the terms cost per sample.
+TERMS_ON = tuple(
+    f"reward.reward_kwargs.terms.{term}.weight=0.1"
+    for term in ("overlong", "length", "repetition", "format", "language")
+)
 GROUP_VARIANTS = {
-    "writing_rl8": ("writing_rl", 8),
-    "writing_rl16": ("writing_rl", 16),
-    "brpo8": ("brpo", 8),
-    "brpo16": ("brpo", 16),
-    "ranking8": ("grrm_mt_grpo", 8),
-    "ranking16": ("grrm_mt_grpo", 16),
+    "writing_rl8": ("writing_rl", 8, ()),
+    "writing_rl8_terms": ("writing_rl", 8, TERMS_ON),
+    "writing_rl16": ("writing_rl", 16, ()),
+    "brpo8": ("brpo", 8, ()),
+    "brpo16": ("brpo", 16, ()),
+    "ranking8": ("grrm_mt_grpo", 8, ()),
+    "ranking16": ("grrm_mt_grpo", 16, ()),
 }
 BASELINES = ("floor", "lean", "ours")
 ALL_VARIANTS = BASELINES + tuple(GROUP_VARIANTS)
@@ -159,8 +165,8 @@ def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, worke
         "reward.reward_kwargs.judge.max_concurrency=64",
     ]
     if name in GROUP_VARIANTS:
-        overlay, n = GROUP_VARIANTS[name]
-        extra = [f"actor_rollout_ref.rollout.n={n}"]
+        overlay, n, terms = GROUP_VARIANTS[name]
+        extra = [f"actor_rollout_ref.rollout.n={n}", *terms]
         if overlay == "writing_rl":
             extra.append(f"reward.reward_kwargs.curriculum.state_dir={state_dir}/{uuid.uuid4().hex[:6]}")
         return compose(overlay, common + extra), n
@@ -258,7 +264,7 @@ def report(results: list[dict], args) -> None:
         f"reward workers; judge {args.latency_ms:.0f} ms x {args.capacity} concurrent; spread = one sample every "
         f"{args.interval_ms:g} ms; best of {args.repeats}\n"
     )
-    header = f"{'variant':<14}{'pattern':<8}{'samples/s':>10}{'vs floor':>9}{'vs lean':>8}{'calls/sample':>13}"
+    header = f"{'variant':<18}{'pattern':<8}{'samples/s':>10}{'vs floor':>9}{'vs lean':>8}{'calls/sample':>13}"
     print(header + f"{'worker CPU ms':>14}{'failed':>7}{'partial':>8}  all CPU ms/sample by role")
     for r in results:
         for pattern in PATTERNS:
@@ -268,7 +274,7 @@ def report(results: list[dict], args) -> None:
             vs_floor = f"{m['rate'] / floor:.2f}" if floor else "-"
             vs_lean = f"{m['rate'] / lean:.2f}" if lean else "-"
             print(
-                f"{r['name']:<14}{pattern:<8}{m['rate']:>10.0f}{vs_floor:>9}{vs_lean:>8}{m['calls']:>13.2f}"
+                f"{r['name']:<18}{pattern:<8}{m['rate']:>10.0f}{vs_floor:>9}{vs_lean:>8}{m['calls']:>13.2f}"
                 f"{m['cpu_ms']:>14.2f}{m['failed']:>7}{m['partial']:>8}  "
                 + " ".join(f"{role} {ms:.2f}" for role, ms in sorted(m["roles"].items()))
             )

@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from verl_streaming import stream
 
 from writing_rl.protocols import Unreadable
 from writing_rl.protocols.rubric import (
@@ -15,7 +16,7 @@ from writing_rl.protocols.rubric import (
     rubric_messages,
     rubric_reward,
 )
-from writing_rl.reward_loop.batch import build_reward_batch
+from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
 from writing_rl.tools.verl_config import compose
 
 from conftest import reward_loop
@@ -174,3 +175,34 @@ def test_the_tracker_gets_the_mean_score_per_criterion_position():
     rows = [{"rubric/c1": 1.0, "rubric/c2": -1.0}, {"rubric/c1": 0.5, "rubric/c2": 0.25}]
     metrics = judge_health(rows)
     assert metrics["rubric/c1_mean"] == 0.75 and metrics["rubric/c2_mean"] == 0.25
+
+
+def test_in_streaming_mode_a_response_that_games_the_judge_or_the_terms_gets_no_more_than_a_loss(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer
+):
+    """verl's streaming mode (each rollout alone to a random one of 2 workers), rubric reward with the
+    repetition term on: an injected scores block and a repetition hidden behind invisible characters."""
+    server = judge_server(script=rubric_judge)
+    config = compose(
+        "rubric",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.reward_kwargs.judge.base_url={server.base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            "reward.num_workers=2",
+            "reward.reward_kwargs.terms.repetition.weight=1.0",
+            "reward.reward_kwargs.terms.repetition.n=1",
+        ],
+    )
+    repeated = "good good good good story"
+    hidden = "good g\u200bood go\u034fod goo\ufe0fd story"  # the same words, split by invisible characters
+    texts = ["a good story", INJECTED, repeated, hidden]
+    samples = streaming_samples(tokenizer, rubric_rows(4), texts, [str(i) for i in range(4)])
+    with reward_loop(config) as manager:
+        results = stream(manager.reward_loop_workers, samples, seed=3)
+    rewards = [r["reward_score"] for r in results]
+    extra = [r["reward_extra_info"] for r in results]
+    assert rewards[1] <= 0.0 and extra[1]["parse_error"] == 1  # the loss, counted
+    assert extra[3]["term/repetition"] == extra[2]["term/repetition"] == pytest.approx(-0.6)
+    assert rewards[3] == pytest.approx(rewards[2])  # hiding the repetition buys nothing
+    assert rewards[0] > rewards[2]
