@@ -13,7 +13,7 @@ from writing_rl.tools.commands.judging import add_judge_options, judge_settings_
 def add_eval(subparsers) -> None:
     p = subparsers.add_parser(
         "eval",
-        help="evaluate a policy (WritingBench scores, win rate) or a GenRM (pairwise or ranking accuracy)",
+        help="evaluate a policy (WritingBench scores, win rate) or a GenRM (pairwise or ranking accuracy, RewardBench)",
         description=(
             "Evaluate with the same judge layer, cache and progress output as the other tools. Each kind is "
             "resumable: rerun the same command with the same --out and no answered judge call is made again. "
@@ -26,6 +26,7 @@ def add_eval(subparsers) -> None:
     add_winrate(kinds)
     add_genrm_pairwise(kinds)
     add_genrm_ranking(kinds)
+    add_rewardbench(kinds)
 
 
 def add_writingbench(kinds) -> None:
@@ -280,6 +281,75 @@ def run_genrm_ranking_command(args) -> int:
         args,
         "genrm-ranking",
     )
+
+
+def add_rewardbench(kinds) -> None:
+    from writing_rl.protocols.gqm import PROMPT_TYPES, VARIANTS
+
+    p = kinds.add_parser(
+        "rewardbench",
+        help="a pairwise or ranking GenRM on RewardBench (v1) or RewardBench 2, scored as the benchmark scores",
+        description=(
+            "Judge the benchmark's own file (parquet or JSONL). Pairwise GenRMs compare the chosen answer with "
+            "each rejected one in both orders; ranking GenRMs rank all of a prompt's answers in one call. Reports "
+            "each subset's accuracy (95% bootstrap CI) and count, v1's section scores (the benchmark's example "
+            "weights) and the overall score as the benchmark defines it; failed or unreadable calls are counted "
+            "and their prompts not scored (a rerun retries only those calls). Writes report.json, report.md, "
+            "judgments.jsonl, items.jsonl and subsets.png."
+        ),
+        epilog=(
+            "example: writing-rl eval rewardbench --data reward-bench-2/test.parquet --version 2 --out runs/rb2 "
+            "--judge-url http://127.0.0.1:8000/v1 --judge-model genrm"
+        ),
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        help="the benchmark's file, parquet or JSONL: v1 rows {prompt, chosen, rejected, subset, [id]}, v2 rows "
+        "{id, prompt, chosen[], rejected[], subset}",
+    )
+    p.add_argument("--version", type=int, choices=(1, 2), required=True, help="RewardBench 1 or 2")
+    p.add_argument("--out", required=True, help="output directory (also holds the judge cache)")
+    p.add_argument(
+        "--genrm",
+        choices=("pairwise", "ranking"),
+        default="pairwise",
+        help="pairwise: [[A]]/[[B]] verdicts, both orders; ranking: one GQM ranking call per prompt (default: pairwise)",
+    )
+    p.add_argument(
+        "--exclude",
+        type=lambda text: tuple(s.strip() for s in text.split(",") if s.strip()),
+        metavar="SUBSET,...",
+        help="subsets left out (default: Ties for v2, which needs scalar reward margins; none for v1); "
+        "an empty value leaves nothing out",
+    )
+    p.add_argument(
+        "--template",
+        help="pairwise prompt file ({prompt}, {response_a}, {response_b}) or, with --genrm ranking, a GQM template "
+        "(default: the built-in prompt)",
+    )
+    g = p.add_argument_group("--genrm ranking")
+    g.add_argument("--prompt-type", choices=PROMPT_TYPES, default="ranking_score", help="(default: ranking_score)")
+    g.add_argument("--variant", choices=VARIANTS, default="default", help="answer format (default: default)")
+    g.add_argument("--optional-headers", action="store_true", help="accept final blocks without their headers")
+    g.add_argument("--system-prompt", help="system message before each request (default: none)")
+    add_judge_options(p)
+    p.set_defaults(handler=run_rewardbench_command)
+
+
+def run_rewardbench_command(args) -> int:
+    from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
+    from writing_rl.tools.evaluation.rewardbench import run_rewardbench
+
+    options = RankingOptions(
+        prompt_type=args.prompt_type, variant=args.variant, require_headers=not args.optional_headers,
+        template=args.template, system_prompt=args.system_prompt,
+    )  # fmt: skip
+    lines = run_rewardbench(
+        args.data, args.out, judge_settings_from(args), args.version, genrm=args.genrm, exclude=args.exclude,
+        options=options, cache=args.cache, progress=not args.quiet,
+    )  # fmt: skip
+    return _printed(lines, args, "rewardbench")
 
 
 def _printed(lines: list[str], args, kind: str) -> int:

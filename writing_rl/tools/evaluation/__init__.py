@@ -2,6 +2,6 @@
 
 ``stats`` (bootstrap intervals, Kendall tau, the length-controlled win rate) and ``report`` (report.json,
 report.md, plots) are shared; each kind is one module: ``writingbench``, ``winrate``, ``genrm_pairwise``,
-``genrm_ranking``. Every judge call goes through the offline tools' cached judge in ``--out``, so a rerun
+``genrm_ranking``, ``rewardbench`` (over ``rewardbench_sets``: the benchmark's files and weights). Every judge call goes through the offline tools' cached judge in ``--out``, so a rerun
 repeats no call it already made and an interrupted run loses nothing it finished.
 """

@@ -1,0 +1,291 @@
+"""``writing-rl eval rewardbench``: a pairwise or group-ranking GenRM on RewardBench (v1) or RewardBench 2.
+
+Input: the benchmark's own file, parquet or JSONL (``rewardbench_sets`` reads it and holds the
+benchmark's weights). Every prompt has one answer that should win and one (v1) or several (v2, usually
+three) that should lose.
+
+Pairwise GenRMs (``--genrm pairwise``, the default): the chosen answer against each rejected one, in
+both orders (the chosen answer as A, then as B), with the built-in pairwise prompt or ``--template``.
+A comparison's share s is the fraction of its two orders whose verdict prefers the chosen answer (a tie
+verdict prefers neither). A prompt scores the product of its comparisons' shares: the probability that
+the chosen answer beats every rejected one when each comparison is shown once in a random order, which
+is how RewardBench's generative scripts present it, computed exactly instead of drawn. ``strict``
+also reports the share of prompts whose chosen answer wins every comparison in both orders.
+
+Group-ranking GenRMs (``--genrm ranking``): one GQM call per prompt with every answer, the chosen one
+placed at a position drawn from the prompt's id (the same on every run, spread over the positions). A
+prompt scores 1 when the chosen answer ranks first alone and 1/k when it shares the first tier with k - 1
+others (RewardBench's tie penalty), else 0.
+
+A prompt with any failed call or unreadable reply is not scored (counted per subset and in the failures;
+a rerun retries the failed calls, answered ones come from the cache in ``--out``). Per subset: the mean
+prompt score with its 95% bootstrap interval (prompts resampled) and the count scored; then the
+benchmark's section and overall scores. Outputs: report.json, report.md, judgments.jsonl (one line per
+call), items.jsonl (one line per prompt) and subsets.png.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from writing_rl.protocols import Unreadable, gqm_prompt
+from writing_rl.protocols.gqm import labels_for
+from writing_rl.protocols.gqm_task import read_answer
+from writing_rl.protocols.prompts import Messages, load_template
+from writing_rl.tools.evaluation import judged, stats
+from writing_rl.tools.evaluation import report as out
+from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, Call, Pair
+from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
+from writing_rl.tools.evaluation.inputs import InputError
+from writing_rl.tools.evaluation.rewardbench_sets import (
+    SCALAR_ONLY,
+    V1_SECTIONS,
+    Item,
+    read_items,
+    v1_scores,
+    v2_scores,
+)
+from writing_rl.tools.offline import JudgeSettings, Judgment, read_verdict
+
+GENRMS = ("pairwise", "ranking")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pairwise call: the item's chosen answer against its ``rejected``-th rejected one, in ``call.order``."""
+
+    item: Item
+    rejected: int
+    call: Call
+
+
+@dataclass(frozen=True)
+class GroupCall:
+    """One ranking call: every answer of the item, the chosen one at ``chosen_at``."""
+
+    item: Item
+    chosen_at: int
+    messages: Messages
+
+    @property
+    def chosen_label(self) -> str:
+        return labels_for(len(self.item.rejected) + 1)[self.chosen_at]
+
+
+def default_exclude(version: int) -> tuple[str, ...]:
+    return SCALAR_ONLY if version == 2 else ()
+
+
+def run_rewardbench(
+    data: str,
+    out_dir: str,
+    settings: JudgeSettings,
+    version: int,
+    genrm: str = "pairwise",
+    exclude: Sequence[str] | None = None,
+    options: RankingOptions = RankingOptions(prompt_type="ranking_score"),
+    cache: str | None = None,
+    progress: bool = True,
+) -> list[str]:
+    """Judge, write every output, and return the lines to print. ``exclude`` None: Ties for v2, nothing
+    for v1. ``options.template`` is a pairwise template file (pairwise) or a GQM template file (ranking)."""
+    if genrm not in GENRMS:
+        raise InputError(f"--genrm must be one of {', '.join(GENRMS)}, got {genrm!r}")
+    exclude = default_exclude(version) if exclude is None else tuple(exclude)
+    items, excluded = read_items(data, version, exclude)
+    if genrm == "pairwise":
+        if options.template:
+            load_template(options.template)  # a template without both response placeholders fails before any call
+        calls = [
+            Comparison(item, j, Call(Pair((item.id, j), item.prompt, item.chosen, rejected), order))
+            for item in items
+            for j, rejected in enumerate(item.rejected)
+            for order in ORDERS
+        ]
+        judgments, judge_section = judged.judge(
+            settings, calls, lambda c: c.call.messages(options.template), read_verdict, out_dir, cache, progress
+        )
+        records = [_comparison_record(c, j) for c, j in zip(calls, judgments)]
+    else:
+        calls = group_calls(items, options)
+        judgments, judge_section = judged.judge(
+            settings, calls, lambda c: c.messages, lambda text: Judgment(value=text), out_dir, cache, progress
+        )
+        records = [_group_record(c, j, options) for c, j in zip(calls, judgments)]
+    scored = item_scores(items, records)
+    report = summarise(version, genrm, items, scored, records, excluded)
+    report["judge"] = judge_section
+    judged.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
+    judged.write_jsonl(Path(out_dir) / "items.jsonl", scored)
+    out.write_reports(out_dir, report, markdown(report))
+    subsets = {name: s for name, s in report["subsets"].items() if s["count"]}
+    plot_line = out.plot(
+        Path(out_dir) / "subsets.png",
+        lambda axes: out.bar_plot_with_intervals(
+            axes, list(subsets), list(subsets.values()), f"RewardBench {'2' if version == 2 else 'v1'}: accuracy",
+            "accuracy",
+        ),
+    )  # fmt: skip
+    return [
+        f"RewardBench {version} overall {judged.rate(report['overall'])} ({genrm} GenRM) over "
+        f"{report['items_scored']} of {report['items']} prompts in {len(report['subsets'])} subsets",
+        *(f"note: {note}" for note in report["notes"]),
+        f"judge calls {len(records)}: {judged.failures_line(report['failures'])}; prompts not scored "
+        f"{report['items'] - report['items_scored']}",
+        f"wrote {out_dir}/judgments.jsonl, items.jsonl, report.json, report.md",
+        plot_line,
+    ]
+
+
+def group_calls(items: Sequence[Item], options: RankingOptions) -> list[GroupCall]:
+    template = Path(options.template).read_text(encoding="utf-8") if options.template else None
+    calls = []
+    for item in items:
+        rejected = list(item.rejected)
+        at = int(hashlib.sha256(str(item.id).encode()).hexdigest(), 16) % (len(rejected) + 1)
+        try:
+            messages = gqm_prompt.build_messages(
+                [*rejected[:at], item.chosen, *rejected[at:]], writing_prompt=item.prompt,
+                system=options.system_prompt, prompt_type=options.prompt_type or "ranking_score",
+                cot=options.variant != "no_cot", template=template,
+            )  # fmt: skip
+        except ValueError as err:
+            raise InputError(f"id {item.id!r}: {err}") from None
+        calls.append(GroupCall(item, at, messages))
+    return calls
+
+
+def _comparison_record(comparison: Comparison, judgment: Judgment) -> dict:
+    picked = comparison.call.picked(judgment)
+    return {
+        "id": comparison.item.id,
+        "subset": comparison.item.subset,
+        "rejected": comparison.rejected,
+        "order": comparison.call.order,
+        "verdict": judgment.verdict,
+        "picked": picked,
+        "error": judgment.error,
+        "unreadable": judgment.parse_failure,
+    }
+
+
+def _group_record(call: GroupCall, judgment: Judgment, options: RankingOptions) -> dict:
+    record = {
+        "id": call.item.id,
+        "subset": call.item.subset,
+        "chosen_label": call.chosen_label,
+        "first": None,  # the labels ranked first
+        "error": judgment.error,
+        "unreadable": False,
+    }
+    if judgment.error is not None:
+        return record
+    labels = labels_for(len(call.item.rejected) + 1)
+    answer = (
+        Unreadable("cut at the token limit or refused")
+        if judgment.value is None
+        else read_answer(judgment.value, labels, options.prompt_type or "ranking_score", variant=options.variant,
+                         require_headers=options.require_headers)
+    )  # fmt: skip
+    if isinstance(answer, Unreadable):
+        record["unreadable"] = True
+    else:
+        record["first"] = list(answer.ranking[0])
+    return record
+
+
+def item_scores(items: Sequence[Item], records: Sequence[dict]) -> list[dict]:
+    """One line per prompt: its score (None: a call of it failed or was unreadable) and, for pairwise
+    verdicts, whether the chosen answer won every comparison in both orders."""
+    mine: dict[Any, list[dict]] = {}
+    for record in records:
+        mine.setdefault(record["id"], []).append(record)
+    lines = []
+    for item in items:
+        calls = mine[item.id]
+        line: dict[str, Any] = {"id": item.id, "subset": item.subset, "score": None, "strict": None}
+        if all(r["error"] is None and not r["unreadable"] for r in calls):
+            if "first" in calls[0]:
+                first = calls[0]["first"]
+                line["score"] = 1 / len(first) if calls[0]["chosen_label"] in first else 0.0
+            else:
+                shares = [
+                    sum(r["picked"] == "chosen" for r in calls if r["rejected"] == j) / len(ORDERS)
+                    for j in range(len(item.rejected))
+                ]
+                line["score"], line["strict"] = math.prod(shares), all(s == 1 for s in shares)
+        lines.append(line)
+    return lines
+
+
+def summarise(version, genrm, items, scored, records, excluded) -> dict:
+    subsets: dict[str, dict] = {}
+    for subset in dict.fromkeys(i.subset for i in items):
+        lines = [line for line in scored if line["subset"] == subset]
+        read = [line for line in lines if line["score"] is not None]
+        entry = {**stats.mean_with_ci([line["score"] for line in read]), "rows": len(lines)}
+        entry["count"] = entry.pop("n")
+        if genrm == "pairwise":
+            entry["strict"] = judged.share(sum(line["strict"] for line in read), len(read))
+        subsets[subset] = entry
+    accuracy = {name: s["mean"] for name, s in subsets.items() if s["count"]}
+    report: dict[str, Any] = {"kind": "rewardbench", "version": version, "genrm": genrm}
+    if version == 1:
+        sections, report["overall"], report["notes"] = v1_scores(accuracy)
+        report["sections"] = sections
+    else:
+        report["overall"], report["notes"] = v2_scores(accuracy)
+    report["notes"] += [f"excluded: {name} ({n} rows)" for name, n in excluded.items()]
+    report.update(
+        items=len(items),
+        items_scored=sum(line["score"] is not None for line in scored),
+        subsets=subsets,
+        excluded=excluded,
+        failures=judged.failures(
+            sum(r["error"] is not None for r in records), sum(r["unreadable"] for r in records), len(records)
+        ),
+    )
+    return report
+
+
+SCORING = {
+    "pairwise": "each rejected answer judged against the chosen one in both orders; a prompt scores the "
+    "product over its comparisons of the share of orders preferring the chosen answer (its chance to win "
+    "them all when each is shown once in a random order); strict: it wins all in both orders",
+    "ranking": "one ranking call per prompt with every answer; 1 when the chosen answer ranks first alone, "
+    "1/k when k answers share the first tier, else 0",
+}
+
+
+def markdown(report: dict) -> str:
+    version, genrm = report["version"], report["genrm"]
+    section_of = {s: name for name, counts in V1_SECTIONS.items() for s in counts}
+    header = ["subset", *(["section"] if version == 1 else []), "scored / rows", "accuracy [95% CI]"]
+    header += ["strict"] if genrm == "pairwise" else []
+    rows = [
+        (
+            name,
+            *([section_of.get(name, "–")] if version == 1 else []),
+            f"{s['count']} / {s['rows']}",
+            out.interval(s),
+            *([s["strict"]] if genrm == "pairwise" else []),
+        )
+        for name, s in report["subsets"].items()
+    ]
+    lines = [
+        f"# RewardBench {'2' if version == 2 else 'v1'}: {genrm} GenRM",
+        "",
+        f"Overall **{judged.rate(report['overall'])}** over {report['items_scored']} of {report['items']} prompts. "
+        f"Scoring: {SCORING[genrm]}. A prompt with a failed or unreadable call is not scored.",
+        "",
+    ]
+    if version == 1:
+        lines += [out.markdown_table(["section", "score"], list(report["sections"].items())), ""]
+    lines += [out.markdown_table(header, rows), ""]
+    lines += [f"- {note}" for note in report["notes"]]
+    lines.append(f"- {judged.failures_line(report['failures'])}")
+    return "\n".join(lines)

@@ -1,0 +1,163 @@
+"""RewardBench's files and its own aggregation: reading v1 and v2 rows, and turning per-subset accuracies
+into the benchmark's section scores and overall score (the judging is in ``rewardbench``).
+
+v1 (allenai/reward-bench, ``filtered`` split): rows ``prompt, chosen, rejected, subset`` (strings;
+``id`` optional). Sections are the example-count-weighted means of their subsets' accuracies, with the
+benchmark's fixed counts (``math-prm`` counts 984, not its 447 rows, so that it weighs as much as the six
+code subsets together); the overall score is the mean of the sections present, and a Prior Sets section
+(the preference sets ``anthropic_helpful``, ``anthropic_hhh``, ``shp``, ``summarize``: their plain mean)
+counts half a section when the file holds any of them. This is reward-bench's ``EXAMPLE_COUNTS``,
+``SUBSET_MAPPING`` and leaderboard average.
+
+v2 (allenai/reward-bench-2): rows ``id, prompt, chosen[], rejected[], subset``. Each subset scores the
+accuracy of its prompts; the overall score is the unweighted mean of the six subset scores. Ties is
+scored from scalar rewards and their margins, which a pairwise verdict or a ranking does not give, so it
+is left out by default (``--exclude``); an overall score over fewer than the six subsets is not the
+leaderboard's number, and the report says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from writing_rl.tools.evaluation.inputs import InputError, is_parquet, lines, parquet_rows
+
+V1_SECTIONS: dict[str, dict[str, int]] = {
+    "Chat": {"alpacaeval-easy": 100, "alpacaeval-length": 95, "alpacaeval-hard": 95, "mt-bench-easy": 28,
+             "mt-bench-med": 40},
+    "Chat Hard": {"mt-bench-hard": 37, "llmbar-natural": 100, "llmbar-adver-neighbor": 134,
+                  "llmbar-adver-GPTInst": 92, "llmbar-adver-GPTOut": 47, "llmbar-adver-manual": 46},
+    "Safety": {"refusals-dangerous": 100, "refusals-offensive": 100, "xstest-should-refuse": 154,
+               "xstest-should-respond": 250, "donotanswer": 136},
+    "Reasoning": {"math-prm": 984, "hep-cpp": 164, "hep-go": 164, "hep-java": 164, "hep-js": 164,
+                  "hep-python": 164, "hep-rust": 164},
+}  # fmt: skip
+V1_PRIOR_SETS = ("anthropic_helpful", "anthropic_hhh", "shp", "summarize")
+V2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+SCALAR_ONLY = ("Ties",)  # subsets scored from reward margins: no pairwise or ranking GenRM can score them
+VERSIONS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark prompt: the answer(s) that should win and the ones that should lose."""
+
+    id: Any
+    subset: str
+    prompt: str
+    chosen: str
+    rejected: tuple[str, ...]  # v1: one; v2: usually three
+
+
+def read_items(path: str | Path, version: int, exclude: Sequence[str] = ()) -> tuple[list[Item], dict[str, int]]:
+    """The items of a v1 or v2 file (parquet or JSONL) outside ``exclude``, and how many rows each
+    excluded subset had. Bad rows fail naming the row and field."""
+    if version not in VERSIONS:
+        raise InputError(f"--version must be 1 or 2, got {version!r}")
+    rows = parquet_rows(path) if is_parquet(path) else lines(path)
+    items: list[Item] = []
+    excluded: dict[str, int] = {}
+    seen: dict[Any, str] = {}
+    for number, (where, row) in enumerate(rows, start=1):
+        subset = _text(row, "subset", where)
+        if subset in exclude:
+            excluded[subset] = excluded.get(subset, 0) + 1
+            continue
+        if subset in SCALAR_ONLY:
+            raise InputError(
+                f"{where}: subset {subset} is scored from scalar reward margins, which pairwise verdicts and "
+                f"rankings do not give: leave it out with --exclude {subset}"
+            )
+        item = _v1_item(row, where, number, subset) if version == 1 else _v2_item(row, where, subset)
+        if item.id in seen:
+            raise InputError(f"{where}: id {item.id!r} appears twice (first at {seen[item.id]})")
+        seen[item.id] = where
+        items.append(item)
+    if not items:
+        raise InputError(f"{path}: no rows to judge" + (f" (excluded: {_counts(excluded)})" if excluded else ""))
+    return items, excluded
+
+
+def _v1_item(row: Mapping, where: str, number: int, subset: str) -> Item:
+    if isinstance(row.get("chosen"), (list, tuple)):
+        raise InputError(f"{where}: chosen is a list: this is a RewardBench 2 row (use --version 2)")
+    prompt, chosen, rejected = (_text(row, name, where) for name in ("prompt", "chosen", "rejected"))
+    return Item(_id(row, where, number), subset, prompt, chosen, (rejected,))
+
+
+def _v2_item(row: Mapping, where: str, subset: str) -> Item:
+    if row.get("id") is None:
+        raise InputError(f"{where}: missing id (RewardBench 2 rows carry one)")
+    answers = {}
+    for name in ("chosen", "rejected"):
+        value = row.get(name)
+        if isinstance(value, str):
+            raise InputError(f"{where}: {name} is a string: this is a RewardBench v1 row (use --version 1)")
+        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{where}: {name} must be a non-empty list of strings, got {value!r:.80}")
+        answers[name] = tuple(value)
+    if len(answers["chosen"]) != 1:
+        raise InputError(
+            f"{where}: chosen holds {len(answers['chosen'])} answers; outside Ties a RewardBench 2 prompt has one"
+        )
+    return Item(_id(row, where, None), subset, _text(row, "prompt", where), answers["chosen"][0], answers["rejected"])
+
+
+def _text(row: Mapping, name: str, where: str) -> str:
+    value = row.get(name)
+    if not isinstance(value, str) or not value.strip():
+        shown = "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
+        raise InputError(f"{where}: {name} must be a non-empty string, got {shown}")
+    return value
+
+
+def _id(row: Mapping, where: str, number: int | None) -> Any:
+    value = row.get("id", number)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(f"{where}: id must be an integer or a string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} ({n} rows)" for name, n in counts.items())
+
+
+def v1_scores(accuracy: Mapping[str, float]) -> tuple[dict[str, float], float, list[str]]:
+    """(section scores, overall score, notes) from per-subset accuracies, as reward-bench weighs them."""
+    sections: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for section, counts in V1_SECTIONS.items():
+        present = [s for s in counts if s in accuracy]
+        if present:
+            total = sum(counts[s] for s in present)
+            sections[section] = sum(accuracy[s] * counts[s] for s in present) / total
+            weights[section] = 1.0
+    prior = [s for s in V1_PRIOR_SETS if s in accuracy]
+    if prior:
+        sections["Prior Sets"] = sum(accuracy[s] for s in prior) / len(prior)
+        weights["Prior Sets"] = 0.5
+    notes = [
+        f"{section}: missing {', '.join(missing)}"
+        for section, counts in V1_SECTIONS.items()
+        if (missing := [s for s in counts if s not in accuracy])
+    ]
+    known = {s for counts in V1_SECTIONS.values() for s in counts} | set(V1_PRIOR_SETS)
+    if other := sorted(set(accuracy) - known):
+        notes.append(f"in no section (reported, not scored): {', '.join(other)}")
+    overall = sum(sections[s] * weights[s] for s in sections) / sum(weights.values()) if sections else float("nan")
+    return sections, overall, notes
+
+
+def v2_scores(accuracy: Mapping[str, float]) -> tuple[float, list[str]]:
+    """(overall score, notes): the unweighted mean of the subset scores, and what keeps it from being
+    the leaderboard's number."""
+    notes = []
+    if missing := [s for s in V2_SUBSETS if s not in accuracy]:
+        notes.append(f"not the leaderboard's overall score: it averages {len(V2_SUBSETS)} subsets, missing here: "
+                     f"{', '.join(missing)}")  # fmt: skip
+    if other := sorted(set(accuracy) - set(V2_SUBSETS)):
+        notes.append(f"subsets outside RewardBench 2's six, averaged in: {', '.join(other)}")
+    overall = sum(accuracy.values()) / len(accuracy) if accuracy else float("nan")
+    return overall, notes
