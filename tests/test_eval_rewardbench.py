@@ -1,6 +1,7 @@
 """`writing-rl eval rewardbench` on small v1 and v2 files (JSONL and parquet) against scripted GenRMs on
 127.0.0.1: the benchmark's section weights and overall score, both GenRM kinds, Ties left out, failures
-counted and never scored, resume from the cache, bad rows named."""
+failed calls counted and never scored, unreadable replies and ties counted as no preference, resume from the
+cache, bad rows named."""
 
 from __future__ import annotations
 
@@ -75,11 +76,21 @@ def test_v1_sections_are_weighted_by_the_benchmarks_example_counts(tmp_path, jud
     assert report["overall"] == pytest.approx((chat + reasoning) / 2)
     assert any(note.startswith("Chat: missing alpacaeval-length") for note in report["notes"])
     assert report["items"] == report["items_scored"] == 6
-    assert lines[0].startswith(f"RewardBench 1 overall {(chat + reasoning) / 2:.3f} (pairwise GenRM) over 6 of 6")
+    assert lines[0].startswith(f"RewardBench v1 overall {(chat + reasoning) / 2:.3f} (pairwise GenRM) over 6 of 6")
     md = (out / "report.md").read_text()
-    assert "| mt-bench-easy | Chat | 2 / 2 | 0.500 [0.000, 1.000] | 0.500 |" in md and "| Reasoning | 0.857 |" in md
+    assert md.startswith("# RewardBench v1: pairwise GenRM")
+    assert (
+        "| mt-bench-easy | Chat | 2 / 2 | 0.500 [0.000, 1.000] | 0.500 | 0.500 |" in md
+        and "| Reasoning | 0.857 |" in md
+    )
     items = {line["id"]: line["score"] for line in lines_of(out / "items.jsonl")}
     assert items == {1: 1.0, 2: 1.0, 3: 1.0, 4: 0.0, 5: 1.0, 6: 0.0}
+
+    # rows without an id are known by their place in the file; an empty answer is a fair loser
+    rows = [{k: v for k, v in row.items() if k != "id"} for row in V1[:2]]
+    data = write_jsonl(tmp_path / "no_ids.jsonl", [{**rows[0], "rejected": ""}, rows[1]])
+    run_rewardbench(data, str(tmp_path / "no_ids"), settings_for(server), 1, progress=False)
+    assert [line["id"] for line in lines_of(tmp_path / "no_ids" / "items.jsonl")] == ["row 1", "row 2"]
 
 
 def test_v1_prior_sets_count_half_a_section_and_unknown_subsets_none():
@@ -87,6 +98,8 @@ def test_v1_prior_sets_count_half_a_section_and_unknown_subsets_none():
     assert sections == pytest.approx({"Chat": 0.8, "Prior Sets": 0.5})
     assert overall == pytest.approx((0.8 * 1 + 0.5 * 0.5) / 1.5)
     assert "in no section (reported, not scored): mine" in notes
+    _, _, notes = v1_scores({"alpacaeval-easy": 0.8}, unscored=["mt-bench-easy"])
+    assert notes[0] == "in the file, but no prompt scored (each had a failed judge call): mt-bench-easy"
     overall, notes = v2_scores({name: 0.5 for name in ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")})
     assert overall == 0.5 and notes == []
 
@@ -99,6 +112,27 @@ def test_a_position_biased_judge_gets_half_per_comparison(tmp_path, judge_server
     # three comparisons, each won in one order of two: 0.5 ** 3, the chance of winning all in random orders
     assert {name: s["mean"] for name, s in report["subsets"].items()} == {"Factuality": 0.125, "Focus": 0.125}
     assert {name: s["strict"] for name, s in report["subsets"].items()} == {"Factuality": 0.0, "Focus": 0.0}
+    assert {name: s["chance"] for name, s in report["subsets"].items()} == {"Factuality": 0.125, "Focus": 0.125}
+
+
+def test_ties_and_replies_without_a_verdict_count_as_no_preference(tmp_path, judge_server):
+    def script(request, index):
+        a, b = pair_of(request)
+        if "Nice" in (a, b):
+            return Reply(content="Both are fine. [[C]]")
+        if "drift" in (a, b):
+            return Reply(content="I cannot decide.")
+        return default_script(request, index)
+
+    server = judge_server(script=script)
+    out = tmp_path / "out"
+    run_rewardbench(write_jsonl(tmp_path / "v2.jsonl", V2), str(out), settings_for(server), 2, progress=False)
+    items = {line["id"]: (line["score"], line["strict"]) for line in lines_of(out / "items.jsonl")}
+    # f1: a tie against "Nice" in both orders halves it; o1: no verdict against "drift" in either order
+    assert items == {"f1": (0.5, False), "f2": (0.0, False), "o1": (0.5, False)}
+    report = report_of(out)
+    assert report["failures"]["unreadable"] == 2 and report["failures"]["judge_error"] == 0
+    assert report["items_scored"] == 3
 
 
 def test_v2_best_of_4_from_parquet_with_ties_left_out(tmp_path, judge_server):
@@ -112,20 +146,24 @@ def test_v2_best_of_4_from_parquet_with_ties_left_out(tmp_path, judge_server):
     assert {name: (s["mean"], s["count"], s["rows"]) for name, s in report["subsets"].items()} == {
         "Factuality": (0.5, 2, 2), "Focus": (1.0, 1, 1)
     }  # fmt: skip
-    assert report["overall"] == 0.75 and report["excluded"] == {"Ties": 1}
+    assert report["overall"] == 0.75
     assert "sections" not in report
     assert report["notes"][0].startswith("not the leaderboard's overall score: it averages 6 subsets, missing here: "
                                          "Precise IF, Math, Safety, Ties")  # fmt: skip
-    assert "note: excluded: Ties (1 rows)" in lines
+    assert report["excluded"] == {"Ties": {"rows": 1, "reason": "scored from scalar reward margins, which verdicts "
+                                                                "and rankings do not give"}}  # fmt: skip
+    assert any(line.startswith("note: excluded: Ties (1 rows; scored from scalar reward margins") for line in lines)
     calls = lines_of(out / "judgments.jsonl")
     assert {(c["rejected"], c["order"]) for c in calls if c["id"] == "f1"} == {
         (j, order) for j in range(3) for order in ("chosen_first", "chosen_second")
     }
 
-    with pytest.raises(InputError, match="subset Ties is scored from scalar reward margins.*--exclude Ties"):
-        run_rewardbench(data, str(tmp_path / "all"), settings_for(server), 2, exclude=(), progress=False)
-    run_rewardbench(data, str(tmp_path / "focus"), settings_for(server), 2, exclude=("Ties", "Focus"), progress=False)
+    run_rewardbench(data, str(tmp_path / "focus"), settings_for(server), 2, exclude=("Focus",), progress=False)
     assert list(report_of(tmp_path / "focus")["subsets"]) == ["Factuality"]
+    assert report_of(tmp_path / "focus")["excluded"]["Focus"] == {"rows": 1, "reason": "--exclude"}
+    with pytest.raises(InputError, match=r"--exclude Fokus: no such subset in .*v2.parquet \(its subsets: "
+                                         r"Factuality, Focus, Ties\)"):  # fmt: skip
+        run_rewardbench(data, str(tmp_path / "typo"), settings_for(server), 2, exclude=("Fokus",), progress=False)
 
 
 def test_a_ranking_genrm_ranks_all_answers_in_one_call(tmp_path, judge_server):
@@ -156,10 +194,12 @@ def test_a_ranking_genrm_ranks_all_answers_in_one_call(tmp_path, judge_server):
     assert {k: s["mean"] for k, s in report_of(v1)["subsets"].items()} == {
         "alpacaeval-easy": 1.0, "mt-bench-easy": 0.5, "math-prm": 1.0, "hep-python": 0.0
     }  # fmt: skip
-    # read as the reward reads: a reply in another prompt type's format is unreadable, never scored
+    # read as the reward reads: a reply in another prompt type's format is unreadable: chance level, 1/2
     run_rewardbench(write_jsonl(tmp_path / "v1.jsonl", V1), str(tmp_path / "strict"), settings_for(server), 1,
                     genrm="ranking", options=RankingOptions(prompt_type="ranking"), progress=False)  # fmt: skip
-    assert report_of(tmp_path / "strict")["failures"]["unreadable"] == 6
+    strict = report_of(tmp_path / "strict")
+    assert strict["failures"]["unreadable"] == 6 and strict["items_scored"] == 6
+    assert {s["mean"] for s in strict["subsets"].values()} == {0.5} == {s["chance"] for s in strict["subsets"].values()}
 
 
 def test_failures_are_counted_never_scored_and_a_rerun_retries_only_them(tmp_path, judge_server):
@@ -179,9 +219,9 @@ def test_failures_are_counted_never_scored_and_a_rerun_retries_only_them(tmp_pat
     run_rewardbench(data, str(out), settings_for(server), 2, progress=False)
     report = report_of(out)
     assert report["failures"]["judge_error"] == 2 and report["failures"]["unreadable"] == 2
-    assert report["items_scored"] == 1  # f1 has a failed call, o1 an unreadable reply: neither is scored
+    assert report["items_scored"] == 2  # f1 has a failed call: not scored; o1's unreadable replies count half
     assert report["subsets"]["Factuality"]["count"] == 1 and report["subsets"]["Factuality"]["rows"] == 2
-    assert report["subsets"]["Focus"]["count"] == 0 and report["overall"] == 0.0  # only f2 scored: it loses
+    assert report["subsets"]["Focus"]["mean"] == 0.5 and report["overall"] == 0.25  # f2 loses
     sent = len(server.requests)
     failing["on"] = False
     run_rewardbench(data, str(out), settings_for(server), 2, progress=False)
@@ -198,7 +238,9 @@ def test_bad_rows_are_named(tmp_path):
             run_rewardbench(path, str(tmp_path / "out"), settings, version, progress=False)
 
     fails([V2[0]], 1, r"x.jsonl:1: chosen is a list: this is a RewardBench 2 row \(use --version 2\)")
-    fails([{k: v for k, v in V2[0].items() if k != "id"}], 2, r"x.jsonl:1: missing id")
+    fails([{**V1[0], "prompt": [{"role": "user", "content": "Tides?"}]}], 1, r"x.jsonl:1: prompt is a list \(a chat")
+    fails([{**V1[0], "chosen": 3}], 1, r"x.jsonl:1: chosen must be a string, got int 3")
+    fails([{**V2[0], "rejected": ["a", None]}], 2, r"x.jsonl:1: rejected\[1\] must be a string, got nothing")
     fails([{**V1[0], "id": "a"}], 2, r"x.jsonl:1: chosen is a string: this is a RewardBench v1 row")
     fails([V1[0], {**V1[1], "prompt": " "}], 1, r"x.jsonl:2: prompt must be a non-empty string")
     fails([V1[0], V1[0]], 1, r"x.parquet:row 2: id 1 appears twice \(first at .*row 1\)", parquet=True)
@@ -216,7 +258,8 @@ def test_the_cli_runs_rewardbench_end_to_end(tmp_path, judge_server, capsys):
     assert "RewardBench 2 overall 0.750 (pairwise GenRM) over 3 of 3 prompts in 2 subsets" in printed
     assert ("plots skipped" in printed) != (out / "subsets.png").exists()
     args = ["eval", "rewardbench", "--data", data, "--version", "2", "--out", str(tmp_path / "x"), *judge]
-    assert cli([*args, "--exclude", ""]) == 2
-    assert "--exclude Ties" in capsys.readouterr().err
-    assert cli([*args, "--genrm", "ranking", "--exclude", "Ties,Focus"]) == 0
+    assert cli([*args, "--variant", "no_cot"]) == 2
+    assert "--variant only apply to --genrm ranking" in capsys.readouterr().err
+    assert cli([*args, "--genrm", "ranking", "--exclude", "Focus", "--system-prompt", "Rank fairly."]) == 0
     assert list(report_of(tmp_path / "x")["subsets"]) == ["Factuality"]
+    assert server.requests[-1]["messages"][0] == {"role": "system", "content": "Rank fairly."}

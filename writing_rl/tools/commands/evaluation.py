@@ -293,9 +293,9 @@ def add_rewardbench(kinds) -> None:
             "Judge the benchmark's own file (parquet or JSONL). Pairwise GenRMs compare the chosen answer with "
             "each rejected one in both orders; ranking GenRMs rank all of a prompt's answers in one call. Reports "
             "each subset's accuracy (95% bootstrap CI) and count, v1's section scores (the benchmark's example "
-            "weights) and the overall score as the benchmark defines it; failed or unreadable calls are counted "
-            "and their prompts not scored (a rerun retries only those calls). Writes report.json, report.md, "
-            "judgments.jsonl, items.jsonl and subsets.png."
+            "weights) and the overall score as the benchmark defines it; an unreadable reply counts as no "
+            "preference, a failed call leaves its prompt unscored (counted; a rerun retries only those calls). "
+            "Writes report.json, report.md, judgments.jsonl, items.jsonl and subsets.png."
         ),
         epilog=(
             "example: writing-rl eval rewardbench --data reward-bench-2/test.parquet --version 2 --out runs/rb2 "
@@ -320,30 +320,38 @@ def add_rewardbench(kinds) -> None:
         "--exclude",
         type=lambda text: tuple(s.strip() for s in text.split(",") if s.strip()),
         metavar="SUBSET,...",
-        help="subsets left out (default: Ties for v2, which needs scalar reward margins; none for v1); "
-        "an empty value leaves nothing out",
+        default=(),
+        help="subsets to leave out; v2's Ties, scored from scalar reward margins, is always left out",
     )
     p.add_argument(
         "--template",
         help="pairwise prompt file ({prompt}, {response_a}, {response_b}) or, with --genrm ranking, a GQM template "
         "(default: the built-in prompt)",
     )
+    p.add_argument(
+        "--system-prompt",
+        help="system message before each request (default: the built-in pairwise one; none for ranking)",
+    )
     g = p.add_argument_group("--genrm ranking")
-    g.add_argument("--prompt-type", choices=PROMPT_TYPES, default="ranking_score", help="(default: ranking_score)")
-    g.add_argument("--variant", choices=VARIANTS, default="default", help="answer format (default: default)")
+    g.add_argument("--prompt-type", choices=PROMPT_TYPES, help="(default: ranking_score)")
+    g.add_argument("--variant", choices=VARIANTS, help="answer format (default: default)")
     g.add_argument("--optional-headers", action="store_true", help="accept final blocks without their headers")
-    g.add_argument("--system-prompt", help="system message before each request (default: none)")
     add_judge_options(p)
     p.set_defaults(handler=run_rewardbench_command)
 
 
 def run_rewardbench_command(args) -> int:
     from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
+    from writing_rl.tools.evaluation.inputs import InputError
     from writing_rl.tools.evaluation.rewardbench import run_rewardbench
 
+    ranking_only = {"--prompt-type": args.prompt_type, "--variant": args.variant,
+                    "--optional-headers": args.optional_headers}  # fmt: skip
+    if args.genrm == "pairwise" and (given := [flag for flag, value in ranking_only.items() if value]):
+        raise InputError(f"{', '.join(given)} only apply to --genrm ranking")
     options = RankingOptions(
-        prompt_type=args.prompt_type, variant=args.variant, require_headers=not args.optional_headers,
-        template=args.template, system_prompt=args.system_prompt,
+        prompt_type=args.prompt_type or "ranking_score", variant=args.variant or "default",
+        require_headers=not args.optional_headers, template=args.template, system_prompt=args.system_prompt,
     )  # fmt: skip
     lines = run_rewardbench(
         args.data, args.out, judge_settings_from(args), args.version, genrm=args.genrm, exclude=args.exclude,

@@ -4,24 +4,28 @@ Input: the benchmark's own file, parquet or JSONL (``rewardbench_sets`` reads it
 benchmark's weights). Every prompt has one answer that should win and one (v1) or several (v2, usually
 three) that should lose.
 
-Pairwise GenRMs (``--genrm pairwise``, the default): the chosen answer against each rejected one, in
-both orders (the chosen answer as A, then as B), with the built-in pairwise prompt or ``--template``.
-A comparison's share s is the fraction of its two orders whose verdict prefers the chosen answer (a tie
-verdict prefers neither). A prompt scores the product of its comparisons' shares: the probability that
-the chosen answer beats every rejected one when each comparison is shown once in a random order, which
-is how RewardBench's generative scripts present it, computed exactly instead of drawn. ``strict``
-also reports the share of prompts whose chosen answer wins every comparison in both orders.
+Pairwise GenRMs (``--genrm pairwise``, the default; our protocol, not a published one): the chosen answer
+against each rejected one, in both orders (the chosen answer as A, then as B), with the built-in pairwise
+prompt or ``--template``. A comparison's share s is the mean over its two orders of 1 when the verdict
+prefers the chosen answer, 1/2 for a tie or a reply with no verdict (no preference, as RewardBench's
+scripts count an unparsed reply), 0 when it prefers the rejected one. A prompt scores the product of its
+comparisons' shares: the chance that the chosen answer beats every rejected one when each comparison is
+shown once in a random order (how RewardBench v1's generative script presents a pair), computed exactly
+instead of drawn. A judge answering at random scores 0.5^k for k rejected answers. ``strict`` also
+reports the share of prompts whose chosen answer wins every comparison in both orders.
 
 Group-ranking GenRMs (``--genrm ranking``): one GQM call per prompt with every answer, the chosen one
-placed at a position drawn from the prompt's id (the same on every run, spread over the positions). A
-prompt scores 1 when the chosen answer ranks first alone and 1/k when it shares the first tier with k - 1
-others (RewardBench's tie penalty), else 0.
+placed at a position drawn from the prompt's id (the same on every run, spread over the positions); this
+is the comparable protocol for RewardBench 2, whose generative script shows all four answers in one call.
+A prompt scores 1 when the chosen answer ranks first alone and 1/k when it shares the first tier with
+k - 1 others (RewardBench's tie penalty), else 0; an unreadable reply scores 1/(k + 1) for k rejected
+answers (no preference: chance level, as RewardBench 2 counts it).
 
-A prompt with any failed call or unreadable reply is not scored (counted per subset and in the failures;
-a rerun retries the failed calls, answered ones come from the cache in ``--out``). Per subset: the mean
-prompt score with its 95% bootstrap interval (prompts resampled) and the count scored; then the
-benchmark's section and overall scores. Outputs: report.json, report.md, judgments.jsonl (one line per
-call), items.jsonl (one line per prompt) and subsets.png.
+A prompt with a failed judge call (an error after the retries) is not scored: counted per subset and in
+the failures; a rerun retries the failed calls, answered ones come from the cache in ``--out``. Per
+subset: the mean prompt score with its 95% bootstrap interval (prompts resampled), the count scored and
+the chance level; then the benchmark's section and overall scores. Outputs: report.json, report.md,
+judgments.jsonl (one line per call), items.jsonl (one line per prompt) and subsets.png.
 """
 
 from __future__ import annotations
@@ -35,14 +39,13 @@ from typing import Any, Sequence
 from writing_rl.protocols import Unreadable, gqm_prompt
 from writing_rl.protocols.gqm import labels_for
 from writing_rl.protocols.gqm_task import read_answer
-from writing_rl.protocols.prompts import Messages, load_template
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, load_template
 from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, Call, Pair
 from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.rewardbench_sets import (
-    SCALAR_ONLY,
     V1_SECTIONS,
     Item,
     read_items,
@@ -52,6 +55,7 @@ from writing_rl.tools.evaluation.rewardbench_sets import (
 from writing_rl.tools.offline import JudgeSettings, Judgment, read_verdict
 
 GENRMS = ("pairwise", "ranking")
+SHARE = {"chosen": 1.0, "tie": 0.5, None: 0.5, "rejected": 0.0}  # None: a reply with no verdict
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,8 @@ class GroupCall:
         return labels_for(len(self.item.rejected) + 1)[self.chosen_at]
 
 
-def default_exclude(version: int) -> tuple[str, ...]:
-    return SCALAR_ONLY if version == 2 else ()
+def benchmark_name(version: int) -> str:
+    return "RewardBench 2" if version == 2 else "RewardBench v1"
 
 
 def run_rewardbench(
@@ -86,22 +90,23 @@ def run_rewardbench(
     settings: JudgeSettings,
     version: int,
     genrm: str = "pairwise",
-    exclude: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
     options: RankingOptions = RankingOptions(prompt_type="ranking_score"),
     cache: str | None = None,
     progress: bool = True,
 ) -> list[str]:
-    """Judge, write every output, and return the lines to print. ``exclude`` None: Ties for v2, nothing
-    for v1. ``options.template`` is a pairwise template file (pairwise) or a GQM template file (ranking)."""
+    """Judge, write every output, and return the lines to print. ``exclude``: subsets left out besides
+    v2's Ties. ``options.template`` is a pairwise template file (pairwise) or a GQM template file (ranking);
+    ``options.system_prompt`` (None: the built-in pairwise system message, none for ranking) serves both."""
     if genrm not in GENRMS:
         raise InputError(f"--genrm must be one of {', '.join(GENRMS)}, got {genrm!r}")
-    exclude = default_exclude(version) if exclude is None else tuple(exclude)
-    items, excluded = read_items(data, version, exclude)
+    items, excluded = read_items(data, version, tuple(exclude))
     if genrm == "pairwise":
         if options.template:
             load_template(options.template)  # a template without both response placeholders fails before any call
+        system = options.system_prompt or PAIRWISE_SYSTEM
         calls = [
-            Comparison(item, j, Call(Pair((item.id, j), item.prompt, item.chosen, rejected), order))
+            Comparison(item, j, Call(Pair((item.id, j), item.prompt, item.chosen, rejected, system), order))
             for item in items
             for j, rejected in enumerate(item.rejected)
             for order in ORDERS
@@ -126,12 +131,11 @@ def run_rewardbench(
     plot_line = out.plot(
         Path(out_dir) / "subsets.png",
         lambda axes: out.bar_plot_with_intervals(
-            axes, list(subsets), list(subsets.values()), f"RewardBench {'2' if version == 2 else 'v1'}: accuracy",
-            "accuracy",
+            axes, list(subsets), list(subsets.values()), f"{benchmark_name(version)}: accuracy", "accuracy"
         ),
     )  # fmt: skip
     return [
-        f"RewardBench {version} overall {judged.rate(report['overall'])} ({genrm} GenRM) over "
+        f"{benchmark_name(version)} overall {judged.rate(report['overall'])} ({genrm} GenRM) over "
         f"{report['items_scored']} of {report['items']} prompts in {len(report['subsets'])} subsets",
         *(f"note: {note}" for note in report["notes"]),
         f"judge calls {len(records)}: {judged.failures_line(report['failures'])}; prompts not scored "
@@ -199,25 +203,27 @@ def _group_record(call: GroupCall, judgment: Judgment, options: RankingOptions) 
 
 
 def item_scores(items: Sequence[Item], records: Sequence[dict]) -> list[dict]:
-    """One line per prompt: its score (None: a call of it failed or was unreadable) and, for pairwise
+    """One line per prompt: its score (None: a call of it failed), its chance level and, for pairwise
     verdicts, whether the chosen answer won every comparison in both orders."""
     mine: dict[Any, list[dict]] = {}
     for record in records:
         mine.setdefault(record["id"], []).append(record)
     lines = []
     for item in items:
-        calls = mine[item.id]
-        line: dict[str, Any] = {"id": item.id, "subset": item.subset, "score": None, "strict": None}
-        if all(r["error"] is None and not r["unreadable"] for r in calls):
-            if "first" in calls[0]:
+        calls, k = mine[item.id], len(item.rejected)
+        pairwise = "picked" in calls[0]
+        line = {"id": item.id, "subset": item.subset, "score": None, "chance": 0.5**k if pairwise else 1 / (k + 1)}
+        line["strict"] = None
+        if all(r["error"] is None for r in calls):
+            if pairwise:
+                shares = [sum(SHARE[r["picked"]] for r in calls if r["rejected"] == j) / len(ORDERS) for j in range(k)]
+                line["score"] = math.prod(shares)
+                line["strict"] = all(r["picked"] == "chosen" for r in calls)
+            elif calls[0]["unreadable"]:
+                line["score"] = line["chance"]
+            else:
                 first = calls[0]["first"]
                 line["score"] = 1 / len(first) if calls[0]["chosen_label"] in first else 0.0
-            else:
-                shares = [
-                    sum(r["picked"] == "chosen" for r in calls if r["rejected"] == j) / len(ORDERS)
-                    for j in range(len(item.rejected))
-                ]
-                line["score"], line["strict"] = math.prod(shares), all(s == 1 for s in shares)
         lines.append(line)
     return lines
 
@@ -229,17 +235,19 @@ def summarise(version, genrm, items, scored, records, excluded) -> dict:
         read = [line for line in lines if line["score"] is not None]
         entry = {**stats.mean_with_ci([line["score"] for line in read]), "rows": len(lines)}
         entry["count"] = entry.pop("n")
+        entry["chance"] = sum(line["chance"] for line in lines) / len(lines)
         if genrm == "pairwise":
             entry["strict"] = judged.share(sum(line["strict"] for line in read), len(read))
         subsets[subset] = entry
-    accuracy = {name: s["mean"] for name, s in subsets.items() if s["count"]}
+    accuracy = {subset: s["mean"] for subset, s in subsets.items() if s["count"]}
+    unscored = [subset for subset, s in subsets.items() if not s["count"]]
     report: dict[str, Any] = {"kind": "rewardbench", "version": version, "genrm": genrm}
     if version == 1:
-        sections, report["overall"], report["notes"] = v1_scores(accuracy)
+        sections, report["overall"], report["notes"] = v1_scores(accuracy, unscored)
         report["sections"] = sections
     else:
-        report["overall"], report["notes"] = v2_scores(accuracy)
-    report["notes"] += [f"excluded: {name} ({n} rows)" for name, n in excluded.items()]
+        report["overall"], report["notes"] = v2_scores(accuracy, unscored)
+    report["notes"] += [f"excluded: {subset} ({e['rows']} rows; {e['reason']})" for subset, e in excluded.items()]
     report.update(
         items=len(items),
         items_scored=sum(line["score"] is not None for line in scored),
@@ -254,17 +262,18 @@ def summarise(version, genrm, items, scored, records, excluded) -> dict:
 
 SCORING = {
     "pairwise": "each rejected answer judged against the chosen one in both orders; a prompt scores the "
-    "product over its comparisons of the share of orders preferring the chosen answer (its chance to win "
-    "them all when each is shown once in a random order); strict: it wins all in both orders",
+    "product over its comparisons of the share of orders preferring the chosen answer, a tie or a reply "
+    "with no verdict counting half (its chance to win them all when each is shown once in a random order); "
+    "strict: it wins all in both orders",
     "ranking": "one ranking call per prompt with every answer; 1 when the chosen answer ranks first alone, "
-    "1/k when k answers share the first tier, else 0",
+    "1/k when k answers share the first tier, chance level for an unreadable reply, else 0",
 }
 
 
 def markdown(report: dict) -> str:
     version, genrm = report["version"], report["genrm"]
     section_of = {s: name for name, counts in V1_SECTIONS.items() for s in counts}
-    header = ["subset", *(["section"] if version == 1 else []), "scored / rows", "accuracy [95% CI]"]
+    header = ["subset", *(["section"] if version == 1 else []), "scored / rows", "accuracy [95% CI]", "chance"]
     header += ["strict"] if genrm == "pairwise" else []
     rows = [
         (
@@ -272,15 +281,16 @@ def markdown(report: dict) -> str:
             *([section_of.get(name, "–")] if version == 1 else []),
             f"{s['count']} / {s['rows']}",
             out.interval(s),
+            f"{s['chance']:.3f}",
             *([s["strict"]] if genrm == "pairwise" else []),
         )
         for name, s in report["subsets"].items()
     ]
     lines = [
-        f"# RewardBench {'2' if version == 2 else 'v1'}: {genrm} GenRM",
+        f"# {benchmark_name(version)}: {genrm} GenRM",
         "",
         f"Overall **{judged.rate(report['overall'])}** over {report['items_scored']} of {report['items']} prompts. "
-        f"Scoring: {SCORING[genrm]}. A prompt with a failed or unreadable call is not scored.",
+        f"Scoring: {SCORING[genrm]}. A prompt with a failed judge call is not scored.",
         "",
     ]
     if version == 1:

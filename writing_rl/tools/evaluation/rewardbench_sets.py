@@ -2,7 +2,8 @@
 into the benchmark's section scores and overall score (the judging is in ``rewardbench``).
 
 v1 (allenai/reward-bench, ``filtered`` split): rows ``prompt, chosen, rejected, subset`` (strings;
-``id`` optional). Sections are the example-count-weighted means of their subsets' accuracies, with the
+``id`` optional: a row without one is known by its place in the file). The preference test sets
+(allenai/pref-test-sets) hold chat transcripts: their prompt must be flattened to one string first. Sections are the example-count-weighted means of their subsets' accuracies, with the
 benchmark's fixed counts (``math-prm`` counts 984, not its 447 rows, so that it weighs as much as the six
 code subsets together); the overall score is the mean of the sections present, and a Prior Sets section
 (the preference sets ``anthropic_helpful``, ``anthropic_hhh``, ``shp``, ``summarize``: their plain mean)
@@ -12,7 +13,7 @@ counts half a section when the file holds any of them. This is reward-bench's ``
 v2 (allenai/reward-bench-2): rows ``id, prompt, chosen[], rejected[], subset``. Each subset scores the
 accuracy of its prompts; the overall score is the unweighted mean of the six subset scores. Ties is
 scored from scalar rewards and their margins, which a pairwise verdict or a ranking does not give, so it
-is left out by default (``--exclude``); an overall score over fewer than the six subsets is not the
+is always left out; an overall score over fewer than the six subsets is not the
 leaderboard's number, and the report says so.
 """
 
@@ -37,6 +38,7 @@ V1_SECTIONS: dict[str, dict[str, int]] = {
 V1_PRIOR_SETS = ("anthropic_helpful", "anthropic_hhh", "shp", "summarize")
 V2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
 SCALAR_ONLY = ("Ties",)  # subsets scored from reward margins: no pairwise or ranking GenRM can score them
+SCALAR_REASON = "scored from scalar reward margins, which verdicts and rankings do not give"
 VERSIONS = (1, 2)
 
 
@@ -51,58 +53,63 @@ class Item:
     rejected: tuple[str, ...]  # v1: one; v2: usually three
 
 
-def read_items(path: str | Path, version: int, exclude: Sequence[str] = ()) -> tuple[list[Item], dict[str, int]]:
-    """The items of a v1 or v2 file (parquet or JSONL) outside ``exclude``, and how many rows each
-    excluded subset had. Bad rows fail naming the row and field."""
+def read_items(
+    path: str | Path, version: int, exclude: Sequence[str] = ()
+) -> tuple[list[Item], dict[str, dict[str, Any]]]:
+    """The items of a v1 or v2 file (parquet or JSONL) outside ``exclude`` (and, for v2, outside the
+    scalar-only subsets), and for each subset left out its row count and why. Bad rows fail naming the
+    row and field; an ``exclude`` name that matches no row fails listing the file's subsets."""
     if version not in VERSIONS:
         raise InputError(f"--version must be 1 or 2, got {version!r}")
+    always = SCALAR_ONLY if version == 2 else ()
     rows = parquet_rows(path) if is_parquet(path) else lines(path)
     items: list[Item] = []
-    excluded: dict[str, int] = {}
+    excluded: dict[str, dict[str, Any]] = {}
+    subsets: dict[str, None] = {}
     seen: dict[Any, str] = {}
     for number, (where, row) in enumerate(rows, start=1):
         subset = _text(row, "subset", where)
-        if subset in exclude:
-            excluded[subset] = excluded.get(subset, 0) + 1
+        subsets[subset] = None
+        if subset in always or subset in exclude:
+            why = SCALAR_REASON if subset in always else "--exclude"
+            excluded.setdefault(subset, {"rows": 0, "reason": why})["rows"] += 1
             continue
-        if subset in SCALAR_ONLY:
-            raise InputError(
-                f"{where}: subset {subset} is scored from scalar reward margins, which pairwise verdicts and "
-                f"rankings do not give: leave it out with --exclude {subset}"
-            )
-        item = _v1_item(row, where, number, subset) if version == 1 else _v2_item(row, where, subset)
+        fallback_id = f"row {number}"  # a row without an id is known by its place in the file
+        item = (_v1_item if version == 1 else _v2_item)(row, where, subset, fallback_id)
         if item.id in seen:
             raise InputError(f"{where}: id {item.id!r} appears twice (first at {seen[item.id]})")
         seen[item.id] = where
         items.append(item)
+    if unknown := [name for name in exclude if name not in subsets]:
+        raise InputError(
+            f"--exclude {', '.join(unknown)}: no such subset in {path} (its subsets: {', '.join(subsets)})"
+        )
     if not items:
         raise InputError(f"{path}: no rows to judge" + (f" (excluded: {_counts(excluded)})" if excluded else ""))
     return items, excluded
 
 
-def _v1_item(row: Mapping, where: str, number: int, subset: str) -> Item:
+def _v1_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
     if isinstance(row.get("chosen"), (list, tuple)):
         raise InputError(f"{where}: chosen is a list: this is a RewardBench 2 row (use --version 2)")
-    prompt, chosen, rejected = (_text(row, name, where) for name in ("prompt", "chosen", "rejected"))
-    return Item(_id(row, where, number), subset, prompt, chosen, (rejected,))
+    chosen, rejected = (_answer(row.get(name), name, where) for name in ("chosen", "rejected"))
+    return Item(_id(row, where, fallback_id), subset, _prompt(row, where), chosen, (rejected,))
 
 
-def _v2_item(row: Mapping, where: str, subset: str) -> Item:
-    if row.get("id") is None:
-        raise InputError(f"{where}: missing id (RewardBench 2 rows carry one)")
+def _v2_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
     answers = {}
     for name in ("chosen", "rejected"):
         value = row.get(name)
         if isinstance(value, str):
             raise InputError(f"{where}: {name} is a string: this is a RewardBench v1 row (use --version 1)")
-        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, (list, tuple)) or not value:
             raise InputError(f"{where}: {name} must be a non-empty list of strings, got {value!r:.80}")
-        answers[name] = tuple(value)
+        answers[name] = tuple(_answer(v, f"{name}[{i}]", where) for i, v in enumerate(value))
     if len(answers["chosen"]) != 1:
         raise InputError(
             f"{where}: chosen holds {len(answers['chosen'])} answers; outside Ties a RewardBench 2 prompt has one"
         )
-    return Item(_id(row, where, None), subset, _text(row, "prompt", where), answers["chosen"][0], answers["rejected"])
+    return Item(_id(row, where, fallback_id), subset, _prompt(row, where), answers["chosen"][0], answers["rejected"])
 
 
 def _text(row: Mapping, name: str, where: str) -> str:
@@ -113,19 +120,45 @@ def _text(row: Mapping, name: str, where: str) -> str:
     return value
 
 
-def _id(row: Mapping, where: str, number: int | None) -> Any:
-    value = row.get("id", number)
+def _prompt(row: Mapping, where: str) -> str:
+    if isinstance(row.get("prompt"), (list, tuple)):
+        raise InputError(
+            f"{where}: prompt is a list (a chat transcript, as in the preference test sets): RewardBench rows "
+            "carry the prompt as one string; flatten the conversation into it first"
+        )
+    return _text(row, "prompt", where)
+
+
+def _answer(value: Any, name: str, where: str) -> str:
+    """An answer may be empty (an empty answer that should lose is a fair test), never a non-string."""
+    if not isinstance(value, str):
+        shown = "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
+        raise InputError(f"{where}: {name} must be a string, got {shown}")
+    return value
+
+
+def _id(row: Mapping, where: str, fallback: str) -> Any:
+    value = row.get("id")
+    if value is None:
+        return fallback
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError(f"{where}: id must be an integer or a string, got {type(value).__name__} {value!r}")
     return value
 
 
-def _counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{name} ({n} rows)" for name, n in counts.items())
+def _counts(excluded: Mapping[str, Mapping[str, Any]]) -> str:
+    return ", ".join(f"{name} ({e['rows']} rows)" for name, e in excluded.items())
 
 
-def v1_scores(accuracy: Mapping[str, float]) -> tuple[dict[str, float], float, list[str]]:
-    """(section scores, overall score, notes) from per-subset accuracies, as reward-bench weighs them."""
+def _unscored_notes(unscored: Sequence[str]) -> list[str]:
+    if not unscored:
+        return []
+    return [f"in the file, but no prompt scored (each had a failed judge call): {', '.join(unscored)}"]
+
+
+def v1_scores(accuracy: Mapping[str, float], unscored: Sequence[str] = ()) -> tuple[dict[str, float], float, list[str]]:
+    """(section scores, overall score, notes) from per-subset accuracies, as reward-bench weighs them.
+    ``unscored``: subsets in the file none of whose prompts could be scored."""
     sections: dict[str, float] = {}
     weights: dict[str, float] = {}
     for section, counts in V1_SECTIONS.items():
@@ -138,7 +171,7 @@ def v1_scores(accuracy: Mapping[str, float]) -> tuple[dict[str, float], float, l
     if prior:
         sections["Prior Sets"] = sum(accuracy[s] for s in prior) / len(prior)
         weights["Prior Sets"] = 0.5
-    notes = [
+    notes = _unscored_notes(unscored) + [
         f"{section}: missing {', '.join(missing)}"
         for section, counts in V1_SECTIONS.items()
         if (missing := [s for s in counts if s not in accuracy])
@@ -150,10 +183,10 @@ def v1_scores(accuracy: Mapping[str, float]) -> tuple[dict[str, float], float, l
     return sections, overall, notes
 
 
-def v2_scores(accuracy: Mapping[str, float]) -> tuple[float, list[str]]:
+def v2_scores(accuracy: Mapping[str, float], unscored: Sequence[str] = ()) -> tuple[float, list[str]]:
     """(overall score, notes): the unweighted mean of the subset scores, and what keeps it from being
     the leaderboard's number."""
-    notes = []
+    notes = _unscored_notes(unscored)
     if missing := [s for s in V2_SUBSETS if s not in accuracy]:
         notes.append(f"not the leaderboard's overall score: it averages {len(V2_SUBSETS)} subsets, missing here: "
                      f"{', '.join(missing)}")  # fmt: skip
