@@ -12,7 +12,7 @@ setup(
     packages=find_packages(include=["writing_rl*", "reward_fns*", "data_prep*", "hydra_configs*"]),
     package_data={"hydra_configs": ["*.yaml", "*/*.yaml"]},
     install_requires=[
-        # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (README).
+        # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (docs/getting-started.md).
         "verl>=0.9.1,<0.10",
         "ray>=2.40",  # `ray job submit` (RAY_ADDRESS in the train scripts) also needs ray[default] where you submit
         "aiohttp>=3.9",
@@ -30,7 +30,7 @@ setup(
         # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by
         # tests/test_advantage.py) imports them without declaring them; vLLM brings them on GPU machines.
         # matplotlib: the tests draw the real plots (the [plot] extra). TransferQueue: verl's v1 trainer's
-        # data plane (verl's verl-core extra), which tests/test_health_tracker.py drives.
+        # data plane (verl's verl-core extra), which tests/test_health_tracker.py drives. mkdocs: the docs build.
         "test": [
             "pytest>=7",
             "openai>=1.0",
@@ -39,7 +39,10 @@ setup(
             "fastapi",
             "matplotlib>=3.7",
             "TransferQueue>=0.1.10",
+            "mkdocs>=1.6,<2",  # tests/test_docs.py builds the site with --strict
         ],
+        # The documentation site: mkdocs serve / mkdocs build --strict (mkdocs.yml).
+        "docs": ["mkdocs>=1.6,<2"],
         # PNG plots of `writing-rl select`, `curriculum show --plot` and `eval`; without it they are skipped.
         "plot": ["matplotlib>=3.7"],
         # GPU-only: never needed on CPU machines, imported lazily.

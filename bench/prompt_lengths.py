@@ -5,8 +5,8 @@
 Reads a JSONL (one object per line, the prompt under ``--key``) or a verl parquet (its ``prompt``
 messages), counts tokens as verl's RLHFDataset does (chat template + generation prompt) and prints
 the percentiles and the share of rows each candidate limit would drop. The defaults in
-``hydra_configs/judge_base.yaml`` come from this on WritingBench's length subset (README,
-"Sequence lengths and memory").
+``hydra_configs/judge_base.yaml`` come from this on WritingBench's length subset
+(docs/configuration.md, "Sequence lengths and memory").
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Hydra overlays on verl's ppo_trainer (see README: Configuration)."""
+"""Hydra overlays on verl's ppo_trainer (docs/configuration.md)."""

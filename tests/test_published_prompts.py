@@ -1,4 +1,4 @@
-"""Templates reproduce a published judge prompt byte for byte (README "Reproducing a published judge prompt").
+"""Templates reproduce a published judge prompt byte for byte (docs/judges/prompts.md).
 
 The expected strings are built here the way GRRM's and Writing-RL's code assemble their prompts (their
 structure: sections, labels, fences, separators), not from our template machinery."""

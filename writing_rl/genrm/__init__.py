@@ -1,2 +1,2 @@
 """Hosting a GenRM on Ray: engines (transformers, vLLM), replicas, the least-loaded pool and the
-OpenAI-compatible server behind ``writing-rl serve-judge`` (ARCHITECTURE.md)."""
+OpenAI-compatible server behind ``writing-rl serve-judge`` (docs/architecture.md)."""

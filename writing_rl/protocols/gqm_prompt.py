@@ -60,7 +60,7 @@ def build_prompt(
     replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
     (text inside candidates that looks like a placeholder is left alone). ``separator`` goes between
     candidate blocks (``Translation A:`` and the fenced text); with a template these two reproduce a
-    published layout exactly (README "Reproducing a published judge prompt"). ``special_tokens`` (the
+    published layout exactly (docs/judges/prompts.md). ``special_tokens`` (the
     GenRM tokenizer's) are broken up in the candidates besides the usual template tags (writing_rl/protocols/quoting.py).
     """
     prompter = GroupPrompter(

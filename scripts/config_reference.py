@@ -1,0 +1,238 @@
+"""Write docs/reference/config.md, the configuration reference, from the code and the shipped overlays.
+
+    python scripts/config_reference.py           # rewrite the page
+    python scripts/config_reference.py --check   # exit 1 when the page is not what the code gives
+
+Two sources, so the page cannot drift from either: the config dataclasses that read ``reward.reward_kwargs``
+(each field's default and the comment written above it), and every YAML file in ``hydra_configs/`` (each
+key it sets, its value and its comment). ``tests/test_docs.py`` runs the check.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "reference" / "config.md"
+OVERLAYS = REPO / "hydra_configs"
+CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # relative to the section
+    default: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Section:
+    prefix: str
+    source: str
+    summary: str
+    settings: tuple[Setting, ...]
+
+
+def code_sections() -> list[Section]:
+    sys.path.insert(0, str(REPO))
+    from writing_rl.judge.config import JudgeConfig
+    from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
+    from writing_rl.terms.builtin import BUILTIN
+
+    classes = [
+        (CODE_PREFIX, ManagerConfig),
+        (f"{CODE_PREFIX}.judge", JudgeConfig),
+        (f"{CODE_PREFIX}.groups", GroupConfig),
+        (f"{CODE_PREFIX}.curriculum", CurriculumConfig),
+        *((f"{CODE_PREFIX}.terms.{name}", cls) for name, cls in BUILTIN.items()),
+    ]
+    return [section_of(prefix, cls) for prefix, cls in classes]
+
+
+def section_of(prefix: str, cls: type) -> Section:
+    notes = field_comments(cls)
+    settings = []
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(f.type) or f.name in ("judge", "groups", "curriculum", "terms"):
+            default, note = "", f"the section `{prefix}.{f.name}` below"
+        else:
+            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            default, note = yaml_value(value), notes.get(f.name, "")
+        settings.append(Setting(f.name, default, note))
+    source = inspect.getsourcefile(cls)
+    summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ").replace("``", "`")
+    summary = summary.replace(f"`{prefix}`: ", "").replace(f": `{prefix}`.", ".").replace(f"`{prefix}`", "this section")
+    return Section(prefix, f"{Path(source).relative_to(REPO)}: {cls.__name__}", summary, tuple(settings))
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """Each field's comment: the ``#`` lines right above it, or above the run of fields it belongs to,
+    and a comment at the end of its line."""
+    lines, _ = inspect.getsourcelines(cls)
+    text = "".join(lines).splitlines()
+    body = ast.parse("".join(lines)).body[0].body
+    comments: dict[str, str] = {}
+    current = ""
+    for node in body:
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
+            continue
+        above = []
+        row = node.lineno - 2
+        while row >= 0 and text[row].strip().startswith("#"):
+            above.insert(0, text[row].strip().lstrip("#").strip())
+            row -= 1
+        if above:
+            current = " ".join(above)
+        elif row >= 0 and not text[row].strip():
+            current = ""  # a blank line ends a commented run of fields
+        inline = text[node.lineno - 1].split("  # ", 1)[1].strip() if "  # " in text[node.lineno - 1] else ""
+        comments[node.target.id] = " ".join(part for part in (current, inline) if part)
+    return comments
+
+
+def yaml_value(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value if not isinstance(value, tuple) else list(value))
+    return str(value)
+
+
+KEY_LINE = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_+][\w.+-]*):(?:\s+(?P<rest>.*))?$")
+
+
+def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
+    """(the first paragraph of the file's header comment, every key it sets with its value and the comment
+    above or beside it)."""
+    header: list[str] = []
+    pending: list[str] = []
+    stack: list[tuple[int, str]] = []
+    settings: list[Setting] = []
+    seen_key = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped:
+            if not seen_key and pending:
+                header += pending
+            pending = []
+            continue
+        if stripped.startswith("#"):
+            if not stripped.startswith("# @package"):
+                pending.append(stripped.lstrip("#").strip())
+            continue
+        match = KEY_LINE.match(line)
+        if stripped.startswith("- ") or not match:
+            pending = []
+            continue
+        seen_key = True
+        indent = len(match["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key = ".".join([k for _, k in stack] + [match["key"]])
+        stack.append((indent, match["key"]))
+        value, _, inline = (match["rest"] or "").partition(" #")
+        note = " ".join(pending + ([inline.strip()] if inline.strip() else []))
+        pending = []
+        if key == "defaults" or key.startswith("hydra"):
+            continue
+        if value.strip() or note:
+            settings.append(Setting(key, value.strip() or "(section)", note))
+    while header and not header[0]:
+        header.pop(0)
+    first_paragraph = header[: header.index("")] if "" in header else header
+    return " ".join(first_paragraph), settings
+
+
+def overlay_sections() -> list[Section]:
+    sections = []
+    for path in sorted(OVERLAYS.rglob("*.yaml"), key=lambda p: (len(p.parts), p.name != "judge_base.yaml", p.name)):
+        header, settings = overlay_settings(path)
+        kept = tuple(s for s in settings if not s.key.startswith(f"{CODE_PREFIX}."))
+        sections.append(
+            Section(str(path.relative_to(OVERLAYS).with_suffix("")), str(path.relative_to(REPO)), header, kept)
+        )
+    return sections
+
+
+def runs(settings: tuple[Setting, ...]) -> list[list[Setting]]:
+    """Consecutive settings that share one comment, together (one table row)."""
+    grouped: list[list[Setting]] = []
+    for setting in settings:
+        if grouped and setting.note and setting.note == grouped[-1][0].note:
+            grouped[-1].append(setting)
+        else:
+            grouped.append([setting])
+    return grouped
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render() -> str:
+    out = [
+        "# Configuration reference",
+        "",
+        "Generated by `python scripts/config_reference.py` from the code and the shipped overlays; do not edit",
+        "by hand (`tests/test_docs.py` fails when this page and the code disagree). How the settings fit",
+        "together: [Configuration](../configuration.md).",
+        "",
+        "## Judge and infrastructure: `reward.reward_kwargs`",
+        "",
+        "Read once per reward worker; an unknown key or a value out of range stops the run at start (and",
+        "`writing-rl check-config` finds it before).",
+        "",
+    ]
+    for section in code_sections():
+        out += [f"### `{section.prefix}`", "", f"{section.summary} (`{section.source}`)", ""]
+        out += ["| key | default | |", "|---|---|---|"]
+        for run in runs(section.settings):
+            keys = ", ".join(f"`{s.key}`" for s in run)
+            defaults = ", ".join(f"`{cell(s.default)}`" for s in run if s.default)
+            out.append(f"| {keys} | {defaults} | {cell(run[0].note)} |")
+        out.append("")
+    out += [
+        "## The shipped overlays",
+        "",
+        "What each file in `hydra_configs/` sets on top of verl's `ppo_trainer` (keys under",
+        "`reward.reward_kwargs` are above). Method options sit under",
+        "`reward.custom_reward_function.reward_kwargs`: keyword arguments of the reward fn.",
+        "",
+    ]
+    for section in overlay_sections():
+        out += [
+            f"### `{section.prefix}`",
+            "",
+            f"`{section.source}`" + (f": {section.summary}" if section.summary else ""),
+            "",
+        ]
+        if section.settings:
+            out += ["| key | value | |", "|---|---|---|"]
+            out += [f"| `{s.key}` | `{cell(s.default)}` | {cell(s.note)} |" for s in section.settings]
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if PAGE.read_text(encoding="utf-8") != text:
+            print(f"{PAGE.relative_to(REPO)} is stale: run python scripts/config_reference.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text, encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

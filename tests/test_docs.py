@@ -1,0 +1,251 @@
+"""The documentation agrees with the code: the site builds with ``mkdocs build --strict`` (a broken link or
+anchor, or a page missing from the nav, fails), the configuration reference is what the code gives, every
+``writing-rl`` and ``build_parquet.py`` command shown parses with the options it uses, and every Hydra key
+shown exists in a shipped overlay's composed config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib.util
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import REPO_DIR
+
+PAGES = sorted([REPO_DIR / "README.md", *(REPO_DIR / "docs").rglob("*.md")])
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+HYDRA_ROOTS = ("actor_rollout_ref", "algorithm", "critic", "data", "reward", "trainer", "ray_kwargs")
+HYDRA_KEY = re.compile(rf"^(\+{{0,2}})((?:{'|'.join(HYDRA_ROOTS)})(?:\.[A-Za-z_][\w]*)+)(=.*)?$")
+ENV = re.compile(r"^[A-Z_][A-Z0-9_]*=")
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name.replace("/", "_"), REPO_DIR / name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def code_blocks(text: str) -> list[str]:
+    return [block.replace("\\\n", " ") for block in FENCE.findall(text)]
+
+
+def commands() -> list[tuple[str, list[str]]]:
+    """(page, argv after the program) for every writing-rl / build_parquet.py command in a code block."""
+    found = []
+    for page in PAGES:
+        for block in code_blocks(page.read_text(encoding="utf-8")):
+            for line in block.splitlines():
+                line = line.split(" #", 1)[0].strip()
+                if "writing-rl " not in line and "build_parquet.py " not in line:
+                    continue
+                for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", line):
+                    words = shlex.split(part.replace("$(pwd)", "PWD"))
+                    while words and (ENV.match(words[0]) or words[0] in ("$", "bash", "exec")):
+                        words.pop(0)
+                    if words[:1] == ["writing-rl"]:
+                        found.append((page.relative_to(REPO_DIR).as_posix(), ["writing-rl", *words[1:]]))
+                    elif len(words) > 1 and words[0].startswith("python") and words[1].endswith("build_parquet.py"):
+                        found.append((page.relative_to(REPO_DIR).as_posix(), ["build_parquet.py", *words[2:]]))
+    return found
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    lines = (REPO_DIR / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250
+    first_screen = "\n".join(lines[:60])
+    assert "bash scripts/quickstart.sh" in first_screen and "bash scripts/test.sh" in first_screen
+
+
+def test_the_site_builds_strict(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO_DIR, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "site" / "reference" / "config" / "index.html").is_file()
+
+
+def test_the_configuration_reference_is_current():
+    reference = load_script("scripts/config_reference.py")
+    assert reference.PAGE.read_text(encoding="utf-8") == reference.render(), (
+        "docs/reference/config.md is stale: run python scripts/config_reference.py"
+    )
+
+
+def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
+    from writing_rl.reward_loop.config import ManagerConfig
+    from writing_rl.terms.builtin import BUILTIN
+
+    def keys(cls, prefix: str) -> set[str]:
+        found = set()
+        for field in dataclasses.fields(cls):
+            key = f"{prefix}.{field.name}"
+            if field.name == "terms":
+                found |= {f"{key}.{name}.{f.name}" for name, term in BUILTIN.items() for f in dataclasses.fields(term)}
+            elif isinstance(field.default_factory, type) and dataclasses.is_dataclass(field.default_factory):
+                found |= keys(field.default_factory, key)
+            else:
+                found.add(key)
+        return found
+
+    in_code = keys(ManagerConfig, "reward.reward_kwargs")
+    page = (REPO_DIR / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
+    code_part = page.split("## The shipped overlays")[0]
+    in_reference = set()
+    for section, body in re.findall(r"^### `([\w.]+)`\n(.*?)(?=^### |\Z)", code_part, re.M | re.S):
+        for row in re.findall(r"^\| (`[^|]+`) \| [^|]*\| ([^\n]*)\|$", body, re.M):
+            if not row[1].strip().startswith("the section "):
+                in_reference |= {f"{section}.{key}" for key in re.findall(r"`(\w+)`", row[0])}
+    assert in_code - in_reference == set(), "in the code, missing from docs/reference/config.md"
+    assert in_reference - in_code == set(), "in docs/reference/config.md, not in the code"
+
+
+@functools.lru_cache(maxsize=None)
+def composed_keys() -> frozenset[str]:
+    """Every key of every shipped overlay's composed config (with each genrm preset and the preset), and of
+    verl's SFT trainer config (``scripts/train_genrm_sft.sh``)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from writing_rl.tools.verl_config import compose
+
+    keys: set[str] = set()
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                key = f"{prefix}.{name}" if prefix else str(name)
+                keys.add(key)
+                walk(value, key)
+
+    overlays = [p.stem for p in (REPO_DIR / "hydra_configs").glob("*.yaml") if p.stem != "judge_base"]
+    variants = [(name, ()) for name in overlays]
+    variants += [("writing_rl", (f"+genrm={g}",)) for g in ("colocated", "standalone")]
+    variants += [("writing_rl", ("+preset=writing_rl_original",))]
+    for name, overrides in variants:
+        walk(OmegaConf.to_container(compose(name, overrides), resolve=False), "")
+    GlobalHydra.instance().clear()
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        walk(OmegaConf.to_container(hydra_compose("sft_trainer_engine"), resolve=False), "")
+    GlobalHydra.instance().clear()
+    return frozenset(keys)
+
+
+def shown_hydra_keys() -> list[tuple[str, str, str]]:
+    """(page, prefix, key) for each Hydra override in a code block and each full key in inline code."""
+    shown = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        words = [w for block in code_blocks(text) for w in block.split()]
+        words += INLINE.findall(FENCE.sub("", text))
+        for word in words:
+            match = HYDRA_KEY.match(word.strip("`'\",;()"))
+            if match:
+                shown.append((page.relative_to(REPO_DIR).as_posix(), match[1], match[2]))
+    return shown
+
+
+def test_the_docs_show_commands_and_keys():
+    # the checks below are not vacuous: the docs show many of each
+    assert len(commands()) >= 20 and len(shown_hydra_keys()) >= 100
+
+
+@pytest.mark.parametrize("page,argv", commands(), ids=lambda v: v if isinstance(v, str) else " ".join(v[:3]))
+def test_each_command_shown_parses(page, argv, capsys):
+    if argv[0] == "writing-rl":
+        from writing_rl.tools.cli import build_parser
+    else:
+        build_parser = load_script("data_prep/build_parquet.py").build_parser
+    parser, path = build_parser(), []
+    options = {o for a in parser._actions for o in a.option_strings}
+    for word in argv[1:]:
+        if word.startswith("-"):
+            continue
+        choices = subparsers(parser)
+        if not choices:
+            break
+        assert word in choices, f"{page}: {' '.join(argv)}: no subcommand {word!r} (there: {', '.join(choices)})"
+        parser, path = choices[word], [*path, word]
+        options |= {o for a in parser._actions for o in a.option_strings}
+    for word in argv[1:]:
+        flag = word.strip("[]").split("=", 1)[0]
+        if flag.startswith("--"):
+            assert flag in options, f"{page}: {' '.join(argv)}: {flag} is not an option of {' '.join(path) or argv[0]}"
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args([*path, "--help"])
+    assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+def test_each_hydra_key_shown_exists():
+    known = composed_keys()
+    missing = []
+    for page, plus, key in shown_hydra_keys():
+        if key in known or (plus and key.rsplit(".", 1)[0] in known):
+            continue
+        missing.append(f"{page}: {plus}{key}")
+    assert missing == [], "keys shown in the docs that no shipped overlay has (a new key needs a leading +)"
+
+
+def test_each_config_group_shown_exists():
+    shown = set()
+    for page in PAGES:
+        shown |= {(page.name, *m) for m in re.findall(r"\+(genrm|preset)=(\w+)", page.read_text(encoding="utf-8"))}
+    assert shown, "the docs show the genrm presets"
+    for page, group, name in shown:
+        assert (REPO_DIR / "hydra_configs" / group / f"{name}.yaml").is_file(), f"{page}: +{group}={name}"
+
+
+PATH_SHOWN = re.compile(
+    r"(?<![\w/.-])((?:writing_rl|reward_fns|data_prep|hydra_configs|scripts|bench|tests|examples)/[\w/.*-]*\w)"
+)
+MODULE_SHOWN = re.compile(r"(?<![\w/.-])((?:writing_rl|reward_fns)(?:\.\w+)+)")
+
+
+def test_each_file_and_module_shown_exists():
+    """Paths like ``writing_rl/judge/http.py`` and names like ``writing_rl.genrm.pool.GenRMPool`` in the docs
+    name something that is there: a moved module fails here, not in a reader's hands."""
+    import importlib
+
+    missing = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for path in set(PATH_SHOWN.findall(text)):
+            candidates = [REPO_DIR / path, REPO_DIR / f"{path}.py", page.parent / path]  # or beside the page
+            if not any(c.exists() for c in candidates) and "*" not in path:
+                missing.append(f"{page.name}: {path}")
+        for dotted in set(MODULE_SHOWN.findall(text)):
+            parts = dotted.split(".")
+            if parts[-1] in ("py", "yaml", "md", "json", "jsonl", "sh"):
+                continue  # a file name
+            for cut in range(len(parts), 0, -1):
+                try:
+                    target = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                try:
+                    for attribute in parts[cut:]:
+                        target = getattr(target, attribute)
+                except AttributeError:
+                    missing.append(f"{page.name}: {dotted}")
+                break
+            else:
+                missing.append(f"{page.name}: {dotted}")
+    assert sorted(missing) == [], "\n".join(sorted(missing))
