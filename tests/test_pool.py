@@ -12,11 +12,16 @@ import threading
 import pytest
 import ray
 
-from writing_rl.genrm.engine import RequestRejected, Sampling, resolve_max_tokens
+from writing_rl.genrm.engine import ContextTooLong, RequestRejected, Sampling, resolve_max_tokens
 from writing_rl.genrm.hf_engine import RAISE_CAP_AFTER, HFEngine
 from writing_rl.genrm.pool import GenRMPool
-from writing_rl.genrm.pool_config import JudgeRequestError, PoolConfig, PoolStartError
-from writing_rl.judge.base import JudgeError
+from writing_rl.genrm.pool_config import PoolConfig, PoolStartError
+from writing_rl.judge.base import (
+    JudgeContextLengthError,
+    JudgeError,
+    context_length_numbers,
+    is_context_length_error,
+)
 
 from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
 from tiny import build_tiny_qwen2
@@ -52,8 +57,8 @@ def test_reference_outputs_are_distinct_and_show_both_finish_reasons(expected):
         (None, 10, 100, 4096, 90),  # default clipped to the room left
         (None, 10, 100, 16, 16),
         (90, 10, 100, 4096, 90),
-        (91, 10, 100, 4096, "exceed"),  # explicit budget must fit
-        (None, 100, 100, 4096, "context is 100"),  # no room at all
+        (91, 10, 100, 4096, "you requested 101 tokens"),  # explicit budget must fit
+        (None, 100, 100, 4096, "maximum context length is 100 tokens, but the prompt has 100"),  # no room at all
     ],
 )
 def test_resolve_max_tokens(max_tokens, prompt_tokens, max_model_len, default, want):
@@ -61,8 +66,13 @@ def test_resolve_max_tokens(max_tokens, prompt_tokens, max_model_len, default, w
     if isinstance(want, int):
         assert resolve_max_tokens(sampling, prompt_tokens, max_model_len, default) == want
     else:
-        with pytest.raises(RequestRejected, match=want):
+        with pytest.raises(ContextTooLong, match=want) as info:
             resolve_max_tokens(sampling, prompt_tokens, max_model_len, default)
+        # worded so that every judge client of ours recognises a configuration error, with its numbers
+        assert is_context_length_error(400, str(info.value))
+        numbers = context_length_numbers(str(info.value))
+        assert (numbers["max_context"], numbers["prompt_tokens"]) == (max_model_len, prompt_tokens)
+        assert numbers["completion_tokens"] == max_tokens
 
 
 def test_hf_engine_batches_queued_requests_and_matches_one_at_a_time(engine, expected):
@@ -93,9 +103,9 @@ def test_hf_engine_stop_token_from_generation_config(engine, model_dir, tmp_path
 
 def test_hf_engine_rejects_what_cannot_fit(model_dir):
     small = HFEngine(str(model_dir), max_model_len=64)
-    with pytest.raises(RequestRejected, match="context is 64"):
+    with pytest.raises(RequestRejected, match="maximum context length is 64 tokens, but the prompt has"):
         asyncio.run(small.generate([{"role": "user", "content": "lighthouse " * 100}], Sampling()))
-    with pytest.raises(RequestRejected, match="max_tokens=200"):
+    with pytest.raises(RequestRejected, match=r"\(\d+ in the messages, 200 in the completion\)"):
         asyncio.run(small.generate(PROMPTS[0], Sampling(max_tokens=200)))
 
 
@@ -257,10 +267,11 @@ def test_pool_answers_concurrent_requests_like_direct_generate(pool, expected):
 
 def test_pool_request_errors_are_typed_and_not_retried(pool):
     runner, genrm = pool
-    with pytest.raises(JudgeRequestError) as info:
+    with pytest.raises(JudgeContextLengthError) as info:  # the same error an HTTP judge gives
         runner.run(genrm.generate(PROMPTS[0], Sampling(max_tokens=10**6)))
-    assert isinstance(info.value, JudgeError) and info.value.attempts == 1
-    assert "exceed the model's context" in str(info.value)
+    assert info.value.attempts == 1 and info.value.completion_tokens == 10**6 and info.value.max_context
+    assert "context length exceeded, a configuration error" in str(info.value)
+    assert isinstance(info.value, JudgeError)
     assert genrm.health()["ready"] == 2
 
 

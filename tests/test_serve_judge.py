@@ -18,7 +18,7 @@ from writing_rl.genrm.engine import Generation, Sampling
 from writing_rl.genrm.pool import PoolReply
 from writing_rl.genrm.pool_config import JudgeEngineError, JudgeRequestError
 from writing_rl.genrm.server import JudgeServer, RequestError, parse_chat_request
-from writing_rl.judge.base import JudgeConnectionError, JudgeTimeout
+from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeTimeout, is_context_length_error
 
 from genrm_helpers import LoopThread, start_site
 
@@ -194,7 +194,17 @@ def test_full_queue_answers_429_with_retry_after(served):
 @pytest.mark.parametrize(
     "failure, status, kind",
     [
-        (JudgeRequestError("pool", "prompt too long"), 400, "invalid_request_error"),
+        (JudgeRequestError("pool", "the chat template rejected the messages"), 400, "invalid_request_error"),
+        (
+            JudgeContextLengthError(
+                "pool",
+                400,
+                "This model's maximum context length is 64 tokens. However, you "
+                "requested 90 tokens (80 in the messages, 10 in the completion)",
+            ),
+            400,
+            "invalid_request_error",
+        ),
         (JudgeTimeout("pool", "no reply"), 504, "timeout_error"),
         (JudgeConnectionError("pool", "no live replica"), 503, "service_unavailable"),
         (JudgeEngineError("pool", "CUDA out of memory"), 500, "server_error"),
@@ -205,8 +215,11 @@ def test_pool_failures_map_to_status_codes(served, failure, status, kind):
     pool.fail = failure
     code, headers, reply = post(f"{url}/v1/chat/completions", body())
     assert (code, reply["error"]["type"]) == (status, kind)
-    assert failure.cause in reply["error"]["message"]
+    said = failure.said if isinstance(failure, JudgeContextLengthError) else failure.cause
+    assert said in reply["error"]["message"]
     assert ("Retry-After" in headers) == (status == 503)
+    # a client of this server reads a prompt too long for the GenRM as the configuration error it is
+    assert is_context_length_error(code, json.dumps(reply)) == isinstance(failure, JudgeContextLengthError)
 
 
 def test_malformed_bodies_unknown_routes_and_startup(served):

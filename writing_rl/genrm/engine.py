@@ -52,6 +52,11 @@ class RequestRejected(ValueError):
     an HTTP 400, not worth a retry on another replica."""
 
 
+class ContextTooLong(RequestRejected):
+    """The prompt plus the completion budget do not fit the model's context. Worded as OpenAI and vLLM
+    word it, so that judge clients recognise a configuration error (judge/base.py) instead of a bad reply."""
+
+
 class EngineUnavailable(RuntimeError):
     """The engine cannot run here (package missing, no GPU); raised when a replica starts."""
 
@@ -87,15 +92,16 @@ def resolve_max_tokens(sampling: Sampling, prompt_tokens: int, max_model_len: in
     """
     room = max_model_len - prompt_tokens
     if room <= 0:
-        raise RequestRejected(
-            f"the prompt has {prompt_tokens} tokens, but the model's context is {max_model_len} tokens "
-            "(shorten the judge prompt or raise max_model_len)"
+        raise ContextTooLong(
+            f"This model's maximum context length is {max_model_len} tokens, but the prompt has {prompt_tokens} "
+            f"tokens ({prompt_tokens} in the messages): shorten the judge prompt or raise max_model_len"
         )
     if sampling.max_tokens is None:
         return min(default_max_tokens, room)
     if sampling.max_tokens > room:
-        raise RequestRejected(
-            f"max_tokens={sampling.max_tokens} plus the prompt's {prompt_tokens} tokens exceed the model's "
-            f"context of {max_model_len} tokens (at most {room} completion tokens fit)"
+        raise ContextTooLong(
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+            f"{prompt_tokens + sampling.max_tokens} tokens ({prompt_tokens} in the messages, {sampling.max_tokens} "
+            f"in the completion): at most {room} completion tokens fit"
         )
     return sampling.max_tokens

@@ -29,10 +29,10 @@ from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from writing_rl.genrm.engine import EngineUnavailable, Generation, RequestRejected, Sampling
+from writing_rl.genrm.engine import ContextTooLong, EngineUnavailable, Generation, RequestRejected, Sampling
 from writing_rl.genrm.pool_config import JudgeEngineError, JudgeRequestError, PoolConfig, PoolStartError
 from writing_rl.genrm.replica import replica_class
-from writing_rl.judge.base import JudgeConnectionError, JudgeReply, JudgeTimeout, Messages
+from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeReply, JudgeTimeout, Messages
 
 logger = logging.getLogger(__name__)
 
@@ -233,6 +233,8 @@ class GenRMPool:
                 continue
             except RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                if isinstance(cause, ContextTooLong):
+                    raise JudgeContextLengthError(self.endpoint, 400, str(cause), attempt) from None
                 if isinstance(cause, RequestRejected):
                     raise JudgeRequestError(self.endpoint, str(cause), attempt) from None
                 raise JudgeEngineError(self.endpoint, f"{type(cause).__name__}: {cause}", attempt) from None

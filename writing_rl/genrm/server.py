@@ -25,7 +25,7 @@ from aiohttp import web
 
 from writing_rl.genrm.engine import Sampling
 from writing_rl.genrm.pool_config import JudgeRequestError
-from writing_rl.judge.base import JudgeConnectionError, JudgeError, JudgeTimeout
+from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeError, JudgeTimeout
 
 ROLES = ("system", "user", "assistant")
 # Parameters a client may send that this server cannot honour: refused, never silently ignored.
@@ -295,6 +295,8 @@ class JudgeServer:
 
 
 def _pool_error(error: JudgeError, retry_after: str) -> RequestError:
+    if isinstance(error, JudgeContextLengthError):  # the engine's own words, which clients recognise
+        return RequestError(400, error.said, "messages")
     if isinstance(error, JudgeRequestError):
         return RequestError(400, error.cause, "messages")
     if isinstance(error, JudgeTimeout):

@@ -162,6 +162,7 @@ class JudgeContextLengthError(JudgeHTTPError):
     kind = "context_length"
 
     def __init__(self, endpoint: str, status: int, body: str, attempts: int = 1):
+        self.said = _judge_words(body, limit=1000)  # what the judge said, without the advice added below
         numbers = context_length_numbers(body)
         self.max_context: int | None = numbers["max_context"]
         self.requested: int | None = numbers["requested"]
