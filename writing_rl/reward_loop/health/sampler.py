@@ -5,13 +5,15 @@ verl's v1 trainer adds the metrics its replay buffer's ``sample()`` returns to t
 then ``metrics.update(off_policy_metrics)``), and it takes a user's replay buffer from
 ``trainer.v1.sampler.custom_sampler.{path,name}``::
 
-    trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health_sampler
+    trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health.sampler
     trainer.v1.sampler.custom_sampler.name=JudgeHealthSampler
+
+(Its old path, ``pkg://writing_rl.reward_loop.health_sampler``, still works: reward_loop/health_sampler.py.)
 
 ``JudgeHealthSampler`` builds verl's own replay buffer for the trainer mode (``ReplayBuffer`` for ``sync``,
 ``ReplayBufferAsync`` otherwise) with one addition: after each training sample it reads the sampled
 trajectories' reward extra info, rewards and response lengths back from the TransferQueue (the way verl's
-own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health.py) to the metrics.
+own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health/metrics.py) to the metrics.
 
 Streaming rewards only (an external judge, or ``reward.reward_model.enable_resource_pool=true``): there the
 agent loop scores each sample before it enters the TransferQueue. With a colocated GenRM verl scores after
@@ -29,7 +31,7 @@ from typing import Any
 import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
-from writing_rl.reward_loop.health import judge_health
+from writing_rl.reward_loop.health.metrics import judge_health
 
 logger = logging.getLogger("writing_rl")
 
