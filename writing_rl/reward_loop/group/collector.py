@@ -370,7 +370,8 @@ def collector_name(shard: int = 0) -> str:
 
 
 def get_or_create_collector(settings: GroupConfig, shard: int = 0):
-    """The collector of ``shard``, created on a node offering ``groups.actor_resources`` (reward_loop/placement.py)."""
+    """The collector of ``shard``, created on a node offering ``groups.actor_resources``
+    (reward_loop/placement.py)."""
     name = collector_name(shard)
     placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.groups.actor_resources")
     return (
