@@ -35,8 +35,7 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
 from writing_rl.protocols.pairwise_task import STRATEGIES, outcome
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
-from writing_rl.reward_loop.contract import Member
-from writing_rl.reward_loop.failures import check_on_parse_error, fallback_outcome, unreadable_flags
+from writing_rl.reward_loop.contract import Member, check_on_parse_error, fallback_outcome, unreadable_flags
 
 OUTCOME_VALUE = {"win": 1.0, "tie": 0.0, "loss": -1.0}
 WIN_RULES = ("mean", "consistent")

@@ -39,8 +39,7 @@ from typing import Any, Mapping
 from writing_rl import protocols
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, gqm, gqm_prompt, strip_think
-from writing_rl.reward_loop.contract import Member
-from writing_rl.reward_loop.failures import check_on_parse_error, raise_if_asked, unreadable_flags
+from writing_rl.reward_loop.contract import Member, check_on_parse_error, raise_if_asked, unreadable_flags
 
 EXTRACTIONS = ("full", "codeblock", "last_line")
 _FENCED = re.compile(r"(`{3,})[^\n]*\n(.*?)\n\1", re.S)

@@ -4,7 +4,7 @@ Two verl entry points (``reward.custom_reward_function.path=pkg://reward_fns.pai
 ``reward.custom_reward_function.reward_kwargs``:
 
 - ``compute_group_score`` under ``writing_rl.reward_loop.group_manager.GroupRewardManager`` (hydra_configs/
-  writing_rl.yaml): Writing-RL with its dynamic reference curriculum (writing_rl/reward_loop/curriculum.py).
+  writing_rl.yaml): Writing-RL with its dynamic reference curriculum (writing_rl/reward_loop/curriculum/scheduler.py).
 - ``compute_score`` under ``writing_rl.reward_loop.manager.ParallelRewardManager``: one sample at a time against
   the row's first reference, no curriculum.
 
@@ -23,9 +23,14 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
 from writing_rl.protocols.pairwise_task import STRATEGIES, WritingRLTask, outcome, read_ground_truth
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
-from writing_rl.reward_loop.contract import Member, is_validation
-from writing_rl.reward_loop.curriculum import Curriculum
-from writing_rl.reward_loop.failures import check_on_parse_error, fallback_outcome, unreadable_flags
+from writing_rl.reward_loop.contract import (
+    Curriculum,
+    Member,
+    check_on_parse_error,
+    fallback_outcome,
+    is_validation,
+    unreadable_flags,
+)
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ async def compute_score(
     With the curriculum (the manager passes ``curriculum``, ``uid`` and ``group_size``), the rollouts of
     one group (``uid``) share the level the first of them pinned, each reports whether it won, and the
     group's last report moves the level up one when at least one rollout won and the group's win rate
-    reaches ``advance_threshold`` (writing_rl/reward_loop/curriculum_groups.py): Writing-RL's rule,
+    reaches ``advance_threshold`` (writing_rl/reward_loop/curriculum/groups.py): Writing-RL's rule,
     with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
     the first reference. ``reference_level`` reports the level judged at."""
     task = read_ground_truth(ground_truth, extra_info)

@@ -26,7 +26,7 @@ from writing_rl.protocols.rubric import (
     rubric_messages,
     rubric_reward,
 )
-from writing_rl.reward_loop.failures import raise_if_asked, unreadable_flags
+from writing_rl.reward_loop.contract import raise_if_asked, unreadable_flags
 from writing_rl.settings import require
 
 ON_PARSE_ERROR = ("loss", "raise")

@@ -7,7 +7,7 @@ import pytest
 from reward_fns.brpo import choose_references, compute_score
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
 from writing_rl.protocols.prompts import read_pairwise_request
-from writing_rl.reward_loop.collector import Member
+from writing_rl.reward_loop.contract import Member
 
 from judge_server import preference_verdict
 

@@ -11,10 +11,9 @@ from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an a
 
 from reward_fns.pairwise import compute_group_score
 from writing_rl.judge import JudgeReply, SampleJudge
-from writing_rl.reward_loop.collector import Member
 from writing_rl.reward_loop.config import CurriculumConfig, ManagerConfig
-from writing_rl.reward_loop.curriculum import ReferenceScheduler
-from writing_rl.reward_loop.curriculum_log import (
+from writing_rl.reward_loop.contract import Member
+from writing_rl.reward_loop.curriculum.log import (
     LATEST,
     LevelTable,
     load_levels,
@@ -22,7 +21,8 @@ from writing_rl.reward_loop.curriculum_log import (
     save_levels,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum_report import describe
+from writing_rl.reward_loop.curriculum.report import describe
+from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 from writing_rl.settings import ConfigError
 
 from conftest import png_colours
@@ -261,7 +261,7 @@ def test_only_a_run_that_schedules_references_needs_a_state_dir():
 
 KILLER = """
 import sys
-from writing_rl.reward_loop.curriculum_log import LevelTable, save_levels
+from writing_rl.reward_loop.curriculum.log import LevelTable, save_levels
 path, n = sys.argv[1], int(sys.argv[2])
 ids = [str(k) for k in range(n)]
 i = 0
@@ -356,7 +356,7 @@ def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, n
 HOLDER = """
 import sys, time
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum import ReferenceScheduler
+from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 ReferenceScheduler(CurriculumConfig(state_dir=sys.argv[1]), run="run-one")
 print("holding", flush=True)
 sys.stdin.read()  # until the test closes our stdin
@@ -364,7 +364,7 @@ sys.stdin.read()  # until the test closes our stdin
 
 
 def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp_path):
-    from writing_rl.reward_loop.curriculum import CurriculumInUse
+    from writing_rl.reward_loop.curriculum.scheduler import CurriculumInUse
 
     state_dir = tmp_path / "state"
     holder = subprocess.Popen(

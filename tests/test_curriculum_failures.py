@@ -14,8 +14,8 @@ import ray
 
 from writing_rl import files
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum import ReferenceScheduler
-from writing_rl.reward_loop.curriculum_log import LATEST, LevelTable, WALWriteError, read_state, save_levels
+from writing_rl.reward_loop.curriculum.log import LATEST, LevelTable, WALWriteError, read_state, save_levels
+from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 
 from waiting import until, wait_until
 

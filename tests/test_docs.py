@@ -216,6 +216,7 @@ def test_each_config_group_shown_exists():
 PATH_SHOWN = re.compile(
     r"(?<![\w/.-])((?:writing_rl|reward_fns|data_prep|hydra_configs|scripts|bench|tests|examples)/[\w/.*-]*\w)"
 )
+SUBPACKAGE_SHOWN = re.compile(r"(?<![\w/.-])((?:reward_loop|judge|protocols|data|terms|genrm|tools)/[\w/]*\.py)")
 MODULE_SHOWN = re.compile(r"(?<![\w/.-])((?:writing_rl|reward_fns)(?:\.\w+)+)")
 
 
@@ -230,6 +231,9 @@ def test_each_file_and_module_shown_exists():
         for path in set(PATH_SHOWN.findall(text)):
             candidates = [REPO_DIR / path, REPO_DIR / f"{path}.py", page.parent / path]  # or beside the page
             if not any(c.exists() for c in candidates) and "*" not in path:
+                missing.append(f"{page.name}: {path}")
+        for path in set(SUBPACKAGE_SHOWN.findall(text)):  # short for writing_rl/<path>
+            if not (REPO_DIR / "writing_rl" / path).exists():
                 missing.append(f"{page.name}: {path}")
         for dotted in set(MODULE_SHOWN.findall(text)):
             parts = dotted.split(".")

@@ -6,7 +6,7 @@ import pytest
 
 from reward_fns.group_ranking import compute_score, extract_answer, overlong_penalty, shuffled_order
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
-from writing_rl.reward_loop.collector import Member
+from writing_rl.reward_loop.contract import Member
 
 from judge_server import gqm_candidates as shown_candidates
 from judge_server import gqm_reply

@@ -13,7 +13,7 @@ import ray
 from reward_fns.brpo import choose_references
 from writing_rl.judge import SampleJudge
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.reward_loop.collector import collector_name
+from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.reward_loop.results import FN_DEFAULTS, GROUP_KEYS
 from writing_rl.tools.verl_config import compose
 

@@ -10,9 +10,10 @@ from collections import Counter
 
 import pytest
 
-from writing_rl.reward_loop.collector import GroupCollector, GroupError, Member, shard_of
 from writing_rl.reward_loop.config import GroupConfig
-from writing_rl.reward_loop.rendezvous import GroupRendezvous
+from writing_rl.reward_loop.contract import Member
+from writing_rl.reward_loop.group.collector import GroupCollector, GroupError, shard_of
+from writing_rl.reward_loop.group.rendezvous import GroupRendezvous
 
 from waiting import until
 
@@ -369,7 +370,7 @@ def test_thousands_of_groups_in_one_worker_leave_nothing_behind():
 def test_a_uid_has_the_same_shard_in_every_process():
     uids = ["0", "prompt-17", "b2f9e0c1-uid", "日本語"]
     here = [shard_of(uid, 7) for uid in uids]
-    code = f"from writing_rl.reward_loop.collector import shard_of; print([shard_of(u, 7) for u in {uids!r}])"
+    code = f"from writing_rl.reward_loop.group.collector import shard_of; print([shard_of(u, 7) for u in {uids!r}])"
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

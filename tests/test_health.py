@@ -1,11 +1,11 @@
-"""reward_loop/health.py: a step's judge health from the samples' extra info, as tables."""
+"""reward_loop/health/metrics.py: a step's judge health from the samples' extra info, as tables."""
 
 import math
 
 import numpy as np
 import pytest
 
-from writing_rl.reward_loop.health import HealthInputError, judge_health, pearson, rows_from_columns
+from writing_rl.reward_loop.health.metrics import HealthInputError, judge_health, pearson, rows_from_columns
 
 
 def sample(**keys):
@@ -144,18 +144,22 @@ def composed(*overrides):
 
 
 def test_the_overlays_report_judge_health_to_the_tracker():
-    from writing_rl.reward_loop.health import reports_health
+    from writing_rl.reward_loop.health.metrics import reports_health
 
     assert reports_health(composed())
     assert not reports_health(composed("trainer.use_v1=false"))  # v0: verl never builds the sampler
     assert not reports_health(composed("trainer.v1.sampler.custom_sampler.path=null"))
+    # The sampler's old path (before reward_loop/health/) still counts.
+    assert reports_health(
+        composed("trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health_sampler")
+    )
 
 
 @pytest.mark.parametrize(
     "dapo", ["algorithm.filter_groups.enable=true", "trainer.v1.sampler.sync_refill_failed_groups=true"]
 )
 def test_dapo_with_the_health_sampler_is_refused_not_silently_dropped(dapo, tokenizer_dir):
-    from writing_rl.reward_loop.health import reports_health
+    from writing_rl.reward_loop.health.metrics import reports_health
     from writing_rl.settings import ConfigError
     from writing_rl.tools.check import run_check
 

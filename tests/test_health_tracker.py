@@ -22,7 +22,7 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
 from verl.utils.tracking import Tracking  # noqa: E402
 
 from writing_rl.reward_loop.batch import build_reward_batch  # noqa: E402
-from writing_rl.reward_loop.health_sampler import JudgeHealthSampler  # noqa: E402
+from writing_rl.reward_loop.health.sampler import JudgeHealthSampler  # noqa: E402
 
 from conftest import compose_writing_rl, reward_loop, writing_row  # noqa: E402
 from judge_server import Reply  # noqa: E402
@@ -140,7 +140,7 @@ def test_verl_builds_the_sampler_from_the_config(tokenizer_dir, mode, expected):
     config = compose_writing_rl(
         tokenizer_dir,
         "http://127.0.0.1:9/v1",
-        "trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health_sampler",
+        "trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health.sampler",
         "trainer.v1.sampler.custom_sampler.name=JudgeHealthSampler",
     )
     # verl's own builder, on a trainer of the given mode (only the attributes it reads).
@@ -148,3 +148,11 @@ def test_verl_builds_the_sampler_from_the_config(tokenizer_dir, mode, expected):
     buffer = PPOTrainer._build_replay_buffer(trainer)
     assert type(buffer).__name__ == expected
     assert buffer.trainer_mode == mode and buffer.refill_fn(3) == 3
+
+
+def test_the_old_sampler_path_loads_the_same_sampler():
+    """Configs written before reward_loop/health/ name pkg://writing_rl.reward_loop.health_sampler."""
+    from verl.utils.import_utils import load_extern_type
+
+    old = load_extern_type("pkg://writing_rl.reward_loop.health_sampler", "JudgeHealthSampler")
+    assert old is JudgeHealthSampler

@@ -156,3 +156,24 @@ def test_no_module_is_over_the_size_limit():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}, f"split these modules: {long}"
+
+
+# What reward_fns/ may import from writing_rl.reward_loop: the reward-fn contract (reward_loop/contract.py). The
+# managers' modules are named in configs, never imported by a fn; everything else is the managers' business.
+REWARD_FN_CONTRACT = {"writing_rl.reward_loop.contract"}
+
+
+def reward_loop_imports_of_reward_fns(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted(
+        (module, name)
+        for module, names in graph.items()
+        if module.split(".")[0] == "reward_fns"
+        for name in names
+        if name.startswith("writing_rl.reward_loop") and name not in REWARD_FN_CONTRACT
+    )
+
+
+def test_reward_fns_import_only_the_contract_from_the_reward_loop():
+    assert reward_loop_imports_of_reward_fns(import_graph()) == []
+    other = {"reward_fns.x": {"writing_rl.reward_loop.contract", "writing_rl.reward_loop.failures"}}
+    assert reward_loop_imports_of_reward_fns(other) == [("reward_fns.x", "writing_rl.reward_loop.failures")]

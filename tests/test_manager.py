@@ -8,8 +8,8 @@ from omegaconf import open_dict
 
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.failures import FailureRateExceeded
+from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.manager import JudgeFailure, ParallelRewardManager
-from writing_rl.reward_loop.summary import BatchSummary
 from writing_rl.settings import ConfigError
 
 from conftest import compose_writing_rl, writing_row
@@ -306,7 +306,7 @@ def test_reasoning_tags_survive_decoding_when_the_tokenizer_marks_them_special(t
 
 
 def test_a_worker_that_is_never_idle_still_logs(monkeypatch, judge_server, tokenizer_dir, tokenizer):
-    import writing_rl.reward_loop.summary as summary
+    import writing_rl.reward_loop.health.batch_summary as summary
 
     monkeypatch.setattr(summary, "MAX_BATCH_S", 0.0)
     server = judge_server()

@@ -7,7 +7,7 @@ import asyncio
 
 from reward_fns import group_ranking, pairwise
 from writing_rl.judge import JudgeReply, SampleJudge
-from writing_rl.reward_loop.collector import Member
+from writing_rl.reward_loop.contract import Member
 
 from judge_server import gqm_reply
 

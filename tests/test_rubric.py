@@ -170,7 +170,7 @@ def test_rubric_reward_through_verls_reward_loop(ray_cluster, judge_server, toke
 
 
 def test_the_tracker_gets_the_mean_score_per_criterion_position():
-    from writing_rl.reward_loop.health import judge_health
+    from writing_rl.reward_loop.health.metrics import judge_health
 
     rows = [{"rubric/c1": 1.0, "rubric/c2": -1.0}, {"rubric/c1": 0.5, "rubric/c2": 0.25}]
     metrics = judge_health(rows)

@@ -199,7 +199,7 @@ def test_bad_terms_fail_at_start_naming_the_key(terms, message):
 
 
 def test_the_tracker_gets_the_mean_of_each_term_and_the_term_failure_rate():
-    from writing_rl.reward_loop.health import judge_health
+    from writing_rl.reward_loop.health.metrics import judge_health
 
     rows = [
         {"reward/method": 1.0, "term/format": 0.0, "term_error": 0},

@@ -1,2 +1,5 @@
-"""What runs inside verl's reward workers: the two reward managers and what they share (config, scoring,
-results), the group collector, the reference curriculum, the failure policy, BRPO's advantage (ARCHITECTURE.md)."""
+"""What runs inside verl's reward workers (ARCHITECTURE.md).
+
+At the top, the two reward managers and what they share (config, scoring, results, the failure policy, the
+reward-fn contract, the per-run actors' handles and placement), BRPO's advantage and the batch builder;
+``group/`` is the group rendezvous, ``curriculum/`` the reference curriculum, ``health/`` judge health."""

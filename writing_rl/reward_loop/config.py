@@ -72,7 +72,7 @@ class GroupConfig:
 
 @dataclass(frozen=True)
 class CurriculumConfig:
-    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (writing_rl/reward_loop/curriculum.py)."""
+    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (reward_loop/curriculum/scheduler.py)."""
 
     # Off: every sample is judged against its first reference.
     enable: bool = True

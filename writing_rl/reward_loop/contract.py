@@ -1,24 +1,48 @@
-"""What a reward fn written for our managers works with (the contract ``reward_fns/`` build on).
+"""The reward-fn contract: everything a reward fn written for our managers imports from ``writing_rl.reward_loop``.
 
-A per-sample fn has verl's ``custom_reward_function`` signature plus keyword arguments the manager
-passes when the fn declares them (reward_loop/fn_extras.py)::
+``reward_fns/`` import from this module only (tests/test_layout.py checks it); a fn of yours should too.
+
+A per-sample fn (``ParallelRewardManager``) has verl's ``custom_reward_function`` signature plus keyword
+arguments the manager passes when the fn declares them (reward_loop/fn_extras.py)::
 
     async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
                             judge, curriculum=None, uid=None, group_size=1, **options) -> dict
 
-A group fn (``GroupRewardManager``) scores every rollout of a prompt at once::
+A group fn (``GroupRewardManager``) scores every rollout of a prompt at once, each a ``Member``::
 
     async def compute_score(members: list[Member], *, judge, **options) -> list[dict]
 
 Either returns ``{"score": float, <numeric extra keys>}`` per sample and catches ``JudgeError`` itself
 (its neutral result); the module may define ``failure_score(**options) -> float``, what a failed sample
-is paid (its loss: reward_loop/scoring.py). The curriculum handle is ``reward_loop.curriculum.Curriculum``.
+is paid (its loss: reward_loop/scoring.py). What this module gives a fn:
+
+- ``Member``: one rollout of a group; ``is_validation(extra_info)``: a validation row (``split`` test/val/validation);
+- ``Curriculum``: the handle a fn declaring ``curriculum`` gets (``None`` when ``curriculum.enable`` is
+  off): ``pin``/``advance`` for a whole group, ``pin_group``/``report`` one rollout at a time
+  (reward_loop/curriculum/handle.py; importing it loads no Ray);
+- the failure policy for unreadable judge replies (reward_loop/failures.py): ``check_on_parse_error``
+  (validate ``on_parse_error``), ``fallback_outcome`` (``"loss"`` or ``"tie"``, never a win),
+  ``raise_if_asked`` (stop the step when ``on_parse_error=raise``) and ``unreadable_flags`` (the sample's
+  ``parse_error`` / ``judge_truncated`` / ``judge_refusal`` extra-info keys).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from writing_rl.reward_loop.curriculum.handle import Curriculum
+from writing_rl.reward_loop.failures import check_on_parse_error, fallback_outcome, raise_if_asked, unreadable_flags
+
+__all__ = [
+    "Curriculum",
+    "Member",
+    "check_on_parse_error",
+    "fallback_outcome",
+    "is_validation",
+    "raise_if_asked",
+    "unreadable_flags",
+]
 
 
 @dataclass(frozen=True)

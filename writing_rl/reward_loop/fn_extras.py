@@ -2,8 +2,9 @@
 
 - ``judge``: the sample's (or group's) ``SampleJudge`` — always;
 - ``judge_tokenizer``: the GenRM's tokenizer when verl hosts the GenRM;
-- ``curriculum``: Writing-RL's reference scheduler (``reward_loop/curriculum.py``), when
-  ``curriculum.enable``; its calls from this worker go in batches (``curriculum_groups.Batched``);
+- ``curriculum``: a ``Curriculum`` (``reward_loop/curriculum/handle.py``) over Writing-RL's reference
+  scheduler (``reward_loop/curriculum/scheduler.py``), when ``curriculum.enable``; its calls from this
+  worker go in batches (``reward_loop/curriculum/groups.py``: ``Batched``);
 - ``uid`` and ``group_size``: the sample's group (verl's ``uid``) and how many rollouts it has
   (``extra_info.group_size``, else ``rollout.val_kwargs.n`` for validation rows, else ``rollout.n``).
 """
@@ -15,8 +16,9 @@ from typing import Any
 
 from writing_rl.reward_loop.actors import SharedActor
 from writing_rl.reward_loop.contract import is_validation
-from writing_rl.reward_loop.curriculum import Curriculum, get_or_create_scheduler
-from writing_rl.reward_loop.curriculum_groups import Batched
+from writing_rl.reward_loop.curriculum.groups import Batched
+from writing_rl.reward_loop.curriculum.handle import Curriculum
+from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
 
 
 def reward_fn_parameters(config) -> set[str]:

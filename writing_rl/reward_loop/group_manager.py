@@ -7,18 +7,18 @@ verl loads it with::
     reward.reward_manager.module.path=pkg://writing_rl.reward_loop.group_manager
 
 A sample's path: decode the response -> the worker's ``GroupRendezvous`` gathers its group
-(``reward_loop/rendezvous.py``: at once when this worker holds the whole group, else through the uid's
-``GroupCollector``, ``reward_loop/collector.py``) -> the leader of the group runs the group reward fn
-once, with its own judge client -> every member gets its own result back -> verl. It works in every reward-loop mode: colocated
-(the batch is chunked over workers, so a group can straddle them, and verl pads with repeated samples)
-and streaming (each rollout sent alone to a random worker as it finishes).
+(``reward_loop/group/rendezvous.py``: at once when this worker holds the whole group, else through the
+uid's ``GroupCollector``, ``reward_loop/group/collector.py``) -> the leader of the group runs the group
+reward fn once, with its own judge client -> every member gets its own result back -> verl. It works in
+every reward-loop mode: colocated (the batch is chunked over workers, so a group can straddle them, and
+verl pads with repeated samples) and streaming (each rollout sent alone to a random worker as it finishes).
 
 A group reward fn (``reward.custom_reward_function``) is ``async`` and scores a whole group::
 
     async def compute_score(members: list[Member], *, judge, **options) -> list[dict]
 
 It may also declare ``judge_tokenizer`` (the GenRM tokenizer when verl hosts it) and ``curriculum``
-(Writing-RL's reference scheduler, writing_rl/reward_loop/curriculum.py); the manager passes what it declares. It
+(Writing-RL's reference scheduler, reward_loop/curriculum/handle.py); the manager passes what it declares. It
 returns one ``{"score": float, <numeric extra keys>}`` per member, in order. It catches ``JudgeError``
 itself (as per-sample fns do); ``judge_error`` / ``judge_calls`` / ``judge_latency_s`` default to the
 group's totals when the fn does not report them per member.
@@ -41,9 +41,10 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
-from writing_rl.reward_loop.collector import GroupError, Member
+from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.fn_extras import FnExtras
-from writing_rl.reward_loop.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
+from writing_rl.reward_loop.group.collector import GroupError
+from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
 from writing_rl.reward_loop.scoring import WorkerScoring, prompt_text
 from writing_rl.settings import ConfigError
 

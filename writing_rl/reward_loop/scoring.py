@@ -20,8 +20,8 @@ from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.failures import FailureGuard
-from writing_rl.reward_loop.health import reports_health
-from writing_rl.reward_loop.summary import BatchSummary
+from writing_rl.reward_loop.health.batch_summary import BatchSummary
+from writing_rl.reward_loop.health.metrics import reports_health
 from writing_rl.settings import ConfigError
 from writing_rl.terms import TermInput
 

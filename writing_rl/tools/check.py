@@ -38,7 +38,7 @@ def check_config(config) -> list[str]:
     from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
     from writing_rl.reward_loop.fn_extras import reward_fn_parameters
     from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
-    from writing_rl.reward_loop.health import reports_health
+    from writing_rl.reward_loop.health.metrics import reports_health
     from writing_rl.settings import ConfigError
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))

@@ -3,11 +3,11 @@
 verl writes one ``<step>.jsonl`` per training step to ``trainer.rollout_data_dir``; each line holds ``input``,
 ``output``, ``gts``, ``score``, ``step`` and the sample's reward extra info. From them: judge errors, unreadable
 replies by kind, position consistency, judge calls and latency, retries / 429s / tokens where the run has
-those keys, the mean reward and response length and their correlation (reward_loop/health.py). The length is
+those keys, the mean reward and response length and their correlation (reward_loop/health/metrics.py). The length is
 the line's ``response_length`` (tokens) when it has one, else the response's word count.
 
 verl's v1 trainer (``trainer.use_v1=true``) dumps no reward extra info (only ``uid``): from its dumps only
-reward, length and their correlation can be read; the tracker route (reward_loop/health_sampler.py) has the
+reward, length and their correlation can be read; the tracker route (reward_loop/health/sampler.py) has the
 judge numbers of such a run.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from writing_rl.reward_loop.health import PREFIX, HealthInputError, judge_health, number
+from writing_rl.reward_loop.health.metrics import PREFIX, HealthInputError, judge_health, number
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.settings import ConfigError
 from writing_rl.tools.evaluation.inputs import InputError, lines

@@ -306,7 +306,7 @@ def run_score(
     out_dir = Path(out)
     kept = Progress(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer), restart)
     resumed = len(kept.done)
-    # Group rewards meet in a Ray actor (writing_rl/reward_loop/collector.py): start a local Ray if none is running.
+    # Group rewards meet in a Ray actor (reward_loop/group/collector.py): start a local Ray if none is running.
     own_ray = config.reward.reward_manager.name == "GroupRewardManager" and not ray.is_initialized()
     if own_ray:
         ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)

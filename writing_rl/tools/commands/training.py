@@ -153,7 +153,7 @@ def add_curriculum(subparsers) -> None:
 
 
 def _run_curriculum_show(args) -> int:
-    from writing_rl.reward_loop.curriculum_report import describe
+    from writing_rl.reward_loop.curriculum.report import describe
 
     print(describe(args.state_dir, top=args.top))
     if args.plot:
@@ -186,7 +186,7 @@ def add_preflight(subparsers) -> None:
 
 def plot_levels_over_steps(state_dir: str | Path, out: str | Path) -> str:
     """A PNG: one stacked bar per checkpointed step, one colour per level; the line to print about it."""
-    from writing_rl.reward_loop.curriculum_report import histogram_over_steps
+    from writing_rl.reward_loop.curriculum.report import histogram_over_steps
     from writing_rl.tools.plot import plot, stacked_bars
 
     steps, table = histogram_over_steps(state_dir)

@@ -2,7 +2,7 @@
 
 verl scores one sample at a time, on several reward workers, and in streaming mode each rollout alone,
 on a random worker, as soon as it finishes; so a worker usually holds only part of a group (same verl
-``uid``). The workers' side is ``reward_loop/rendezvous.py``. A worker talks to the collector of a uid's
+``uid``). The workers' side is ``group/rendezvous.py``. A worker talks to the collector of a uid's
 shard (a named Ray actor per run and shard) with two calls, each carrying many groups at once:
 
 - ``send``: the members that reached it (``joins``), the whole groups it wants to score itself
@@ -42,7 +42,7 @@ from typing import Any
 import ray
 
 from writing_rl.reward_loop.config import GroupConfig
-from writing_rl.reward_loop.contract import Member, is_validation  # noqa: F401 (is_validation: re-exported)
+from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.placement import placement_options
 
 
@@ -370,7 +370,8 @@ def collector_name(shard: int = 0) -> str:
 
 
 def get_or_create_collector(settings: GroupConfig, shard: int = 0):
-    """The collector of ``shard``, created on a node offering ``groups.actor_resources`` (placement.py)."""
+    """The collector of ``shard``, created on a node offering ``groups.actor_resources``
+    (reward_loop/placement.py)."""
     name = collector_name(shard)
     placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.groups.actor_resources")
     return (

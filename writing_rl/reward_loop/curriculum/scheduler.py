@@ -10,7 +10,7 @@ of one id in flight move it once), and never past the last reference.
 
 Durability: an advance returns only once its record is in the write-ahead log and fsynced, so a reward
 that reflects a level change is never paid for a change a crash can lose (file formats, group commit and
-compaction: curriculum_log.py). ``pin`` never hands out a level that is not durable either: a pin of an
+compaction: log.py). ``pin`` never hands out a level that is not durable either: a pin of an
 id whose advance is still being written waits for that write. (A new id's level-0 record is written
 without waiting: level 0 is also what replay gives an id it has never seen.)
 
@@ -58,8 +58,8 @@ import ray
 
 from writing_rl.files import DirectoryLock, DirectoryLocked
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum_groups import Batched, OpenGroups
-from writing_rl.reward_loop.curriculum_log import (
+from writing_rl.reward_loop.curriculum.groups import OpenGroups
+from writing_rl.reward_loop.curriculum.log import (
     LATEST,
     WAL,
     Meta,
@@ -69,7 +69,7 @@ from writing_rl.reward_loop.curriculum_log import (
     step_path,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum_start import Start, checkpoint_marker, recover, run_identity
+from writing_rl.reward_loop.curriculum.start import Start, checkpoint_marker, recover, run_identity
 from writing_rl.reward_loop.placement import placement_options
 
 logger = logging.getLogger("writing_rl")
@@ -103,7 +103,7 @@ class ReferenceScheduler:
             raise WALWriteError(f"curriculum: cannot start the scheduler over {self.state_dir} ({err})") from err
         self._compacting = False
         self._unsaved_steps: dict[int, tuple] = {}  # step snapshots whose write failed, retried before compaction
-        self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (curriculum_groups.py)
+        self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (groups.py)
 
     def _begin(self, start: Start, fsync) -> None:
         """Make the state dir hold exactly ``start``: a kill at any point leaves a dir that recovers to it."""
@@ -307,37 +307,6 @@ def _log_failure(what: str):
     return check
 
 
-class Curriculum:
-    """What a reward fn holds: the run's scheduler actor, through this worker's batched calls.
-
-    ``pin``/``advance``: a whole group's (GroupRewardManager). ``pin_group``/``report``: one rollout at a
-    time (curriculum_groups.py). ``can_advance=False`` for a late member scored on its own after its
-    group: its group already had its one chance to move the level.
-    """
-
-    def __init__(self, handle, can_advance: bool = True, batched: Batched | None = None, timeout_s: float = 1800.0):
-        self.handle = handle
-        self.can_advance = can_advance
-        self.batched = batched
-        self.timeout_s = timeout_s
-
-    async def pin(self, key: str, references: int) -> int:
-        return await self.handle.pin.remote(key, references)
-
-    async def advance(self, key: str, pinned: int) -> bool:
-        if not self.can_advance:
-            return False
-        return await self.handle.advance.remote(key, pinned)
-
-    async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
-        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""
-        return await self.batched(("pin", key, references, uid, expected, self.timeout_s))
-
-    async def report(self, uid: str, won: bool, threshold: float) -> bool:
-        """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""
-        return await self.batched(("report", uid, won, threshold))
-
-
 def scheduler_name() -> str:
     return f"writing_rl_reference_scheduler_{ray.get_runtime_context().get_job_id()}"
 
@@ -347,7 +316,7 @@ def get_or_create_scheduler(settings: CurriculumConfig):
     named actor keeps its name while handles to it live, so it could not be replaced); it recovers
     everything acknowledged, and calls in flight are sent again: ``pin`` is idempotent and a repeated
     ``advance`` finds the level already moved (or moves it, if the first one was lost). Created on a node
-    offering ``curriculum.actor_resources`` (placement.py)."""
+    offering ``curriculum.actor_resources`` (reward_loop/placement.py)."""
     name = scheduler_name()
     placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.curriculum.actor_resources")
     return (

@@ -4,7 +4,7 @@ Pure functions over what verl keeps of each sample: its ``reward_extra_info`` (t
 reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_tokens`` and
 ``judge_concurrency_limit`` where the run has them), its reward and its response length. A key no sample
 carries gives no metric; a sample without a key (a row verl filled with ``None``) is left out of that key's
-metric. Used by the tracker route (reward_loop/health_sampler.py) and by ``writing-rl monitor``.
+metric. Used by the tracker route (reward_loop/health/sampler.py) and by ``writing-rl monitor``.
 
 Names follow verl's ``MetricsAggregator`` (v1 trainer), which folds the metrics of a step's mini-batches by
 name: ``..._total`` adds up, ``..._min`` / ``..._max`` keep the extreme, the rest are sample-weighted means.
@@ -155,7 +155,9 @@ def rows_from_columns(columns: Mapping[str, Sequence[Any]], size: int) -> list[d
     return rows
 
 
-SAMPLER_PATH = "pkg://writing_rl.reward_loop.health_sampler"
+SAMPLER_PATH = "pkg://writing_rl.reward_loop.health.sampler"
+# What a sampler path holding ours contains: the module (dotted or as a file), or its old path (health_sampler).
+SAMPLER_NAMES = ("health.sampler", "health/sampler", "health_sampler")
 
 
 def reports_health(config: Any) -> bool:
@@ -165,7 +167,8 @@ def reports_health(config: Any) -> bool:
     run that also asks for DAPO's group filter is refused here rather than trained without the filter."""
     trainer = get(config, "trainer", {}) or {}
     sampler = get(get(get(trainer, "v1", {}) or {}, "sampler", {}) or {}, "custom_sampler", {}) or {}
-    if not get(trainer, "use_v1", True) or "health_sampler" not in str(get(sampler, "path", "") or ""):
+    path = str(get(sampler, "path", "") or "")
+    if not get(trainer, "use_v1", True) or not any(name in path for name in SAMPLER_NAMES):
         return False
     filter_groups = get(get(config, "algorithm", {}) or {}, "filter_groups", {}) or {}
     refill = get(get(get(trainer, "v1", {}) or {}, "sampler", {}) or {}, "sync_refill_failed_groups", False)

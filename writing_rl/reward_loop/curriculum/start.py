@@ -1,4 +1,4 @@
-"""Where a (re)started reference scheduler begins: which levels, by the rule of curriculum.py's docstring
+"""Where a (re)started reference scheduler begins: which levels, by the rule of scheduler.py's docstring
 ("Start"), from verl's tracker file, the snapshots and the write-ahead log in the state dir."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import ray
 
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum_log import (
+from writing_rl.reward_loop.curriculum.log import (
     LATEST,
     LevelTable,
     checkpoint_tag,

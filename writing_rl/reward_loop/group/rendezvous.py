@@ -1,4 +1,4 @@
-"""A reward worker's side of the group rendezvous (the collector's side: ``reward_loop/collector.py``).
+"""A reward worker's side of the group rendezvous (the collector's side: ``group/collector.py``).
 
 Members of one uid that reach this worker together (verl's colocated mode sends a worker its whole
 chunk at once; in streaming mode rollouts that finish together arrive together) form one ``LocalBatch``.
@@ -21,14 +21,15 @@ from typing import Callable, Protocol
 import ray
 
 from writing_rl.reward_loop.actors import SharedActor
-from writing_rl.reward_loop.collector import (
+from writing_rl.reward_loop.config import GroupConfig
+from writing_rl.reward_loop.contract import Member
+from writing_rl.reward_loop.group.collector import (
     ERROR,
     FAILED,
     INCOMPLETE,
     Failed,
     GroupError,
     Lead,
-    Member,
     Result,
     choose_members,
     get_or_create_collector,
@@ -36,7 +37,6 @@ from writing_rl.reward_loop.collector import (
     response_key,
     shard_of,
 )
-from writing_rl.reward_loop.config import GroupConfig
 
 logger = logging.getLogger("writing_rl")
 

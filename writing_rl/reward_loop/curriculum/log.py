@@ -29,7 +29,7 @@ truncates the WAL: a kill between the two leaves records <= N in the WAL, which 
 A failed write or fsync of the WAL is fatal to the log: the memory of its owner may be ahead of the disk
 in ways only a replay sorts out (a later record or a compaction's snapshot may already hold a level the
 failed record set), so the failed batch, everything queued after it and every later append fail with
-``WALWriteError``, and the owner starts again from the disk (curriculum.py).
+``WALWriteError``, and the owner starts again from the disk (scheduler.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""``Curriculum``: what a reward fn holds of the reference scheduler (curriculum/scheduler.py).
+
+No Ray at import: the handle only calls methods of the actor handle it is given, so the reward-fn
+contract (reward_loop/contract.py) can name it without bringing Ray into a reward fn's import.
+"""
+
+from __future__ import annotations
+
+from writing_rl.reward_loop.curriculum.groups import Batched
+
+
+class Curriculum:
+    """What a reward fn holds: the run's scheduler actor, through this worker's batched calls.
+
+    ``pin``/``advance``: a whole group's (GroupRewardManager). ``pin_group``/``report``: one rollout at a
+    time (curriculum/groups.py). ``can_advance=False`` for a late member scored on its own after its
+    group: its group already had its one chance to move the level.
+    """
+
+    def __init__(self, handle, can_advance: bool = True, batched: Batched | None = None, timeout_s: float = 1800.0):
+        self.handle = handle
+        self.can_advance = can_advance
+        self.batched = batched
+        self.timeout_s = timeout_s
+
+    async def pin(self, key: str, references: int) -> int:
+        return await self.handle.pin.remote(key, references)
+
+    async def advance(self, key: str, pinned: int) -> bool:
+        if not self.can_advance:
+            return False
+        return await self.handle.advance.remote(key, pinned)
+
+    async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
+        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""
+        return await self.batched(("pin", key, references, uid, expected, self.timeout_s))
+
+    async def report(self, uid: str, won: bool, threshold: float) -> bool:
+        """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""
+        return await self.batched(("report", uid, won, threshold))

@@ -1,0 +1,83 @@
+"""Judge health in the tracker, verl's v1 trainer (``trainer.use_v1=true``, verl's default).
+
+verl's v1 trainer adds the metrics its replay buffer's ``sample()`` returns to the step's metrics, which go to
+``Tracking.log`` (trainer_base.py ``_step_once``: ``batch, off_policy_metrics = self.replay_buffer.sample(...)``
+then ``metrics.update(off_policy_metrics)``), and it takes a user's replay buffer from
+``trainer.v1.sampler.custom_sampler.{path,name}``::
+
+    trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health.sampler
+    trainer.v1.sampler.custom_sampler.name=JudgeHealthSampler
+
+(Its old path, ``pkg://writing_rl.reward_loop.health_sampler``, still works: reward_loop/health_sampler.py.)
+
+``JudgeHealthSampler`` builds verl's own replay buffer for the trainer mode (``ReplayBuffer`` for ``sync``,
+``ReplayBufferAsync`` otherwise) with one addition: after each training sample it reads the sampled
+trajectories' reward extra info, rewards and response lengths back from the TransferQueue (the way verl's
+own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health/metrics.py) to the metrics.
+
+Streaming rewards only (an external judge, or ``reward.reward_model.enable_resource_pool=true``): there the
+agent loop scores each sample before it enters the TransferQueue. With a colocated GenRM verl scores after
+sampling (``_compute_reward_colocate``), and writing-rl runs that on the v0 trainer anyway.
+
+verl gives a custom sampler only the base constructor arguments: ``algorithm.filter_groups`` (DAPO) and
+``trainer.v1.sampler.sync_refill_failed_groups`` are not applied by it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import transfer_queue as tq
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
+
+from writing_rl.reward_loop.health.metrics import judge_health
+
+logger = logging.getLogger("writing_rl")
+
+TRAIN_PARTITION = "train"
+
+
+def trajectory_health(keys: list[str], partition_id: str) -> dict[str, float]:
+    """``judge/...`` of the trajectories ``keys``, read from the TransferQueue."""
+    if not keys:
+        return {}
+    data = tq.kv_batch_get(
+        keys=keys, partition_id=partition_id, select_fields=["extra_fields", "rm_scores", "responses"]
+    )
+    rows = [_reward_extra_info(value) for value in data["extra_fields"]]
+    scores = data["rm_scores"].sum(dim=1).tolist()
+    lengths = data["responses"].offsets().diff().tolist()
+    return judge_health(rows, scores, lengths)
+
+
+def _reward_extra_info(value: Any) -> dict:
+    extra_fields = getattr(value, "data", value)  # a NonTensorData on some TransferQueue backends
+    info = extra_fields.get("reward_extra_info") if isinstance(extra_fields, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
+class _JudgeHealth:
+    def sample(self, global_steps: int, partition_id: str, batch_size: int):
+        batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
+        if partition_id == TRAIN_PARTITION:
+            try:
+                metrics = {**metrics, **trajectory_health(list(batch.keys), batch.partition_id)}
+            except Exception as err:  # a health report must never stop a training step
+                logger.warning("judge health: no judge/ metrics this step (%s: %s)", type(err).__name__, err)
+        return batch, metrics
+
+
+class JudgeHealthReplayBuffer(_JudgeHealth, ReplayBuffer):
+    """verl's sync replay buffer, reporting judge health per training sample."""
+
+
+class JudgeHealthReplayBufferAsync(_JudgeHealth, ReplayBufferAsync):
+    """verl's async replay buffer, reporting judge health per training sample."""
+
+
+def JudgeHealthSampler(**kwargs) -> ReplayBuffer:  # noqa: N802 - verl calls it as the sampler class
+    """What verl builds from ``custom_sampler``: the replay buffer its trainer mode would use, with health."""
+    if kwargs.get("trainer_mode") == "sync":
+        return JudgeHealthReplayBuffer(**kwargs)
+    return JudgeHealthReplayBufferAsync(**kwargs)
