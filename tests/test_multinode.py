@@ -21,7 +21,7 @@ from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, Manager
 from writing_rl.reward_loop.curriculum import scheduler_name
 from writing_rl.reward_loop.curriculum_log import read_state
 from writing_rl.settings import ConfigError
-from writing_rl.tools.verl_config import compose
+from writing_rl.tools.shared.verl_config import compose
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer

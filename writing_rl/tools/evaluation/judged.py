@@ -10,7 +10,9 @@ from typing import Callable, Sequence, TypeVar
 
 from writing_rl.files import atomic_write_text
 from writing_rl.protocols.prompts import Messages
-from writing_rl.tools.offline import JudgeSettings, Judgment, judge_through_cache
+from writing_rl.tools.shared.judge_runner import judge_through_cache
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment
 
 T = TypeVar("T")
 
