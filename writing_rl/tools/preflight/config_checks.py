@@ -14,6 +14,17 @@ from typing import Any, Sequence
 
 from writing_rl.tools.preflight.report import Report
 
+# (config key, the scripts' variable that fills it)
+MODEL_KEY, GENRM_KEY = "actor_rollout_ref.model.path", "reward.reward_model.model_path"
+PATH_KEYS = {
+    MODEL_KEY: "MODEL_PATH",
+    "data.train_files": "TRAIN_FILES",
+    "data.val_files": "VAL_FILES",
+    GENRM_KEY: "GENRM_PATH",
+}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
 # Reward-manager modules users name in their configs, renamed when writing_rl/ was split into parts.
 RENAMED_MODULES = {
     "writing_rl.manager": "writing_rl.reward_loop.manager",
@@ -109,16 +120,6 @@ def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None
 
 
 # ---------------------------------------------------------------- the paths the run reads
-
-# (config key, the scripts' variable that fills it)
-MODEL_KEY, GENRM_KEY = "actor_rollout_ref.model.path", "reward.reward_model.model_path"
-PATH_KEYS = {
-    MODEL_KEY: "MODEL_PATH",
-    "data.train_files": "TRAIN_FILES",
-    "data.val_files": "VAL_FILES",
-    GENRM_KEY: "GENRM_PATH",
-}
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def _name(key: str) -> str:
