@@ -99,7 +99,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from writing_rl.judge.config import JudgeConfig
-    from writing_rl.tools.offline import JudgeSettings
+    from writing_rl.tools.shared.judge_settings import JudgeSettings
 
     latency_s = args.latency_ms / 1000
     judge_proc, judge_url = start_judge(latency_s, args.capacity, script="critic_script")

@@ -86,7 +86,7 @@ VARIANTS = {
 
 
 def config_for(variant: str, tokenizer_dir, judge_url: str):
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     manager, module, fn_path, fn_name = VARIANTS[variant]
     overrides = [

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from writing_rl.tools.preflight_data import Row, load_tokenizer, prompt_token_lengths  # noqa: E402
+from writing_rl.tools.preflight.data_checks import Row, load_tokenizer, prompt_token_lengths  # noqa: E402
 
 LIMITS = (1024, 2048, 4096, 6144, 8192, 16384)
 

@@ -66,11 +66,22 @@ def make_inputs(directory: Path, rows: int, per_id: int) -> tuple[Path, Path]:
 
 
 def timed_select(data, responses, out, settings, cache, top_percent: float) -> tuple[dict, float]:
-    from writing_rl.tools.selection import run_select
+    from writing_rl.tools.selection.job import SelectJob
+    from writing_rl.tools.selection.select import run_select
 
     start = time.perf_counter()
-    report = run_select(data, responses, out, settings, top_percent=top_percent, quotas="proportional",
-                        cache=cache, progress=False)  # fmt: skip
+    report = run_select(
+        SelectJob(
+            data=data,
+            responses=responses,
+            out=out,
+            top_percent=top_percent,
+            quotas="proportional",
+            cache=cache,
+            progress=False,
+        ),
+        settings,
+    )
     return report.summary, time.perf_counter() - start
 
 
@@ -79,19 +90,19 @@ def judge_without_cache(data, responses, settings) -> float:
     import pyarrow.parquet as pq
 
     from writing_rl.judge import OpenAIJudge
-    from writing_rl.tools.margins import MARGIN_KINDS
-    from writing_rl.tools.offline import judge_all
-    from writing_rl.tools.score import match_responses
-    from writing_rl.tools.selection import job_messages, judge_jobs, read_rows
+    from writing_rl.tools.selection.margins import MARGIN_KINDS
+    from writing_rl.tools.selection.select import call_messages, judge_calls, read_rows
+    from writing_rl.tools.shared.judge_runner import judge_all
+    from writing_rl.tools.shared.responses import match_responses
 
     rows = pq.read_table(data).to_pylist()
     items, tasks = read_rows(rows, "data_source", need_domain=False)
-    jobs, _ = judge_jobs(items, tasks, match_responses(rows, responses), MARGIN_KINDS["win-rate"])
+    calls, _ = judge_calls(items, tasks, match_responses(rows, responses), MARGIN_KINDS["win-rate"])
     judge = OpenAIJudge(settings.judge)
 
     async def run() -> float:
         start = time.perf_counter()
-        results = await judge_all(judge, jobs, job_messages(None), settings.judge.max_concurrency)
+        results = await judge_all(judge, calls, call_messages(None), settings.judge.max_concurrency)
         elapsed = time.perf_counter() - start
         await judge.close()
         if any(r.verdict is None for r in results):
@@ -137,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from writing_rl.judge.config import JudgeConfig
-    from writing_rl.tools.offline import JudgeSettings
+    from writing_rl.tools.shared.judge_settings import JudgeSettings
 
     latency_s = args.latency_ms / 1000
     judge_proc, judge_url = start_judge(latency_s, args.capacity)

@@ -227,7 +227,7 @@ def run_soak(
     from transformers import AutoTokenizer
     from verl.experimental.reward_loop import RewardLoopManager
 
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     from tiny import build_tiny_tokenizer
 
@@ -333,7 +333,7 @@ def report(history: list[Minute]) -> dict:
 
 def plot(result: dict, path: Path) -> str:
     """Throughput (left axis) and the actors' RSS (right axis) per minute; the line to print about it."""
-    from writing_rl.tools.plot import PALETTE, plot
+    from writing_rl.tools.shared.plot import PALETTE, plot
 
     minutes = result["minutes"]
     xs = list(range(1, len(minutes) + 1))

@@ -155,7 +155,7 @@ def judge_calls(judge_url: str) -> int:
 
 
 def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, workers: int, state_dir: str):
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     common = [
         f"actor_rollout_ref.model.path={tokenizer_dir}",

@@ -234,7 +234,7 @@ def _result(
     }
 
 
-# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight.py)
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight/)
 
 
 def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:

@@ -259,7 +259,7 @@ def _result(score: float, penalty: float, flags: dict, rank_score: int = -1, for
     }
 
 
-# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight.py)
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight/)
 
 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:

@@ -222,7 +222,7 @@ def _result(
     }
 
 
-# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight.py)
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight/)
 
 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:

@@ -88,7 +88,7 @@ def _result(score: float, positions: int, scores=None, unreadable=(), format_err
     return {"score": score, "format_error": format_error, **per_position, **unreadable_flags(unreadable)}
 
 
-# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight.py)
+# ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight/)
 
 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:

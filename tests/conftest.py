@@ -89,7 +89,7 @@ PER_SAMPLE = [
 
 
 def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str, per_sample: bool = True):
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     return compose(
         "writing_rl",

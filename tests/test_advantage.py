@@ -14,7 +14,7 @@ import numpy as np, torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.trainer.ppo.reward import resolve_reward_manager_cls
-from writing_rl.tools.verl_config import compose
+from writing_rl.tools.shared.verl_config import compose
 
 config = compose("brpo", ["actor_rollout_ref.model.path=/unused"])
 assert "writing_rl.reward_loop.advantage" not in sys.modules

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from data_prep.build_parquet import main as build_parquet
+from writing_rl.help_format import HelpFormatter
 from writing_rl.settings import ConfigError
-from writing_rl.tools.cli import HelpFormatter, _parsers, build_parser
+from writing_rl.tools.cli import _parsers, build_parser
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.score import PROGRESS, Progress
 

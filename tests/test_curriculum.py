@@ -332,7 +332,7 @@ def checkpointed_levels(tmp_path):
 
 def test_show_plots_levels_over_checkpointed_steps(tmp_path, capsys):
     from writing_rl.tools.cli import main
-    from writing_rl.tools.plot import PALETTE
+    from writing_rl.tools.shared.plot import PALETTE
 
     state = checkpointed_levels(tmp_path)
     out = tmp_path / "levels.png"
@@ -345,7 +345,7 @@ def test_show_plots_levels_over_checkpointed_steps(tmp_path, capsys):
 
 def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, no_matplotlib):
     from writing_rl.tools.cli import main
-    from writing_rl.tools.plot import NO_MATPLOTLIB
+    from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 
     out = tmp_path / "levels.png"
     assert main(["curriculum", "show", "--state-dir", str(checkpointed_levels(tmp_path)), "--plot", str(out)]) == 0

@@ -125,7 +125,7 @@ def composed_keys() -> frozenset[str]:
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     keys: set[str] = set()
 

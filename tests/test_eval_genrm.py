@@ -18,7 +18,7 @@ from writing_rl.tools.evaluation import stats
 from writing_rl.tools.evaluation.genrm_pairwise import bucket_names, bucket_of, run_genrm_pairwise
 from writing_rl.tools.evaluation.genrm_ranking import RankingOptions, run_genrm_ranking
 from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.offline import JudgeSettings
+from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply, default_script, gqm_reply, quality
 from offline_helpers import first_position_judge, pair_of, verdict, write_jsonl

@@ -17,7 +17,7 @@ from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.rewardbench import run_rewardbench
 from writing_rl.tools.evaluation.rewardbench_sets import v1_scores, v2_scores
-from writing_rl.tools.offline import JudgeSettings
+from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply, default_script, gqm_candidates
 from offline_helpers import first_position_judge, pair_of, write_jsonl

@@ -14,7 +14,7 @@ from writing_rl.tools.cli import main as cli
 from writing_rl.tools.evaluation import stats
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.winrate import run_winrate
-from writing_rl.tools.offline import JudgeSettings
+from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from conftest import writing_row
 from judge_server import Reply

@@ -14,7 +14,7 @@ from writing_rl.tools.cli import main as cli
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.stats import paired_difference, ratio_with_ci
 from writing_rl.tools.evaluation.writingbench import run_writingbench
-from writing_rl.tools.offline import JudgeSettings
+from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply
 from offline_helpers import write_jsonl

@@ -15,7 +15,7 @@ from writing_rl.judge import SampleJudge
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.reward_loop.results import FN_DEFAULTS, GROUP_KEYS
-from writing_rl.tools.verl_config import compose
+from writing_rl.tools.shared.verl_config import compose
 
 from conftest import reward_loop
 from judge_server import ScriptedJudgeServer, quality
@@ -271,7 +271,7 @@ def test_check_config_reports_a_streaming_step_too_big_for_the_reward_workers(br
     from omegaconf import open_dict
 
     from writing_rl.settings import ConfigError
-    from writing_rl.tools.check import check_config
+    from writing_rl.tools.preflight.config_checks import check_config
 
     config = copy.deepcopy(brpo_preset)
     with open_dict(config):

@@ -136,7 +136,7 @@ def test_rows_from_columns():
 
 
 def composed(*overrides):
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     return compose(
         "writing_rl", ["actor_rollout_ref.model.path=/m", "reward.reward_kwargs.judge.base_url=http://j/v1", *overrides]
@@ -161,7 +161,7 @@ def test_the_overlays_report_judge_health_to_the_tracker():
 def test_dapo_with_the_health_sampler_is_refused_not_silently_dropped(dapo, tokenizer_dir):
     from writing_rl.reward_loop.health.metrics import reports_health
     from writing_rl.settings import ConfigError
-    from writing_rl.tools.check import run_check
+    from writing_rl.tools.preflight.config_checks import run_check
 
     with pytest.raises(ConfigError, match="custom_sampler.path=null"):
         reports_health(composed(dapo))

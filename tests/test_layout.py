@@ -14,7 +14,7 @@ PACKAGES = ("writing_rl", "reward_fns", "data_prep")
 # writing_rl's parts, lowest first. A module imports its own part and lower layers only; two parts on one
 # layer never import each other.
 LAYERS = (
-    ("writing_rl.files", "writing_rl.settings"),
+    ("writing_rl.files", "writing_rl.settings", "writing_rl.help_format"),
     ("writing_rl.protocols",),
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
@@ -143,6 +143,52 @@ def test_the_checks_see_an_upward_import_and_a_cycle():
     upward = {"writing_rl.protocols.text": {"writing_rl.judge.base"}}
     assert layer_violations(sideways) == [("writing_rl.genrm.pool", "writing_rl.reward_loop.config")]
     assert layer_violations(upward) == [("writing_rl.protocols.text", "writing_rl.judge.base")]
+
+
+# writing_rl/tools/: the command line (cli, commands/) over command families (one module or package per
+# family: selection/, ordering/, preflight/, evaluation/, monitor, score, quickstart_report), over the
+# utilities the families share (shared/). A family imports its own modules, shared/ and lower layers only;
+# shared/ imports only itself (and lower layers); nothing below the command line imports it.
+TOOLS = "writing_rl.tools"
+TOOLS_COMMAND_LINE = ("cli", "commands")
+TOOLS_SHARED = "shared"
+
+
+def tools_family(module: str) -> str | None:
+    """The part of writing_rl/tools/ a module is in (``selection``, ``shared``, ``cli``...); None outside."""
+    if not module.startswith(TOOLS + "."):
+        return None
+    return module.split(".")[2]
+
+
+def tools_violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    found = []
+    for module, names in graph.items():
+        mine = tools_family(module)
+        if mine is None or mine in TOOLS_COMMAND_LINE:
+            continue
+        for name in names:
+            theirs = tools_family(name) if name != TOOLS else TOOLS
+            if theirs is not None and theirs != mine and (theirs != TOOLS_SHARED or mine == TOOLS_SHARED):
+                found.append((module, name))
+    return sorted(found)
+
+
+def test_tools_families_import_only_the_shared_utilities():
+    assert tools_violations(import_graph()) == []
+
+
+def test_the_tools_check_sees_a_family_importing_another():
+    graph = {
+        "writing_rl.tools.selection.select": {"writing_rl.tools.shared.plot", "writing_rl.tools.ordering.job"},
+        "writing_rl.tools.shared.plot": {"writing_rl.tools.cli"},
+        "writing_rl.tools.commands.judging": {"writing_rl.tools.selection.job"},
+        "writing_rl.tools.monitor": {"writing_rl.tools.shared.inputs", "writing_rl.reward_loop.health"},
+    }
+    assert tools_violations(graph) == [
+        ("writing_rl.tools.selection.select", "writing_rl.tools.ordering.job"),
+        ("writing_rl.tools.shared.plot", "writing_rl.tools.cli"),
+    ]
 
 
 MAX_LINES = 400  # ARCHITECTURE.md: a module a newcomer reads in one sitting

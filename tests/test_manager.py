@@ -133,7 +133,7 @@ def test_concurrency_is_a_share_of_the_run_total(judge_server, tokenizer_dir, to
 
 
 def test_genrm_hosted_by_verl_is_the_default_judge(tokenizer_dir, tokenizer):
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     config = compose(
         "writing_rl",

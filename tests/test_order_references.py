@@ -15,9 +15,9 @@ from reward_fns.pairwise import read_ground_truth
 from writing_rl.data.writing_rl_rows import SCHEMA
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.offline import JudgeFailures, JudgeSettings
-from writing_rl.tools.ordering import run_order_references
-from writing_rl.tools.rank_aggregation import (
+from writing_rl.tools.ordering.job import OrderJob
+from writing_rl.tools.ordering.order_references import run_order_references
+from writing_rl.tools.ordering.rank_aggregation import (
     PromptResult,
     bradley_terry,
     copeland,
@@ -25,6 +25,8 @@ from writing_rl.tools.rank_aggregation import (
     intransitive_triples,
     order_candidates,
 )
+from writing_rl.tools.shared.judge_runner import JudgeFailures
+from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply
 from offline_helpers import first_position_judge, pair_of, table_judge, write_jsonl
@@ -141,7 +143,9 @@ def test_recovers_a_known_order(tmp_path, judge_server):
     ]  # fmt: skip
     data = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out"
-    report = run_order_references(data, out, settings_for(server), names_key="models", progress=False)
+    report = run_order_references(
+        OrderJob(input_path=data, out=out, names_key="models", progress=False), settings_for(server)
+    )
 
     assert targets(out) == [
         ["bad", "plain", "good", "good good", "good good good"],
@@ -166,7 +170,9 @@ def test_recovers_a_known_order(tmp_path, judge_server):
     assert s["inconsistency_rate"] == 0.0 and s["intransitive_triples"] == 0 and s["written"] == 3
     assert s["mean_position_by_name"]["m3"] == 1.0 and s["mean_position_by_name"]["m0"] == 0.0
 
-    again = run_order_references(data, out, settings_for(server), names_key="models", progress=False)
+    again = run_order_references(
+        OrderJob(input_path=data, out=out, names_key="models", progress=False), settings_for(server)
+    )
     assert len(server.requests) == 22 and again.summary["cache"]["hits"] == 22  # rerun: all from the cache
 
 
@@ -175,7 +181,7 @@ def test_intransitive_judge(tmp_path, judge_server):
     beats = {**cycle, **{(b, a): "B" for (a, b) in cycle}}  # consistent in both orders
     server = judge_server(script=table_judge(beats))
     data = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "Play.", "candidates": ["paper", "rock", "scissors"]}])
-    report = run_order_references(data, tmp_path / "out", settings_for(server), progress=False)
+    report = run_order_references(OrderJob(input_path=data, out=tmp_path / "out", progress=False), settings_for(server))
     line = read_report(tmp_path / "out")[0]
     assert line["intransitive_triples"] == "1" and line["inconsistent_pairs"] == "0"
     assert report.summary["prompts_with_cycles"] == 1
@@ -185,7 +191,7 @@ def test_intransitive_judge(tmp_path, judge_server):
 def test_position_biased_judge_is_reported_as_inconsistent(tmp_path, judge_server):
     server = judge_server(script=first_position_judge)
     data = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "Go.", "candidates": ["x good", "y bad", "z"]}])
-    report = run_order_references(data, tmp_path / "out", settings_for(server), progress=False)
+    report = run_order_references(OrderJob(input_path=data, out=tmp_path / "out", progress=False), settings_for(server))
     s = report.summary
     assert s["inconsistent_pairs"] == 3 and s["pairs_both_orders"] == 3 and s["inconsistency_rate"] == 1.0
     assert s["verdict_share"] == {"A": 1.0, "B": 0.0, "C": 0.0}
@@ -233,11 +239,11 @@ def test_judge_failures(tmp_path, judge_server):
     data = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out"
     with pytest.raises(JudgeFailures, match=r"6 of 10 judge calls failed after retries \(http 6\)"):
-        run_order_references(data, out, settings_for(server, max_retries=0), progress=False)
+        run_order_references(OrderJob(input_path=data, out=out, progress=False), settings_for(server, max_retries=0))
     assert not out.exists() or not any(out.glob("*.parquet"))
 
     report = run_order_references(
-        data, out, settings_for(server, max_retries=0), allow_judge_errors=True, progress=False
+        OrderJob(input_path=data, out=out, allow_judge_errors=True, progress=False), settings_for(server, max_retries=0)
     )
     s = report.summary
     assert s["judge_errors"] == {"http": 6} and s["parse_failures"] == 2
@@ -256,10 +262,21 @@ def test_bad_rows_name_row_and_field(tmp_path, judge_server):
     with pytest.raises(
         ValueError, match=r"row 1 \(0-based\) rejected: field 'candidates': item 1 must be a non-empty string"
     ):
-        run_order_references(data, tmp_path / "out", settings_for(server), progress=False)
-    report = run_order_references(data, tmp_path / "out", settings_for(server), skip_bad=True, progress=False)
+        run_order_references(OrderJob(input_path=data, out=tmp_path / "out", progress=False), settings_for(server))
+    report = run_order_references(
+        OrderJob(input_path=data, out=tmp_path / "out", skip_bad=True, progress=False), settings_for(server)
+    )
     assert report.summary["rejected"] == 1 and report.summary["written"] == 1
     with pytest.raises(ValueError, match="field 'models': has 1 names for 2 candidates"):
-        run_order_references(write_jsonl(tmp_path / "n.jsonl", [{"prompt": "p", "candidates": ["a", "b"], "models": ["m"]}]),
-                             tmp_path / "o2", settings_for(server), names_key="models", progress=False)  # fmt: skip
+        run_order_references(
+            OrderJob(
+                input_path=write_jsonl(
+                    tmp_path / "n.jsonl", [{"prompt": "p", "candidates": ["a", "b"], "models": ["m"]}]
+                ),
+                out=tmp_path / "o2",
+                names_key="models",
+                progress=False,
+            ),
+            settings_for(server),
+        )
     assert len(list(itertools.chain(tmp_path.glob("o2/*.parquet")))) == 0

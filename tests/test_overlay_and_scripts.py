@@ -149,7 +149,7 @@ def test_check_config_names_the_new_home_of_a_renamed_manager_module(capsys, old
     ],
 )
 def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, tokenizer_dir):
-    from writing_rl.tools.check import run_check
+    from writing_rl.tools.preflight.config_checks import run_check
 
     checked = run_check(
         overlay,

@@ -10,7 +10,8 @@ import pytest
 
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.margins import (
+from writing_rl.tools.selection.job import SelectJob
+from writing_rl.tools.selection.margins import (
     MARGIN_KINDS,
     IdMargin,
     bin_counts,
@@ -22,8 +23,10 @@ from writing_rl.tools.margins import (
     response_score,
     tie_key,
 )
-from writing_rl.tools.offline import JudgeFailures, JudgeSettings, Judgment, read_score_pair
-from writing_rl.tools.selection import run_select
+from writing_rl.tools.selection.select import read_score_pair, run_select
+from writing_rl.tools.shared.judge_runner import JudgeFailures
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment
 
 from conftest import png_colours, writing_row
 from judge_server import Reply, default_script
@@ -193,7 +196,9 @@ def test_selects_the_ids_that_trail_the_best_reference_most(tmp_path, judge_serv
     server = judge_server()
     data, responses = make_data(tmp_path, extra_rows=1)  # id 6 has no responses
     out = tmp_path / "out"
-    report = run_select(data, responses, out, settings_for(server), top_k=3, progress=False)
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=out, top_k=3, progress=False), settings_for(server)
+    )
 
     # 8 responses with an answer, both orders: 16 calls. The "good good" responses of ids 1 and 2 equal the
     # reference, so their two orders are one and the same request, sent once.
@@ -234,7 +239,10 @@ def test_quotas_by_domain(tmp_path, judge_server):
 
     out = tmp_path / "explicit"
     run_select(
-        data, responses, out, settings_for(server), quotas={"creative": 1, "business": 2}, cache=cache, progress=False
+        SelectJob(
+            data=data, responses=responses, out=out, quotas={"creative": 1, "business": 2}, cache=cache, progress=False
+        ),
+        settings_for(server),
     )
     selected = {i for i, r in read_margins(out).items() if r["selected"] == "1"}
     # creative: 0 (1.0); business: 5 (1.0), then 3 (0.5) - business' best after 5
@@ -243,19 +251,26 @@ def test_quotas_by_domain(tmp_path, judge_server):
     out = tmp_path / "proportional"
     calls = len(server.requests)
     report = run_select(
-        data, responses, out, settings_for(server), top_k=4, quotas="proportional", cache=cache, progress=False
+        SelectJob(data=data, responses=responses, out=out, top_k=4, quotas="proportional", cache=cache, progress=False),
+        settings_for(server),
     )
     assert len(server.requests) == calls  # every judgment came from the shared cache
     assert {i for i, r in read_margins(out).items() if r["selected"] == "1"} == {0, 1, 5, 3}
     assert report.summary["selected_by_domain"] == {"creative": 2, "business": 2}
 
     out = tmp_path / "short"
-    report = run_select(data, responses, out, settings_for(server), quotas={"creative": 5}, cache=cache, progress=False)
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=out, quotas={"creative": 5}, cache=cache, progress=False),
+        settings_for(server),
+    )
     assert report.summary["quota_shortfall"] == {"creative": 2} and report.summary["selected"] == 3
 
     with pytest.raises(ValueError, match=r"domain\(s\) \['poetry'\]"):
         run_select(
-            data, responses, tmp_path / "x", settings_for(server), quotas={"poetry": 1}, cache=cache, progress=False
+            SelectJob(
+                data=data, responses=responses, out=tmp_path / "x", quotas={"poetry": 1}, cache=cache, progress=False
+            ),
+            settings_for(server),
         )
 
 
@@ -264,8 +279,18 @@ def test_ties_are_broken_reproducibly_by_the_seed(tmp_path, judge_server):
     data, responses = make_data(tmp_path)
     picks = {}
     for seed in (0, 0, 7):
-        report = run_select(data, responses, tmp_path / f"s{seed}", settings_for(server), top_k=4, seed=seed,
-                            cache=tmp_path / "c.sqlite", progress=False)  # fmt: skip
+        report = run_select(
+            SelectJob(
+                data=data,
+                responses=responses,
+                out=tmp_path / f"s{seed}",
+                top_k=4,
+                seed=seed,
+                cache=tmp_path / "c.sqlite",
+                progress=False,
+            ),
+            settings_for(server),
+        )
         picks.setdefault(seed, []).append({m.id for m in report.margins if m.selected})
     # top 4 = {0, 5, 1} and one of the two ids at margin 0.5 (2 or 3), chosen by hash(seed, id)
     expected = {seed: {0, 1, 5, min((2, 3), key=lambda i: tie_key(seed, i))} for seed in picks}
@@ -283,13 +308,18 @@ def test_resume_after_a_crash_repeats_no_answered_call(tmp_path, judge_server):
     out = tmp_path / "out"
     with pytest.raises(JudgeFailures, match=r"\d+ of 16 judge calls failed after retries \(http \d+\); nothing written;"
                        r".* rerun the same command to retry only the failed ones"):  # fmt: skip
-        run_select(data, responses, out, settings_for(server, max_retries=0), top_k=2, progress=False)
+        run_select(
+            SelectJob(data=data, responses=responses, out=out, top_k=2, progress=False),
+            settings_for(server, max_retries=0),
+        )
     assert not (out / "selected.parquet").exists() and not (out / "margins.csv").exists()
     first_run = len(server.requests)
     assert first_run == UNIQUE_REQUESTS
 
     server.script = default_script  # the endpoint is back
-    report = run_select(data, responses, out, settings_for(server, max_retries=0), top_k=2, progress=False)
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=out, top_k=2, progress=False), settings_for(server, max_retries=0)
+    )
     assert len(server.requests) - first_run == UNIQUE_REQUESTS - fail_from  # only the failed calls again
     assert report.summary["cache"]["misses"] == UNIQUE_REQUESTS - fail_from
     assert {m.id: m.margin for m in report.margins if m.margin is not None} == MARGINS
@@ -307,8 +337,10 @@ def test_failures_are_counted_never_scored(tmp_path, judge_server):
     server = judge_server(script=script)
     data, responses = make_data(tmp_path)
     out = tmp_path / "out"
-    report = run_select(data, responses, out, settings_for(server, max_retries=0), top_k=10,
-                        allow_judge_errors=True, progress=False)  # fmt: skip
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=out, top_k=10, allow_judge_errors=True, progress=False),
+        settings_for(server, max_retries=0),
+    )
     margins = read_margins(out)
     assert margins[4]["status"] == "no_verdict" and margins[4]["judge_errors"] == "2" and margins[4]["selected"] == "0"
     assert margins[3]["judge_errors"] == "2" and float(margins[3]["margin"]) == 1.0  # only the judged response counts
@@ -320,7 +352,10 @@ def test_failures_are_counted_never_scored(tmp_path, judge_server):
 def test_position_biased_judge_gives_no_signal(tmp_path, judge_server):
     server = judge_server(script=first_position_judge)
     data, responses = make_data(tmp_path)
-    report = run_select(data, responses, tmp_path / "out", settings_for(server), top_percent=50, progress=False)
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=tmp_path / "out", top_percent=50, progress=False),
+        settings_for(server),
+    )
     judged = [m for m in report.margins if m.format_errors == 0]
     assert all(m.margin == 0.5 for m in judged)
     assert report.summary["position_consistency"] == 0.0
@@ -345,7 +380,10 @@ def test_score_gap_margin_tells_a_near_miss_from_a_rout(tmp_path, judge_server):
     server = judge_server(script=scoring_judge)
     data, responses = make_data(tmp_path)
     out = tmp_path / "out"
-    report = run_select(data, responses, out, settings_for(server), top_k=4, margin="score-gap", progress=False)
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=out, top_k=4, margin="score-gap", progress=False),
+        settings_for(server),
+    )
     # the best reference "good good" rates 9; the responses 3 ("bad"), 1 ("bad bad"), 9, 10 ("good good good")
     expected = {0: 7.0, 1: 3.0, 2: 0.0, 3: 2.5, 4: -1.0, 5: 10.0}  # id 5 has no answer: the top of the range
     assert {m.id: m.margin for m in report.margins} == expected
@@ -360,15 +398,20 @@ def test_score_gap_margin_tells_a_near_miss_from_a_rout(tmp_path, judge_server):
 def test_score_gap_margin_counts_a_verdict_without_scores_as_a_parse_failure(tmp_path, judge_server):
     server = judge_server()  # answers [[A]]/[[B]], never a score line
     data, responses = make_data(tmp_path)
-    report = run_select(data, responses, tmp_path / "out", settings_for(server), top_k=3, margin="score-gap",
-                        progress=False)  # fmt: skip
+    report = run_select(
+        SelectJob(data=data, responses=responses, out=tmp_path / "out", top_k=3, margin="score-gap", progress=False),
+        settings_for(server),
+    )
     assert report.summary["parse_failures"] == report.summary["judge_calls"] == 16
     # only id 5 (no answer, no judge call) has a margin; the others are never selected
     assert {m.id: m.status for m in report.margins} == {i: "no_verdict" for i in range(5)} | {5: "judged"}
     assert [m.id for m in report.margins if m.selected] == [5]
     assert any("WARNING most replies (16 of 16) did not end with a score line" in line for line in report.lines())
     with pytest.raises(ValueError, match="--margin must be one of"):
-        run_select(data, responses, tmp_path / "out", settings_for(server), top_k=1, margin="gap", progress=False)
+        run_select(
+            SelectJob(data=data, responses=responses, out=tmp_path / "out", top_k=1, margin="gap", progress=False),
+            settings_for(server),
+        )
 
 
 def test_cli_select_and_bad_input(tmp_path, judge_server, capsys):
@@ -414,8 +457,8 @@ def test_bin_counts(values, low, high, bins, counts):
 
 
 def test_margin_histogram_png():
-    from writing_rl.tools.plot import BLUE, GREY, RED, Series, histogram, render
-    from writing_rl.tools.selection import margin_histogram
+    from writing_rl.tools.selection.outputs import margin_histogram
+    from writing_rl.tools.shared.plot import BLUE, GREY, RED, Series, histogram, render
 
     ranked = rank_ids(items({0: 1.0, 1: 0.9, 2: 0.2, 3: 0.2}))
     choice = choose(ranked, top_k=2)
@@ -427,7 +470,7 @@ def test_margin_histogram_png():
 
 
 def test_select_without_matplotlib_writes_the_rest_and_says_so(tmp_path, judge_server, capsys, no_matplotlib):
-    from writing_rl.tools.plot import NO_MATPLOTLIB
+    from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 
     server = judge_server()
     data, responses = make_data(tmp_path)

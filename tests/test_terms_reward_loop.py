@@ -4,7 +4,7 @@ curriculum, BRPO and GRRM group ranking; and a term that fails."""
 import pytest
 
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.tools.verl_config import compose
+from writing_rl.tools.shared.verl_config import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from writing_rl.data.builder import parse_test_size
-from writing_rl.tools.cli import HelpFormatter
+from writing_rl.help_format import HelpFormatter
 
 
 class BuilderHelpFormatter(HelpFormatter):

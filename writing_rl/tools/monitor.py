@@ -22,7 +22,7 @@ from typing import Any
 from writing_rl.reward_loop.health.metrics import PREFIX, HealthInputError, judge_health, number
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.settings import ConfigError
-from writing_rl.tools.evaluation.inputs import InputError, lines
+from writing_rl.tools.shared.inputs import InputError, lines
 
 # Keys whose values feed the health numbers: checked per line so a bad value names its file:line.
 HEALTH_KEYS = (
@@ -175,7 +175,7 @@ PLOTTED = (
 
 def plot_health(steps: list[StepHealth], path: str | Path) -> str:
     """A line per health number over the steps; the line to print about the PNG."""
-    from writing_rl.tools.plot import PALETTE, plot
+    from writing_rl.tools.shared.plot import PALETTE, plot
 
     def draw(axes) -> None:
         for (label, key), color in zip(PLOTTED, PALETTE):

@@ -26,18 +26,17 @@ import os
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import ray
 
-from writing_rl.files import atomic_write_text, read_jsonl
+from writing_rl.files import atomic_write_text
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.reward_loop.results import FAILURE_KEYS
+from writing_rl.tools.shared.responses import Sample, match_responses
 
-RESPONSE_KEYS = ("id", "index")
 PROGRESS = ".score_progress.jsonl"
 _INFRASTRUCTURE = tuple(
     f"reward.reward_kwargs.judge.{key}="
@@ -62,13 +61,6 @@ class ScoreInterrupted(RuntimeError):
         self.note = note
 
 
-@dataclass(frozen=True)
-class Sample:
-    row: int  # position in the data file
-    key: str  # "id=3" or "index=3": what the response line named
-    response: str
-
-
 def load_rows(path: str | Path) -> list[dict]:
     import pyarrow.parquet as pq
 
@@ -78,41 +70,6 @@ def load_rows(path: str | Path) -> list[dict]:
             if row.get(field) is None:
                 raise ValueError(f"{path}: row {number} has no '{field}' field; expected verl RL rows")
     return rows
-
-
-def match_responses(rows: list[dict], responses_path: str | Path) -> list[Sample]:
-    """Pair each response line with its row: by ``id`` (ground_truth.id) or ``index`` (extra_info.index,
-    else the row's position)."""
-    by_id, by_index = {}, {}
-    for position, row in enumerate(rows):
-        truth = (row.get("reward_model") or {}).get("ground_truth")
-        if isinstance(truth, dict) and truth.get("id") is not None:
-            by_id[str(truth["id"])] = position
-        index = (row.get("extra_info") or {}).get("index")
-        by_index[str(position if index is None else index)] = position
-
-    samples = []
-    try:
-        for line_number, record in read_jsonl(responses_path):
-            samples.append(_match_line(record, f"{responses_path}:{line_number}", by_id, by_index))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{responses_path}: not a UTF-8 JSONL file ({exc.reason} at byte {exc.start})") from None
-    if not samples:
-        raise ValueError(f"{responses_path}: no responses")
-    return samples
-
-
-def _match_line(record: dict, where: str, by_id: dict[str, int], by_index: dict[str, int]) -> Sample:
-    if not isinstance(record.get("response"), str):
-        raise ValueError(f"{where}: expected a string field 'response'")
-    field = next((k for k in RESPONSE_KEYS if record.get(k) is not None), None)
-    if field is None:
-        raise ValueError(f"{where}: name the row with 'id' (ground_truth.id) or 'index' (extra_info.index)")
-    lookup = by_id if field == "id" else by_index
-    value = str(record[field])
-    if value not in lookup:
-        raise ValueError(f"{where}: no row in the data has {field}={value}")
-    return Sample(row=lookup[value], key=f"{field}={value}", response=record["response"])
 
 
 def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
@@ -127,7 +84,7 @@ def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
 def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | None, config_dir: str | None = None):
     from omegaconf import OmegaConf, open_dict
 
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     config = compose(config_name, overrides, config_dir)
     with open_dict(config):

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from writing_rl.tools.commands.judging import add_judge_options, judge_settings_from
+from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from
 
 
 def add_eval(subparsers) -> None:

@@ -1,54 +1,11 @@
-"""``select`` and ``order-references``: the offline judge commands, with the judge options they share."""
+"""``select`` and ``order-references``: the offline judge commands. Their defaults are those of the jobs
+they build (``SelectJob``, ``OrderJob``)."""
 
 from __future__ import annotations
 
-import sys
-
-
-def add_judge_options(p) -> None:
-    """Judge settings of the offline tools: the training config's, with the same shortcuts as `score`."""
-    g = p.add_argument_group("judge (default: reward.reward_kwargs.judge of --config-name)")
-    g.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=... (default: the config's)")
-    g.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=... (default: the config's)")
-    g.add_argument(
-        "--api-key-env",
-        help="env var holding the API key (reward.reward_kwargs.judge.api_key_env; default: the config's)",
-    )
-    g.add_argument(
-        "--max-concurrency",
-        type=int,
-        help="judge requests in flight (reward.reward_kwargs.judge.max_concurrency; default: the config's)",
-    )
-    g.add_argument(
-        "--timeout-s",
-        type=float,
-        help="seconds per attempt (reward.reward_kwargs.judge.timeout_s; default: the config's)",
-    )
-    g.add_argument(
-        "--max-retries",
-        type=int,
-        help="retries per call (reward.reward_kwargs.judge.max_retries; default: the config's)",
-    )
-    g.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
-    g.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
-    g.add_argument(
-        "--cache", help="judge cache file (default: OUT/judge_cache.sqlite); a rerun repeats no answered call"
-    )
-    g.add_argument(
-        "--allow-judge-errors", action="store_true",
-        help="accept failed judge calls (counted, never scored): select and order-references write their results, eval exits 0",
-    )  # fmt: skip
-    g.add_argument("--quiet", action="store_true", help="no progress line")
-    p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. reward.reward_kwargs.judge.temperature=0")
-
-
-def judge_settings_from(args):
-    from writing_rl.tools.offline import judge_overrides, load_judge_settings
-
-    shortcuts = judge_overrides(
-        args.judge_url, args.judge_model, args.api_key_env, args.max_concurrency, args.timeout_s, args.max_retries
-    )
-    return load_judge_settings(args.config_name, [*args.overrides, *shortcuts], args.config_dir)
+from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from, report_or_failure
+from writing_rl.tools.ordering.job import OrderJob
+from writing_rl.tools.selection.job import SelectJob
 
 
 def add_select(subparsers) -> None:
@@ -81,38 +38,32 @@ def add_select(subparsers) -> None:
         "'proportional' to split the top-k/top-percent budget by each domain's share (default: no quotas)",
     )  # fmt: skip
     p.add_argument(
-        "--domain-key", default="data_source", help="column of the domain; dots reach into structs (extra_info.domain)"
+        "--domain-key",
+        default=SelectJob.domain_key,
+        help="column of the domain; dots reach into structs (extra_info.domain)",
     )
     p.add_argument(
-        "--margin", choices=("win-rate", "score-gap"), default="win-rate",
+        "--margin", choices=("win-rate", "score-gap"), default=SelectJob.margin,
         help="win-rate: the reference's win rate from verdicts, in [0, 1]; score-gap: the judge rates both 0-10 "
         "(last line 'A: 7, B: 4') and the margin is the reference's score minus the response's, in [-10, 10]",
     )  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the tie-breaking among equal margins")
-    p.add_argument("--bins", type=int, default=20, help="histogram bins over the margin's range")
+    p.add_argument("--seed", type=int, default=SelectJob.seed, help="seed of the tie-breaking among equal margins")
+    p.add_argument("--bins", type=int, default=SelectJob.bins, help="histogram bins over the margin's range")
     add_judge_options(p)
     p.set_defaults(handler=_run_select)
 
 
 def _run_select(args) -> int:
-    from writing_rl.tools.margins import parse_quotas
-    from writing_rl.tools.offline import JudgeFailures
-    from writing_rl.tools.selection import run_select
+    from writing_rl.tools.selection.margins import parse_quotas
+    from writing_rl.tools.selection.select import run_select
 
-    quotas = parse_quotas(args.quota)
+    job = SelectJob(
+        data=args.data, responses=args.responses, out=args.out, top_k=args.top_k, top_percent=args.top_percent,
+        quotas=parse_quotas(args.quota), domain_key=args.domain_key, margin=args.margin, seed=args.seed,
+        bins=args.bins, cache=args.cache, allow_judge_errors=args.allow_judge_errors, progress=not args.quiet,
+    )  # fmt: skip
     settings = judge_settings_from(args)
-    try:
-        report = run_select(
-            args.data, args.responses, args.out, settings,
-            top_k=args.top_k, top_percent=args.top_percent, quotas=quotas, domain_key=args.domain_key,
-            seed=args.seed, cache=args.cache, allow_judge_errors=args.allow_judge_errors, bins=args.bins,
-            progress=not args.quiet, margin=args.margin,
-        )  # fmt: skip
-    except JudgeFailures as exc:
-        print(f"writing-rl select: error: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(report.lines()))
-    return 0
+    return report_or_failure("select", lambda: run_select(job, settings))
 
 
 def add_order_references(subparsers) -> None:
@@ -133,40 +84,44 @@ def add_order_references(subparsers) -> None:
     )
     p.add_argument("--input", required=True, help="parquet, .jsonl, .json, .csv/.tsv or a datasets directory")
     p.add_argument("--output", required=True, help="output directory for train.parquet / test.parquet and the report")
-    p.add_argument("--candidates-key", default="candidates", help="list column of candidate references")
+    p.add_argument("--candidates-key", default=OrderJob.candidates_key, help="list column of candidate references")
     p.add_argument(
         "--names-key", help="list column naming each candidate (e.g. the model), for the report (default: none)"
     )
-    p.add_argument("--prompt-key", default="prompt", help="column of the prompt")
-    p.add_argument("--criteria-key", default="criteria", help="column of the criteria (string or list)")
-    p.add_argument("--data-source", default="writing", help="data_source when the row has none")
+    p.add_argument("--prompt-key", default=OrderJob.prompt_key, help="column of the prompt")
+    p.add_argument("--criteria-key", default=OrderJob.criteria_key, help="column of the criteria (string or list)")
+    p.add_argument("--data-source", default=OrderJob.data_source, help="data_source when the row has none")
     p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
     p.add_argument(
-        "--method", choices=["bt", "copeland"], default="bt", help="aggregation (default: bt = Bradley-Terry)"
+        "--method",
+        choices=["bt", "copeland"],
+        default=OrderJob.method,
+        help="aggregation (default: bt = Bradley-Terry)",
     )
-    p.add_argument("--prior", type=float, default=1.0, help="Bradley-Terry: virtual tied comparisons per pair (> 0)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split")
-    p.add_argument("--test-size", type=float, default=0.0, help="test split: a fraction in [0, 1) or a number of rows")
+    p.add_argument(
+        "--prior", type=float, default=OrderJob.prior, help="Bradley-Terry: virtual tied comparisons per pair (> 0)"
+    )
+    p.add_argument("--seed", type=int, default=OrderJob.seed, help="seed of the train/test split")
+    p.add_argument(
+        "--test-size",
+        type=float,
+        default=OrderJob.test_size,
+        help="test split: a fraction in [0, 1) or a number of rows",
+    )
     p.add_argument("--skip-bad", action="store_true", help="skip bad rows (listed in summary.json) instead of stopping")
     add_judge_options(p)
     p.set_defaults(handler=_run_order_references)
 
 
 def _run_order_references(args) -> int:
-    from writing_rl.tools.offline import JudgeFailures
-    from writing_rl.tools.ordering import run_order_references
+    from writing_rl.tools.ordering.order_references import run_order_references
 
+    job = OrderJob(
+        input_path=args.input, out=args.output, candidates_key=args.candidates_key, names_key=args.names_key,
+        prompt_key=args.prompt_key, criteria_key=args.criteria_key, data_source=args.data_source,
+        system_prompt=args.system_prompt, method=args.method, prior=args.prior, seed=args.seed,
+        test_size=args.test_size, skip_bad=args.skip_bad, cache=args.cache,
+        allow_judge_errors=args.allow_judge_errors, progress=not args.quiet,
+    )  # fmt: skip
     settings = judge_settings_from(args)
-    try:
-        report = run_order_references(
-            args.input, args.output, settings,
-            candidates_key=args.candidates_key, names_key=args.names_key, prompt_key=args.prompt_key,
-            criteria_key=args.criteria_key, data_source=args.data_source, system_prompt=args.system_prompt,
-            method=args.method, prior=args.prior, seed=args.seed, test_size=args.test_size, cache=args.cache,
-            allow_judge_errors=args.allow_judge_errors, skip_bad=args.skip_bad, progress=not args.quiet,
-        )  # fmt: skip
-    except JudgeFailures as exc:
-        print(f"writing-rl order-references: error: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(report.lines()))
-    return 0
+    return report_or_failure("order-references", lambda: run_order_references(job, settings))

@@ -118,7 +118,7 @@ def add_check_config(subparsers) -> None:
 
 
 def _run_check_config(args) -> int:
-    from writing_rl.tools.check import run_check
+    from writing_rl.tools.preflight.config_checks import run_check
 
     for line in run_check(args.config_name, args.overrides, args.config_dir):
         print(line if line.startswith("WARNING") else f"ok  {line}")
@@ -162,7 +162,7 @@ def _run_curriculum_show(args) -> int:
 
 
 def add_preflight(subparsers) -> None:
-    from writing_rl.tools.preflight import add_arguments, run_from_args
+    from writing_rl.tools.preflight.runner import add_arguments, run_from_args
 
     p = subparsers.add_parser(
         "preflight",
@@ -187,7 +187,7 @@ def add_preflight(subparsers) -> None:
 def plot_levels_over_steps(state_dir: str | Path, out: str | Path) -> str:
     """A PNG: one stacked bar per checkpointed step, one colour per level; the line to print about it."""
     from writing_rl.reward_loop.curriculum.report import histogram_over_steps
-    from writing_rl.tools.plot import plot, stacked_bars
+    from writing_rl.tools.shared.plot import plot, stacked_bars
 
     steps, table = histogram_over_steps(state_dir)
     if not steps:

@@ -45,7 +45,8 @@ from writing_rl.protocols.prompts import (
 from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows, require_fields
-from writing_rl.tools.offline import JudgeSettings, Judgment, read_verdict
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 LENGTH_EDGES = (100, 500)
 ORDERS = ("chosen_first", "chosen_second")  # the chosen response shown as A, then as B

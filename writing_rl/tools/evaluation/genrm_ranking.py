@@ -51,7 +51,8 @@ from writing_rl.protocols.prompts import Messages
 from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows
-from writing_rl.tools.offline import JudgeSettings, Judgment
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from writing_rl.files import read_jsonl
 from writing_rl.settings import ConfigError
-
-
-class InputError(ValueError):
-    """A line of an input file is not what the evaluation needs; the message names the file and line."""
+from writing_rl.tools.shared.inputs import InputError, lines
 
 
 def require_fields(record: dict, fields: Iterable[str], where: str) -> None:
@@ -40,15 +36,6 @@ def check_index(value: Any, where: str, field: str = "index") -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError(f"{where}: {field} must be an integer or a string, got {type(value).__name__} {value!r}")
     return value
-
-
-def lines(path: str | Path) -> Iterable[tuple[str, dict]]:
-    """(``file:line``, object) for each line; a line that is not a JSON object is an ``InputError``."""
-    try:
-        for number, record in read_jsonl(path):
-            yield f"{path}:{number}", record
-    except ValueError as err:
-        raise InputError(str(err)) from err
 
 
 def is_verl_dump(path: str | Path) -> bool:

@@ -10,7 +10,10 @@ from typing import Callable, Sequence, TypeVar
 
 from writing_rl.files import atomic_write_text
 from writing_rl.protocols.prompts import Messages
-from writing_rl.tools.offline import JudgeSettings, Judgment, judge_through_cache
+from writing_rl.tools.shared.judge_runner import judge_through_cache
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.judged_run import CACHE_FILE
+from writing_rl.tools.shared.verdicts import Judgment
 
 T = TypeVar("T")
 
@@ -31,7 +34,7 @@ def judge(
     A prompt longer than the judge's context fails that call only (``Judgment(error="context_length")``,
     counted as a judge error like any other): an evaluation's prompts differ in length, so one long
     prompt must not stop the run. Statuses every call would get (401, 403, 404) still stop it."""
-    cache_path = Path(cache) if cache else Path(out_dir) / "judge_cache.sqlite"
+    cache_path = Path(cache) if cache else Path(out_dir) / CACHE_FILE
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     judgments, judge_cache, wall_s = judge_through_cache(
         settings, jobs, build, cache_path, progress, read, stop_on_context_length=False

@@ -2,7 +2,7 @@
 person reads) and PNG plots, each written to a temp file and renamed when complete.
 
 Plots need matplotlib (``pip install 'writing-rl[plot]'``); without it the reports are still written and
-``plot`` (from ``writing_rl.tools.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
+``plot`` (from ``writing_rl.tools.shared.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
 the plots.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from writing_rl.files import atomic_write_text
-from writing_rl.tools.plot import BLUE, NO_MATPLOTLIB, plot
+from writing_rl.tools.shared.plot import BLUE, NO_MATPLOTLIB, plot
 
 __all__ = ["NO_MATPLOTLIB", "bar_plot_with_intervals", "interval", "markdown_table", "plot", "write_reports"]
 

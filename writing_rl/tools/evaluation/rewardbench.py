@@ -52,7 +52,8 @@ from writing_rl.tools.evaluation.rewardbench_sets import (
     v1_scores,
     v2_scores,
 )
-from writing_rl.tools.offline import JudgeSettings, Judgment, read_verdict
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 GENRMS = ("pairwise", "ranking")
 SHARE = {"chosen": 1.0, "tie": 0.5, None: 0.5, "rejected": 0.0}  # None: a reply with no verdict

@@ -51,8 +51,9 @@ from writing_rl.tools.evaluation.inputs import (
     responses_by_index,
 )
 from writing_rl.tools.evaluation.judged import judge, rate, write_jsonl
-from writing_rl.tools.offline import JudgeSettings, Judgment, read_verdict
-from writing_rl.tools.selection import field_value
+from writing_rl.tools.shared.inputs import field_value
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 LENGTH_UNIT = "characters"

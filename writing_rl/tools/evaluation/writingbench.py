@@ -57,7 +57,8 @@ from writing_rl.tools.evaluation.inputs import (
     require_fields,
     responses_by_index,
 )
-from writing_rl.tools.offline import JudgeSettings, Judgment
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment
 
 SYSTEM = "You are a strict, fair evaluator of writing. You score one criterion at a time."
 

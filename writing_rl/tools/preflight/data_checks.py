@@ -1,31 +1,17 @@
 """Preflight checks of the data: parquet rows against the reward fn, prompt tokens against
-``data.max_prompt_length`` (``writing_rl/tools/preflight.py`` runs them)."""
+``data.max_prompt_length`` (``runner.py`` runs them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from writing_rl.tools.preflight.report import Report
+
 SHOWN_BAD_ROWS = 5
-
-
-@dataclass
-class Report:
-    problems: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # what was checked, and what the user should know
-
-    def ok(self, text: str) -> None:
-        self.lines.append(f"ok       {text}")
-
-    def note(self, text: str) -> None:
-        self.lines.append(f"note     {text}")
-
-    def problem(self, text: str) -> None:
-        self.problems.append(text)
-        self.lines.append(f"PROBLEM  {text}")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Preflight checks of the judge: its endpoint (``GET /v1/models``), its model and key, and the judge
-prompt at ``max_response_length`` against its context (``writing_rl/tools/preflight.py`` runs them)."""
+prompt at ``max_response_length`` against its context (``runner.py`` runs them)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from writing_rl.tools.preflight_data import Report, Row
+from writing_rl.tools.preflight.data_checks import Row
+from writing_rl.tools.preflight.report import Report
 
 MARKER = "\u2063RESPONSE\u2063"  # stands for a policy response in a rendered judge prompt
 

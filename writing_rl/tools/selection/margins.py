@@ -2,8 +2,8 @@
 reference, a response's score and an id's margin, then which ids to keep: ranked by margin with
 seeded tie-breaks, cut at top-K or top-p %, or split into domain quotas.
 
-Pure functions over plain values, with no judge and no files: ``selection.py`` reads the rows, runs
-the judge and writes the outputs around them.
+Pure functions over plain values, with no judge and no files: ``select.py`` reads the rows and runs
+the judge around them, ``outputs.py`` writes what they chose.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ REFERENCE_POINTS = {"loss": 1.0, "tie": 0.5, "win": 0.0}
 
 
 class Verdict(Protocol):
-    """A judgment as ``MarginKind.reference_points`` reads it (``offline.Judgment`` is one)."""
+    """A judgment as ``MarginKind.reference_points`` reads it (``shared.verdicts.Judgment`` is one)."""
 
     @property
     def verdict(self) -> str | None: ...

@@ -36,63 +36,54 @@ Outputs in ``out/``, each written to a temp file and renamed only once everythin
 (histogram, selected ids stacked on the rest, cut marked; only with matplotlib, the ``plot`` extra:
 without it the report says the plot was skipped), ``summary.json``.
 
-The math (points, margins, ranking, budget and quotas) lives in ``margins.py``; this module reads the
-rows, runs the judge and writes the outputs.
+The settings of a run are a ``SelectJob`` (``job.py``); the math (points, margins, ranking, budget and
+quotas) lives in ``margins.py`` and the outputs are written by ``outputs.py``; this module reads the rows,
+runs the judge and sums up.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections import Counter
-from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from writing_rl.files import atomic_path
 from writing_rl.judge.cache import CachedJudge
-from writing_rl.protocols import strip_think
+from writing_rl.protocols import parse_score_pair, strip_think
 from writing_rl.protocols.pairwise_task import outcome, read_ground_truth
 from writing_rl.protocols.prompts import pairwise_messages
-from writing_rl.tools.margins import (
+from writing_rl.tools.selection.job import SelectJob
+from writing_rl.tools.selection.margins import (
     MARGIN_KINDS,
     Choice,
     IdMargin,
     MarginKind,
-    bin_counts,
     check_options,
     choose,
     rank_ids,
     response_score,
 )
-from writing_rl.tools.offline import (
-    JudgeFailures,
-    JudgeSettings,
-    failure_message,
-    judge_through_cache,
-    read_score_pair,
-    read_verdict,
-)
-from writing_rl.tools.plot import BLUE, GREY, NO_MATPLOTLIB, Series, histogram, render
+from writing_rl.tools.selection.outputs import write_outputs
+from writing_rl.tools.shared.inputs import field_value
+from writing_rl.tools.shared.judge_runner import judge_through_cache, stop_on_failures
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.judged_run import run_lines, run_section
+from writing_rl.tools.shared.plot import NO_MATPLOTLIB
+from writing_rl.tools.shared.responses import match_responses
+from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+
+
+def read_score_pair(text: str) -> Judgment:
+    """A score pair, and the verdict it implies (the higher score wins, equal scores tie)."""
+    scores = parse_score_pair(text)
+    if scores is None:
+        return Judgment()
+    a, b = scores
+    return Judgment(verdict="A" if a > b else "B" if b > a else "C", scores=scores)
+
 
 # What the built-in prompt asks the judge to end with (``MarginKind.judge_output``) -> its reader.
 READERS = {"verdict": read_verdict, "scores": read_score_pair}
-CSV_COLUMNS = (
-    "id", "domain", "margin", "rank", "responses", "comparisons", "parse_failures", "judge_errors",
-    "format_errors", "status", "selected",
-)  # fmt: skip
-
-
-def field_value(row: Mapping, path: str) -> Any:
-    """``row["a"]["b"]`` for ``path="a.b"``; None when any step is missing."""
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
 
 
 @dataclass(frozen=True)
@@ -103,7 +94,9 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Job:
+class Call:
+    """One judge call: a response against its row's best reference, in one order."""
+
     item: int  # index into the IdMargin list
     response: int  # index of the response within the item
     task: Task
@@ -129,11 +122,11 @@ def read_rows(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple
     return items, tasks
 
 
-def judge_jobs(
+def judge_calls(
     items: list[IdMargin], tasks: list[Task], samples, kind: MarginKind
-) -> tuple[list[Job], dict[tuple[int, int], list[float]]]:
-    """Two jobs (both orders) per response with an answer; responses with none get a loss now."""
-    jobs: list[Job] = []
+) -> tuple[list[Call], dict[tuple[int, int], list[float]]]:
+    """Two calls (both orders) per response with an answer; responses with none get a loss now."""
+    calls: list[Call] = []
     points: dict[tuple[int, int], list[float]] = {}
     for sample in samples:
         item = items[sample.row]
@@ -146,17 +139,19 @@ def judge_jobs(
             points[(sample.row, response)].append(kind.high)
             continue
         for slot in ("A", "B"):
-            jobs.append(Job(sample.row, response, tasks[sample.row], answer, slot))
-    return jobs, points
+            calls.append(Call(sample.row, response, tasks[sample.row], answer, slot))
+    return calls, points
 
 
-def job_messages(template: str | None, judge_output: str = "verdict"):
-    def build(job: Job):
+def call_messages(template: str | None, judge_output: str = "verdict"):
+    def build(call: Call):
         first, second = (
-            (job.answer, job.task.best_reference) if job.response_slot == "A" else (job.task.best_reference, job.answer)
+            (call.answer, call.task.best_reference)
+            if call.response_slot == "A"
+            else (call.task.best_reference, call.answer)
         )
         return pairwise_messages(
-            job.task.prompt, first, second, criteria=job.task.criteria, template=template, output=judge_output
+            call.task.prompt, first, second, criteria=call.task.criteria, template=template, output=judge_output
         )
 
     return build
@@ -191,64 +186,43 @@ class SelectReport:
             lines.append(
                 "quota not filled: " + ", ".join(f"{d} short by {n}" for d, n in sorted(s["quota_shortfall"].items()))
             )
-        cache = s["cache"]
-        lines.append(f"cache hits {cache['hits']}, misses {cache['misses']}; {s['calls_per_s']} calls/s")
-        lines.extend(f"  {name}: {path}" for name, path in self.outputs.items())
+        lines.extend(run_lines(s, self.outputs))
         if "histogram" not in self.outputs:
             lines.append(f"  margins.png: {NO_MATPLOTLIB}")
         return lines
 
 
-def run_select(
-    data: str | Path,
-    responses: str | Path,
-    out: str | Path,
-    settings: JudgeSettings,
-    *,
-    top_k: int | None = None,
-    top_percent: float | None = None,
-    quotas: Mapping[str, int] | str | None = None,
-    domain_key: str = "data_source",
-    seed: int = 0,
-    cache: str | Path | None = None,
-    allow_judge_errors: bool = False,
-    bins: int = 20,
-    progress: bool = True,
-    margin: str = "win-rate",
-) -> SelectReport:
-    """Judge, rank, choose and write the outputs. ``cache`` defaults to ``out/judge_cache.sqlite``."""
+def run_select(job: SelectJob, settings: JudgeSettings) -> SelectReport:
+    """Judge, rank, choose and write the outputs to ``job.out``."""
     import pyarrow.parquet as pq
 
-    from writing_rl.tools.score import match_responses
-
-    check_options(top_k, top_percent, quotas)
-    if margin not in MARGIN_KINDS:
-        raise ValueError(f"--margin must be one of {sorted(MARGIN_KINDS)}, got {margin!r}")
-    kind = MARGIN_KINDS[margin]
-    if bins < 1:
-        raise ValueError(f"--bins must be >= 1, got {bins}")
-    table = pq.read_table(data)
+    check_options(job.top_k, job.top_percent, job.quotas)
+    if job.margin not in MARGIN_KINDS:
+        raise ValueError(f"--margin must be one of {sorted(MARGIN_KINDS)}, got {job.margin!r}")
+    kind = MARGIN_KINDS[job.margin]
+    if job.bins < 1:
+        raise ValueError(f"--bins must be >= 1, got {job.bins}")
+    table = pq.read_table(job.data)
     rows = table.to_pylist()
-    items, tasks = read_rows(rows, domain_key, need_domain=quotas is not None)
-    if isinstance(quotas, Mapping):
-        unknown = sorted(set(quotas) - {item.domain for item in items})
+    items, tasks = read_rows(rows, job.domain_key, need_domain=job.quotas is not None)
+    if isinstance(job.quotas, Mapping):
+        unknown = sorted(set(job.quotas) - {item.domain for item in items})
         if unknown:
             domains = sorted({item.domain for item in items})
             raise ValueError(
-                f"--quota names domain(s) {unknown} that no row has under '{domain_key}' (domains: {domains})"
+                f"--quota names domain(s) {unknown} that no row has under '{job.domain_key}' (domains: {domains})"
             )
-    samples = match_responses(rows, responses)
-    jobs, points = judge_jobs(items, tasks, samples, kind)
+    samples = match_responses(rows, job.responses)
+    calls, points = judge_calls(items, tasks, samples, kind)
 
-    out = Path(out)
-    build = job_messages(settings.template, kind.judge_output)
+    build = call_messages(settings.template, kind.judge_output)
     judgments, judge, wall_s = judge_through_cache(
-        settings, jobs, build, cache or out / "judge_cache.sqlite", progress, read=READERS[kind.judge_output]
+        settings, calls, build, job.cache_path, job.progress, read=READERS[kind.judge_output]
     )
 
     errors: Counter = Counter()
-    for job, judgment in zip(jobs, judgments):
-        item = items[job.item]
+    for call, judgment in zip(calls, judgments):
+        item = items[call.item]
         if judgment.error:
             item.judge_errors += 1
             errors[judgment.error] += 1
@@ -256,36 +230,35 @@ def run_select(
             item.parse_failures += 1
         else:
             item.comparisons += 1
-            points[(job.item, job.response)].append(kind.reference_points(judgment, job.response_slot))
-    if errors and not allow_judge_errors:
-        raise JudgeFailures(failure_message(dict(errors), len(jobs), judge))
+            points[(call.item, call.response)].append(kind.reference_points(judgment, call.response_slot))
+    stop_on_failures(errors, len(calls), judge, job.allow_judge_errors)
     for (row, _), found in points.items():
         score = response_score(found)
         if score is not None:
             items[row].response_scores.append(score)
 
-    ranked = rank_ids(items, seed)
+    ranked = rank_ids(items, job.seed)
     if not ranked:
         raise ValueError("no id has a margin (every judgment failed or gave no verdict): nothing to select")
-    choice = choose(ranked, top_k, top_percent, quotas)
-    summary = {"margin": kind.name, **_summary(items, ranked, choice, jobs, judgments, errors, judge, wall_s)}
-    outputs = _write_outputs(out, table, items, ranked, choice, summary, kind, bins)
+    choice = choose(ranked, job.top_k, job.top_percent, job.quotas)
+    summary = {"margin": kind.name, **_summary(items, ranked, choice, calls, judgments, errors, judge, wall_s)}
+    outputs = write_outputs(Path(job.out), table, items, ranked, choice, summary, kind, job.bins)
     return SelectReport(summary=summary, margins=items, outputs=outputs)
 
 
 def _summary(
-    items, ranked, choice: Choice, jobs, judgments, errors: Counter, judge: CachedJudge, wall_s: float
+    items, ranked, choice: Choice, calls, judgments, errors: Counter, judge: CachedJudge, wall_s: float
 ) -> dict:
     chosen_margins = [m.margin for m in choice.chosen]
     both_orders: dict[tuple[int, int], list[str]] = {}
-    for job, judgment in zip(jobs, judgments):
+    for call, judgment in zip(calls, judgments):
         if judgment.verdict is not None:
-            both_orders.setdefault((job.item, job.response), []).append(outcome(judgment.verdict, job.response_slot))
+            both_orders.setdefault((call.item, call.response), []).append(outcome(judgment.verdict, call.response_slot))
     pairs = [found for found in both_orders.values() if len(found) == 2]
     return {
         "rows": len(items),
         "responses": sum(m.responses for m in items),
-        "judge_calls": len(jobs),
+        "judge_calls": len(calls),
         "verdicts": sum(m.comparisons for m in items),
         "parse_failures": sum(m.parse_failures for m in items),
         "judge_errors": dict(errors),
@@ -301,78 +274,9 @@ def _summary(
         "cut_margin": _round(min(chosen_margins)) if chosen_margins else None,
         "margin_mean_all": _round(sum(m.margin for m in ranked) / len(ranked)),
         "margin_mean_selected": _round(sum(chosen_margins) / len(chosen_margins)) if chosen_margins else None,
-        "cache": asdict(judge.stats),
-        "wall_s": round(wall_s, 3),
-        "calls_per_s": round(len(jobs) / wall_s, 1) if wall_s > 0 else None,
+        **run_section(len(calls), judge.stats, wall_s),
     }
 
 
 def _round(value: float) -> float:
     return round(value, 6)
-
-
-def margins_csv(items: Sequence[IdMargin]) -> str:
-    """One line per id: ranked ids first (by rank), then ids without a margin (data order)."""
-    ordered = sorted(items, key=lambda m: (m.rank is None, m.rank or 0, m.row))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for m in ordered:
-        margin = "" if m.margin is None else f"{m.margin:.6g}"
-        writer.writerow(
-            [m.id, m.domain, margin, m.rank or "", m.responses, m.comparisons, m.parse_failures, m.judge_errors,
-             m.format_errors, m.status, int(m.selected)]
-        )  # fmt: skip
-    return buffer.getvalue()
-
-
-def margin_histogram(
-    axes, ranked: Sequence[IdMargin], choice: Choice, bins: int, kind: MarginKind = MARGIN_KINDS["win-rate"]
-) -> None:
-    """Draw the margins of the ranked ids, selected ones stacked under the rest, the cut of a global budget."""
-    edges = [kind.low + (kind.high - kind.low) * i / bins for i in range(bins + 1)]
-
-    def counts(selected: bool) -> list[int]:
-        return bin_counts([m.margin for m in ranked if m.selected == selected], kind.low, kind.high, bins)
-
-    cut = min((m.margin for m in choice.chosen), default=None) if choice.targets is None else None
-    on, off = counts(True), counts(False)
-    histogram(
-        axes,
-        edges,
-        [Series(f"selected {sum(on)}", on, BLUE), Series(f"not selected {sum(off)}", off, GREY)],
-        title=f"margin of {len(ranked)} ids",
-        x_label=kind.label,
-        y_label="ids",
-        marker=cut,
-        marker_label="" if cut is None else f"cut {cut:.3f}",
-    )
-
-
-def _write_outputs(
-    out: Path, table, items, ranked, choice: Choice, summary: dict, kind: MarginKind, bins: int
-) -> dict[str, str]:
-    import pyarrow.parquet as pq
-
-    paths = {
-        "selected": out / "selected.parquet",
-        "margins": out / "margins.csv",
-        "histogram": out / "margins.png",
-        "summary": out / "summary.json",
-    }
-    rows = sorted(m.row for m in choice.chosen)
-    png = render(lambda axes: margin_histogram(axes, ranked, choice, bins, kind))
-    if png is None:  # no matplotlib: everything else is written, the report says why the plot is missing
-        del paths["histogram"]
-    # Every file goes to a temp path first; all are renamed only when all were written. Contexts exit
-    # in reverse, so summary.json (entered first) is renamed last: its presence marks a complete set.
-    with ExitStack() as stack:
-        tmp = {name: stack.enter_context(atomic_path(paths[name])) for name in reversed(paths)}
-        pq.write_table(table.take(rows), tmp["selected"])
-        tmp["margins"].write_text(margins_csv(items), encoding="utf-8")
-        if png is not None:
-            tmp["histogram"].write_bytes(png)
-        tmp["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    if png is None:  # one left by an earlier run would picture another selection
-        (out / "margins.png").unlink(missing_ok=True)
-    return {name: str(path) for name, path in paths.items()}

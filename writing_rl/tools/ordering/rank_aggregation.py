@@ -1,6 +1,6 @@
 """Rank aggregation for ``writing-rl order-references``: one prompt's pairwise verdicts between its
 candidate references, turned into an order, easiest first. Pure functions over numpy tables, with no
-judge and no files; ``ordering.py`` runs the judge and writes the rows around them.
+judge and no files; ``order_references.py`` runs the judge and writes the rows around them.
 
 - Bradley-Terry (default): strengths p_i with P(i beats j) = p_i / (p_i + p_j), fitted by the MM
   algorithm (Hunter 2004). A tie counts half a win to each side. ``prior`` adds that many virtual

@@ -1,13 +1,29 @@
-"""``writing-rl check-config``: catch config mistakes on a laptop before a cluster job does.
-
-Runs verl's own ``validate_config`` on the composed overlay, then loads the reward manager and reward
-fn the way verl's reward workers will and validates ``reward.reward_kwargs``.
+"""Checks of the composed config. ``writing-rl check-config`` (``run_check``) catches config mistakes on a
+laptop before a cluster job does: it runs verl's own ``validate_config`` on the composed overlay, then
+loads the reward manager and reward fn the way verl's reward workers will and validates
+``reward.reward_kwargs``. ``writing-rl preflight`` runs that too, and checks the paths the config names
+(``check_paths``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Sequence
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from writing_rl.tools.preflight.report import Report
+
+# (config key, the scripts' variable that fills it)
+MODEL_KEY, GENRM_KEY = "actor_rollout_ref.model.path", "reward.reward_model.model_path"
+PATH_KEYS = {
+    MODEL_KEY: "MODEL_PATH",
+    "data.train_files": "TRAIN_FILES",
+    "data.val_files": "VAL_FILES",
+    GENRM_KEY: "GENRM_PATH",
+}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
 
 # Reward-manager modules users name in their configs, renamed when writing_rl/ was split into parts.
 RENAMED_MODULES = {
@@ -98,6 +114,58 @@ def check_config(config) -> list[str]:
 
 
 def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     return check_config(compose(config_name, overrides, config_dir))
+
+
+# ---------------------------------------------------------------- the paths the run reads
+
+
+def _name(key: str) -> str:
+    return f"{key} ({PATH_KEYS[key]})" if key in PATH_KEYS else key
+
+
+def _is_remote(value: str, key: str, remote: set[str]) -> bool:
+    return "://" in value or "all" in remote or key in remote or PATH_KEYS.get(key) in remote
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def check_paths(config, remote: set[str], report: Report) -> dict[str, list[Path]]:
+    """Local paths that exist, by key; missing ones are problems unless hub ids or marked remote."""
+    keys = [MODEL_KEY, "data.train_files", "data.val_files"]
+    if config.reward.reward_model.get("enable"):
+        keys.append(GENRM_KEY)
+    found: dict[str, list[Path]] = {}
+    for key in keys:
+        values = _as_list(_select(config, key))
+        if not values:
+            report.problem(f"{_name(key)} is not set")
+            continue
+        for value in values:
+            path = Path(value).expanduser()
+            if path.exists():
+                found.setdefault(key, []).append(path)
+            elif _is_remote(value, key, remote):
+                report.note(f"{_name(key)}={value}: remote, not checked here")
+            elif key in (MODEL_KEY, GENRM_KEY) and HUB_ID.match(value):
+                report.note(f"{_name(key)}={value}: not a local path; taken as a hub id the nodes download")
+            else:
+                report.problem(
+                    f"{_name(key)}={value}: no such file or directory here (a path only the cluster sees: "
+                    f"REMOTE_PATHS={PATH_KEYS.get(key, key)})"
+                )
+    return found
+
+
+def _select(config, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(config, key, default=None)

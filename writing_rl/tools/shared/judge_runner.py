@@ -1,9 +1,7 @@
-"""What the offline judge tools (``writing-rl select``, ``writing-rl order-references``) share.
+"""The judged-job runner of the offline tools (``writing-rl select``, ``order-references``, ``eval``).
 
-- judge settings read from the same Hydra config as training (``reward.reward_kwargs.judge`` and the
-  pairwise ``template``), so a tool judges exactly as the reward does;
 - the judge itself: ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
-- one pairwise judgment (verdict or counted failure) and a bounded, progress-reporting runner;
+- one judgment (verdict or counted failure) and a bounded, progress-reporting runner;
 - the failure policy: judge errors stop a run before it writes anything, unless allowed; a reply that
   every call would get (HTTP 401, 403, 404: key, endpoint or model) stops it at once. Either way the
   answered calls stay cached and the same command resumes.
@@ -14,18 +12,17 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from writing_rl.judge import Judge, JudgeError, Messages, OpenAIJudge
 from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, JudgeReply
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.protocols import Unreadable, parse_score_pair, parse_verdict, read_reply
-from writing_rl.reward_loop.config import ManagerConfig
-from writing_rl.settings import ConfigError
-from writing_rl.tools.errors import judge_error_line
+from writing_rl.protocols import Unreadable, read_reply
+from writing_rl.tools.shared.errors import judge_error_line
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 T = TypeVar("T")
 # Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
@@ -34,50 +31,6 @@ STOP_STATUSES = (401, 403, 404)
 
 class JudgeFailures(RuntimeError):
     """Some judge calls failed after their retries; nothing was written (successes stay cached)."""
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    judge: JudgeConfig
-    template: str | None = None  # pairwise template file; None = the built-in one
-
-
-def judge_overrides(
-    judge_url: str | None = None,
-    judge_model: str | None = None,
-    api_key_env: str | None = None,
-    max_concurrency: int | None = None,
-    timeout_s: float | None = None,
-    max_retries: int | None = None,
-) -> list[str]:
-    """Hydra overrides for the command-line shortcuts (the same keys as in training)."""
-    values = {
-        "base_url": judge_url,
-        "model": judge_model,
-        "api_key_env": api_key_env,
-        "max_concurrency": max_concurrency,
-        "timeout_s": timeout_s,
-        "max_retries": max_retries,
-    }
-    return [f"reward.reward_kwargs.judge.{key}={value}" for key, value in values.items() if value is not None]
-
-
-def load_judge_settings(
-    config_name: str = "writing_rl", overrides: Sequence[str] = (), config_dir: str | None = None
-) -> JudgeSettings:
-    """The judge of a training config (composed as ``main_ppo`` would), for use outside training."""
-    from writing_rl.tools.verl_config import compose
-
-    config = compose(config_name, overrides, config_dir)
-    judge_raw = config.reward.reward_kwargs.get("judge") or {}
-    if not judge_raw.get("base_url"):
-        raise ConfigError(
-            "no judge endpoint: pass --judge-url URL (or reward.reward_kwargs.judge.base_url=URL). Offline tools "
-            "do not start verl's GenRM; serve one with `writing-rl serve-judge` or `vllm serve`"
-        )
-    judge = ManagerConfig.from_verl(config).judge
-    fn_kwargs = config.reward.get("custom_reward_function", {}).get("reward_kwargs") or {}
-    return JudgeSettings(judge=judge, template=fn_kwargs.get("template"))
 
 
 class ToolJudge(CachedJudge):
@@ -133,34 +86,6 @@ def judge_through_cache(
     finally:
         judge.close()
     return judgments, judge, time.perf_counter() - start
-
-
-@dataclass(frozen=True)
-class Judgment:
-    """One judge call's result: a verdict "A"/"B"/"C" (or another reader's ``value``), nothing read (a
-    parse failure) or a failure kind."""
-
-    verdict: str | None = None
-    error: str | None = None  # JudgeError kind: timeout, connection, http, context_length, bad_response
-    scores: tuple[int, int] | None = None  # (A, B) when the judge was asked for a score pair
-    value: Any = None  # what a reader other than a verdict reader read (e.g. a critic's score and reason)
-
-    @property
-    def parse_failure(self) -> bool:
-        return self.verdict is None and self.value is None and self.error is None
-
-
-def read_verdict(text: str) -> Judgment:
-    return Judgment(verdict=parse_verdict(text))
-
-
-def read_score_pair(text: str) -> Judgment:
-    """A score pair, and the verdict it implies (the higher score wins, equal scores tie)."""
-    scores = parse_score_pair(text)
-    if scores is None:
-        return Judgment()
-    a, b = scores
-    return Judgment(verdict="A" if a > b else "B" if b > a else "C", scores=scores)
 
 
 async def judge_once(
@@ -270,3 +195,9 @@ def failure_message(errors: dict[str, int], calls: int, cache: CachedJudge) -> s
         f"are cached in {cache.path}: rerun the same command to retry only the failed ones. Pass "
         f"--allow-judge-errors to write results from what was judged (failed calls are counted, never scored).{first}"
     )
+
+
+def stop_on_failures(errors: Mapping[str, int], calls: int, cache: CachedJudge, allowed: bool) -> None:
+    """Raise ``JudgeFailures`` (before anything is written) when some of ``calls`` failed, unless ``allowed``."""
+    if errors and not allowed:
+        raise JudgeFailures(failure_message(dict(errors), calls, cache))

@@ -17,11 +17,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
-from writing_rl.tools.preflight_data import (
-    Report,
+from writing_rl.tools.preflight.config_checks import GENRM_KEY, HUB_ID, MODEL_KEY, check_paths
+from writing_rl.tools.preflight.data_checks import (
     check_prompt_lengths,
     check_rows,
     load_tokenizer,
@@ -29,69 +28,8 @@ from writing_rl.tools.preflight_data import (
     prompt_token_lengths,
     read_rows,
 )
-from writing_rl.tools.preflight_judge import check_judge, check_judge_prompt, longest_judge_prompt
-
-# (config key, the scripts' variable that fills it)
-MODEL_KEY, GENRM_KEY = "actor_rollout_ref.model.path", "reward.reward_model.model_path"
-PATH_KEYS = {
-    MODEL_KEY: "MODEL_PATH",
-    "data.train_files": "TRAIN_FILES",
-    "data.val_files": "VAL_FILES",
-    GENRM_KEY: "GENRM_PATH",
-}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-def _name(key: str) -> str:
-    return f"{key} ({PATH_KEYS[key]})" if key in PATH_KEYS else key
-
-
-def _is_remote(value: str, key: str, remote: set[str]) -> bool:
-    return "://" in value or "all" in remote or key in remote or PATH_KEYS.get(key) in remote
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
-def check_paths(config, remote: set[str], report: Report) -> dict[str, list[Path]]:
-    """Local paths that exist, by key; missing ones are problems unless hub ids or marked remote."""
-    keys = [MODEL_KEY, "data.train_files", "data.val_files"]
-    if config.reward.reward_model.get("enable"):
-        keys.append(GENRM_KEY)
-    found: dict[str, list[Path]] = {}
-    for key in keys:
-        values = _as_list(_select(config, key))
-        if not values:
-            report.problem(f"{_name(key)} is not set")
-            continue
-        for value in values:
-            path = Path(value).expanduser()
-            if path.exists():
-                found.setdefault(key, []).append(path)
-            elif _is_remote(value, key, remote):
-                report.note(f"{_name(key)}={value}: remote, not checked here")
-            elif key in (MODEL_KEY, GENRM_KEY) and _HUB_ID.match(value):
-                report.note(f"{_name(key)}={value}: not a local path; taken as a hub id the nodes download")
-            else:
-                report.problem(
-                    f"{_name(key)}={value}: no such file or directory here (a path only the cluster sees: "
-                    f"REMOTE_PATHS={PATH_KEYS.get(key, key)})"
-                )
-    return found
-
-
-def _select(config, key: str) -> Any:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.select(config, key, default=None)
-
-
-# ---------------------------------------------------------------- the whole check
+from writing_rl.tools.preflight.judge_checks import check_judge, check_judge_prompt, longest_judge_prompt
+from writing_rl.tools.preflight.report import Report
 
 
 def reward_module(config):
@@ -111,7 +49,7 @@ def run_preflight(
     config, remote: Iterable[str] = (), max_rows: int = 20_000, max_drop: float = 0.05, ping: bool = True
 ) -> Report:
     from writing_rl.reward_loop.config import ManagerConfig
-    from writing_rl.tools.check import check_config
+    from writing_rl.tools.preflight.config_checks import check_config
 
     report = Report()
     try:
@@ -129,7 +67,7 @@ def run_preflight(
 
     tokenizer = None
     model_path = config.actor_rollout_ref.model.get("tokenizer_path") or config.actor_rollout_ref.model.path
-    if MODEL_KEY in found or (model_path and _HUB_ID.match(str(model_path))):
+    if MODEL_KEY in found or (model_path and HUB_ID.match(str(model_path))):
         try:
             tokenizer = load_tokenizer(str(model_path), bool(config.data.get("trust_remote_code", False)))
         except (OSError, ValueError) as err:
@@ -188,7 +126,7 @@ def add_arguments(parser) -> None:
 
 
 def run_from_args(args) -> int:
-    from writing_rl.tools.verl_config import compose
+    from writing_rl.tools.shared.verl_config import compose
 
     config = compose(args.config_name, args.overrides, args.config_dir)
     remote = [name for value in args.remote for name in re.split(r"[,\s]+", value) if name]
@@ -207,7 +145,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="writing-rl preflight", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

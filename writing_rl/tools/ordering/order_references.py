@@ -21,13 +21,10 @@ failed or gave no verdict cannot be ordered: they are left out of the output and
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import json
 from collections import Counter
-from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -37,10 +34,12 @@ from writing_rl.data import fields
 from writing_rl.data.builder import BadRow, parse_test_size, test_mask
 from writing_rl.data.readers import iter_chunks
 from writing_rl.data.writing_rl_rows import WritingRLBuilder
-from writing_rl.files import atomic_path
 from writing_rl.protocols.prompts import pairwise_messages
-from writing_rl.tools.offline import JudgeFailures, JudgeSettings, failure_message, judge_through_cache
-from writing_rl.tools.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
+from writing_rl.tools.ordering.job import OrderJob
+from writing_rl.tools.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
+from writing_rl.tools.shared.judge_runner import judge_through_cache, stop_on_failures
+from writing_rl.tools.shared.judge_settings import JudgeSettings
+from writing_rl.tools.shared.judged_run import csv_text, run_lines, run_section, written_together
 
 _ORDERED = "__ordered_references__"  # the builder's references column, filled with the judged order
 CSV_COLUMNS = (
@@ -60,7 +59,9 @@ class Prompt:
 
 
 @dataclass(frozen=True)
-class Job:
+class Call:
+    """One judge call: two candidates of a prompt, in one order."""
+
     prompt: int
     first: int  # candidate shown as Response A
     second: int
@@ -94,20 +95,20 @@ def read_prompts(
     return prompts, rejected
 
 
-def pair_jobs(prompts: Sequence[Prompt]) -> list[Job]:
+def pair_calls(prompts: Sequence[Prompt]) -> list[Call]:
     return [
-        Job(p, first, second)
+        Call(p, first, second)
         for p, prompt in enumerate(prompts)
         for i, j in itertools.combinations(range(len(prompt.candidates)), 2)
         for first, second in ((i, j), (j, i))
     ]
 
 
-def job_messages(prompts: Sequence[Prompt], template: str | None):
-    def build(job: Job):
-        prompt = prompts[job.prompt]
+def call_messages(prompts: Sequence[Prompt], template: str | None):
+    def build(call: Call):
+        prompt = prompts[call.prompt]
         return pairwise_messages(
-            prompt.prompt, prompt.candidates[job.first], prompt.candidates[job.second], prompt.criteria, template
+            prompt.prompt, prompt.candidates[call.first], prompt.candidates[call.second], prompt.criteria, template
         )
 
     return build
@@ -133,9 +134,7 @@ class OrderReport:
         if s.get("mean_position_by_name"):
             ranked = sorted(s["mean_position_by_name"].items(), key=lambda kv: -kv[1])
             lines.append("mean position (0 = easiest), best first: " + ", ".join(f"{k} {v:.2f}" for k, v in ranked))
-        cache = s["cache"]
-        lines.append(f"cache hits {cache['hits']}, misses {cache['misses']}; {s['calls_per_s']} calls/s")
-        lines.extend(f"  {name}: {path}" for name, path in self.outputs.items())
+        lines.extend(run_lines(s, self.outputs))
         return lines
 
 
@@ -143,53 +142,31 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def run_order_references(
-    input_path: str | Path,
-    output_dir: str | Path,
-    settings: JudgeSettings,
-    *,
-    candidates_key: str = "candidates",
-    names_key: str | None = None,
-    prompt_key: str = "prompt",
-    criteria_key: str = "criteria",
-    data_source: str = "writing",
-    system_prompt: str | None = None,
-    method: str = "bt",
-    prior: float = 1.0,
-    seed: int = 0,
-    test_size: float = 0.0,
-    cache: str | Path | None = None,
-    allow_judge_errors: bool = False,
-    skip_bad: bool = False,
-    progress: bool = True,
-) -> OrderReport:
+def run_order_references(job: OrderJob, settings: JudgeSettings) -> OrderReport:
     """Judge all pairs, order, write ``train.parquet`` (+ ``test.parquet``), ``order_report.csv``,
-    ``summary.json`` to ``output_dir``. ``cache`` defaults to ``output_dir/judge_cache.sqlite``."""
-    if method not in METHODS:
-        raise ValueError(f"--method must be one of {METHODS}, got {method!r}")
-    if prior <= 0:
-        raise ValueError(f"--prior must be > 0, got {prior}")
-    test_size = parse_test_size(test_size)
+    ``summary.json`` to ``job.out``."""
+    if job.method not in METHODS:
+        raise ValueError(f"--method must be one of {METHODS}, got {job.method!r}")
+    if job.prior <= 0:
+        raise ValueError(f"--prior must be > 0, got {job.prior}")
+    test_size = parse_test_size(job.test_size)
     builder = WritingRLBuilder(
-        prompt_key=prompt_key, references_key=_ORDERED, criteria_key=criteria_key,
-        data_source=data_source, system_prompt=system_prompt,
+        prompt_key=job.prompt_key, references_key=_ORDERED, criteria_key=job.criteria_key,
+        data_source=job.data_source, system_prompt=job.system_prompt,
     )  # fmt: skip
-    prompts, rejected = read_prompts(input_path, builder, candidates_key, names_key, skip_bad)
+    prompts, rejected = read_prompts(job.input_path, builder, job.candidates_key, job.names_key, job.skip_bad)
     if not prompts:
-        raise ValueError(f"{input_path}: no usable rows")
-    jobs = pair_jobs(prompts)
+        raise ValueError(f"{job.input_path}: no usable rows")
+    calls = pair_calls(prompts)
 
-    output_dir = Path(output_dir)
-    build = job_messages(prompts, settings.template)
-    judgments, judge, wall_s = judge_through_cache(
-        settings, jobs, build, cache or output_dir / "judge_cache.sqlite", progress
-    )
+    build = call_messages(prompts, settings.template)
+    judgments, judge, wall_s = judge_through_cache(settings, calls, build, job.cache_path, job.progress)
 
     results = [PromptResult(len(p.candidates)) for p in prompts]
     errors: Counter = Counter()
     verdict_share: Counter = Counter()
-    for job, judgment in zip(jobs, judgments):
-        result = results[job.prompt]
+    for call, judgment in zip(calls, judgments):
+        result = results[call.prompt]
         result.judge_calls += 1
         if judgment.error:
             result.judge_errors += 1
@@ -197,19 +174,18 @@ def run_order_references(
         elif judgment.verdict is None:
             result.parse_failures += 1
         else:
-            result.add(job.first, job.second, judgment.verdict)
+            result.add(call.first, call.second, judgment.verdict)
             verdict_share[judgment.verdict] += 1
-    if errors and not allow_judge_errors:
-        raise JudgeFailures(failure_message(dict(errors), len(jobs), judge))
+    stop_on_failures(errors, len(calls), judge, job.allow_judge_errors)
 
     orderings: list[Ordering | None] = []
     for prompt, result in zip(prompts, results):
         unjudged = len(prompt.candidates) > 1 and result.verdicts == 0
-        orderings.append(None if unjudged else order_candidates(result, method, prior))
+        orderings.append(None if unjudged else order_candidates(result, job.method, job.prior))
     kept = [i for i, ordering in enumerate(orderings) if ordering is not None]
     if not kept:
         raise ValueError("no prompt could be ordered: every judgment failed or gave no verdict")
-    in_test = test_mask(len(kept), test_size, seed)
+    in_test = test_mask(len(kept), test_size, job.seed)
     tables: dict[str, list[dict]] = {"train": []}
     if in_test.any():
         tables["test"] = []
@@ -222,10 +198,10 @@ def run_order_references(
         ids[index] = new_id
 
     summary = _summary(
-        prompts, results, orderings, tables, rejected, errors, verdict_share, judge, method, prior, wall_s
+        prompts, results, orderings, tables, rejected, errors, verdict_share, judge, job.method, job.prior, wall_s
     )
     report_csv = _report_csv(prompts, results, orderings, ids)
-    outputs = _write(output_dir, builder, tables, report_csv, summary)
+    outputs = _write(Path(job.out), builder, tables, report_csv, summary)
     return OrderReport(summary=summary, outputs=outputs)
 
 
@@ -257,9 +233,7 @@ def _summary(
         "unordered_rows": [p.position for p, o in zip(prompts, orderings) if o is None],
         "rejected": len(rejected),
         "rejected_rows": rejected,
-        "cache": asdict(judge.stats),
-        "wall_s": round(wall_s, 3),
-        "calls_per_s": round(calls / wall_s, 1) if wall_s > 0 else None,
+        **run_section(calls, judge.stats, wall_s),
     }
     positions: dict[str, list[float]] = {}
     for prompt, ordering in zip(prompts, orderings):
@@ -272,13 +246,11 @@ def _summary(
 
 
 def _report_csv(prompts, results, orderings, ids) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = []
     for index, (prompt, result, ordering) in enumerate(zip(prompts, results, orderings)):
         order = ordering.order if ordering else []
         names = [prompt.names[c] for c in order] if prompt.names else []
-        writer.writerow(
+        rows.append(
             [
                 prompt.position, ids.get(index, ""), "ordered" if ordering else "no_verdict", len(prompt.candidates),
                 result.judge_calls, result.verdicts, result.parse_failures, result.judge_errors,
@@ -287,7 +259,7 @@ def _report_csv(prompts, results, orderings, ids) -> str:
                 json.dumps([round(float(s), 4) for s in ordering.scores]) if ordering else "",
             ]
         )  # fmt: skip
-    return buffer.getvalue()
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def _write(output_dir: Path, builder: WritingRLBuilder, tables: dict[str, list[dict]], report_csv: str, summary: dict):
@@ -297,9 +269,7 @@ def _write(output_dir: Path, builder: WritingRLBuilder, tables: dict[str, list[d
     paths = {name: output_dir / f"{name}.parquet" for name in tables}
     paths["report"] = output_dir / "order_report.csv"
     paths["summary"] = output_dir / "summary.json"
-    # All files to temp paths, renamed together at the end (summary.json, entered first, renamed last).
-    with ExitStack() as stack:
-        tmp = {name: stack.enter_context(atomic_path(paths[name])) for name in reversed(paths)}
+    with written_together(paths) as tmp:  # summary.json, named last, is renamed last
         for name, rows in tables.items():
             pq.write_table(pa.Table.from_pylist(rows, schema=builder.schema), tmp[name])
         tmp["report"].write_text(report_csv, encoding="utf-8")

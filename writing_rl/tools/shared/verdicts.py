@@ -1,0 +1,27 @@
+"""A judge call's result as the offline tools count it (``Judgment``), and the reader of a pairwise verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from writing_rl.protocols import parse_verdict
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judge call's result: a verdict "A"/"B"/"C" (or another reader's ``value``), nothing read (a
+    parse failure) or a failure kind."""
+
+    verdict: str | None = None
+    error: str | None = None  # JudgeError kind: timeout, connection, http, context_length, bad_response
+    scores: tuple[int, int] | None = None  # (A, B) when the judge was asked for a score pair
+    value: Any = None  # what a reader other than a verdict reader read (e.g. a critic's score and reason)
+
+    @property
+    def parse_failure(self) -> bool:
+        return self.verdict is None and self.value is None and self.error is None
+
+
+def read_verdict(text: str) -> Judgment:
+    return Judgment(verdict=parse_verdict(text))
