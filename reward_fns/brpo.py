@@ -199,15 +199,23 @@ def _candidate_score(tally: _Tally, excused: set[str], on_parse_error: str, win_
 
 def _check_options(strategy: str, num_references: int, output: str, votes: int, win_rule: str, on_parse_error: str):
     if strategy not in STRATEGIES:
-        raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}"
+        )
     if num_references < 1:
-        raise ValueError(f"reward_kwargs.num_references must be >= 1, got {num_references}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.num_references must be >= 1, got {num_references}"
+        )
     if output not in PAIRWISE_OUTPUTS:
-        raise ValueError(f"reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {output!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {output!r}"
+        )
     if votes < 1:
-        raise ValueError(f"reward_kwargs.votes must be >= 1, got {votes}")
+        raise ValueError(f"reward.custom_reward_function.reward_kwargs.votes must be >= 1, got {votes}")
     if win_rule not in WIN_RULES:
-        raise ValueError(f"reward_kwargs.win_rule must be one of {WIN_RULES}, got {win_rule!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.win_rule must be one of {WIN_RULES}, got {win_rule!r}"
+        )
     check_on_parse_error(on_parse_error)
 
 

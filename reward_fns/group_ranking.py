@@ -124,7 +124,9 @@ async def compute_score(
     on_parse_error: str = "loss",
 ) -> list[dict]:
     if extraction not in EXTRACTIONS:
-        raise ValueError(f"reward_kwargs.extraction must be one of {EXTRACTIONS}, got {extraction!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.extraction must be one of {EXTRACTIONS}, got {extraction!r}"
+        )
     check_on_parse_error(on_parse_error)
     answers = [extract_answer(m.text, extraction) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
@@ -141,7 +143,7 @@ async def compute_score(
         tokenizer = judge_tokenizer or (_load_tokenizer(judge_tokenizer_path) if judge_tokenizer_path else None)
         if max_prompt_tokens and tokenizer is None:
             raise ValueError(
-                "reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set judge_tokenizer_path "
+                "reward.custom_reward_function.reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set judge_tokenizer_path "
                 "(verl passes it automatically when it hosts the GenRM)"
             )
         layout = {"system": system_prompt, "template": template, "separator": candidate_separator,

@@ -56,9 +56,13 @@ class Scoring:
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+            raise ValueError(
+                f"reward.custom_reward_function.reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}"
+            )
         if self.output not in PAIRWISE_OUTPUTS:
-            raise ValueError(f"reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {self.output!r}")
+            raise ValueError(
+                f"reward.custom_reward_function.reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {self.output!r}"
+            )
         check_on_parse_error(self.on_parse_error)
 
     @property

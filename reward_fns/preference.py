@@ -47,7 +47,9 @@ def compute_score(
     - Otherwise 0.
     """
     if output_format not in OUTPUT_FORMATS:
-        raise ValueError(f"reward_kwargs.output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}"
+        )
     label = read_label(ground_truth, extra_info)
     if output_format == "auto":
         output_format = (extra_info or {}).get("output_format") or "auto"

@@ -170,7 +170,7 @@ def test_wrong_kinds_of_path_are_one_line(tmp_path, sample_data, tokenizer_dir, 
 @pytest.mark.parametrize(
     "status, message, hint",
     [
-        (401, "Incorrect API key provided", "set the variable named by --api-key-env"),
+        (401, "Incorrect API key provided", "set the variable judge.api_key_env names"),
         (404, "The model `scripted` does not exist", "check --judge-url"),
         (400, "Unsupported parameter: top_k", "check judge.model, judge.max_tokens"),
     ],
@@ -237,11 +237,22 @@ def test_select_stops_at_the_first_reply_every_call_would_get(tmp_path, sample_d
     assert cli(select_args(sample_data, out, server.base_url, "--max-concurrency", "2")) == 1
     assert error_line(capsys) == (
         f"writing-rl select: error: judge {server.base_url} answered HTTP 401: Incorrect API key provided (the "
-        "judge refused the API key: set the variable named by --api-key-env / judge.api_key_env); stopped at the "
-        "first such reply"
+        "judge refused the API key: set the variable judge.api_key_env names (--api-key-env where a command has "
+        "it)); stopped at the first such reply"
     )
     assert len(server.requests) <= 2  # the calls already in flight, not one per job
     assert not (out / "selected.parquet").exists()
+
+
+def test_eval_stops_at_a_refused_key_with_one_line_not_a_crash(tmp_path, judge_server, capsys):
+    server = judge_server(script=lambda request, i: openai_error(401, "Incorrect API key provided"))
+    data = tmp_path / "rb.jsonl"
+    data.write_text(json.dumps({"subset": "mt-bench-easy", "prompt": "Hi", "chosen": "a", "rejected": "b"}) + "\n")
+    args = ["eval", "rewardbench", "--data", str(data), "--version", "1", "--out", str(tmp_path / "out"), "--quiet"]
+    assert cli([*args, "--judge-url", server.base_url, "--judge-model", "m"]) == 1
+    line = error_line(capsys)
+    assert line.startswith(f"writing-rl eval: error: judge {server.base_url} answered HTTP 401: Incorrect API key")
+    assert "JudgeFailures" not in line and "--debug" not in line
 
 
 def test_select_quotes_the_first_failure(tmp_path, sample_data, judge_server, capsys):

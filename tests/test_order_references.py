@@ -25,7 +25,7 @@ from writing_rl.tools.ordering.rank_aggregation import (
     intransitive_triples,
     order_candidates,
 )
-from writing_rl.tools.shared.judge_runner import JudgeFailures
+from writing_rl.tools.shared.errors import JudgeFailures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply

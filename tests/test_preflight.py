@@ -223,6 +223,15 @@ def test_dry_run_uses_the_quickstart_venv_and_runs_the_preflight(tmp_path, token
     assert result.returncode == 0 and not (tmp_path / "calls").exists()
 
 
+def test_a_mistyped_override_is_one_problem_line_not_a_traceback(capsys):
+    from writing_rl.tools.preflight.runner import main
+
+    assert main(["--no-ping", "reward.reward_kwargs.judge.max_concurency=8"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PROBLEM  config: unknown config key 'reward.reward_kwargs.judge.max_concurency'")
+    assert out[-1] == "preflight: 1 problem(s); nothing was started"
+
+
 def test_a_real_run_stops_before_verl_starts_when_the_preflight_fails(tmp_path, tokenizer_dir, data):
     repo = scripts_copy(tmp_path)
     env = script_env(

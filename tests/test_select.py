@@ -24,7 +24,7 @@ from writing_rl.tools.selection.margins import (
     tie_key,
 )
 from writing_rl.tools.selection.select import read_score_pair, run_select
-from writing_rl.tools.shared.judge_runner import JudgeFailures
+from writing_rl.tools.shared.errors import JudgeFailures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment
 

@@ -23,7 +23,9 @@ class UnreadableJudgeReply(RuntimeError):
 
 def check_on_parse_error(value: str) -> str:
     if value not in ON_PARSE_ERROR:
-        raise ValueError(f"reward_kwargs.on_parse_error must be one of {ON_PARSE_ERROR}, got {value!r}")
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.on_parse_error must be one of {ON_PARSE_ERROR}, got {value!r}"
+        )
     return value
 
 
@@ -32,7 +34,7 @@ def raise_if_asked(failure: Unreadable, on_parse_error: str) -> None:
     if on_parse_error == "raise":
         raise UnreadableJudgeReply(
             f"a judge reply could not be read ({failure.kind}: {failure}); stopping the step "
-            "(reward_kwargs.on_parse_error=raise). Set on_parse_error=loss to score such replies as losses."
+            "(reward.custom_reward_function.reward_kwargs.on_parse_error=raise). Set on_parse_error=loss to score such replies as losses."
         )
 
 
@@ -63,7 +65,7 @@ _LIKELY_CAUSES = {
 }
 _DEFAULT_CAUSE = (
     "the judge does not end with what the reward reads: check the judge model, its template "
-    "(reward_kwargs.template) and reward_kwargs.output"
+    "(reward.custom_reward_function.reward_kwargs.template) and reward.custom_reward_function.reward_kwargs.output"
 )
 
 

@@ -80,9 +80,10 @@ def check_streaming_capacity(config) -> None:
         needed = -(-rollouts // per_worker)
         raise ConfigError(
             f"group rewards in streaming mode: {rollouts} rollouts per step ({what}) over "
-            f"reward.num_workers={workers} is {rollouts // workers} per worker, but a reward worker runs at "
-            f"most {RAY_ASYNC_ACTOR_CONCURRENCY} calls at once and each rollout holds one while it waits for "
-            "its group; past that the step stalls until groups.timeout_s and scores partial groups. "
+            f"reward.num_workers={workers} is {rollouts // workers} per worker, above {per_worker}: a reward worker "
+            f"runs at most {RAY_ASYNC_ACTOR_CONCURRENCY} calls at once, each rollout holds one while it waits for "
+            f"its group, and {per_worker} leave room for the rest; past that the step stalls until "
+            "groups.timeout_s and scores partial groups. "
             f"Set reward.num_workers>={needed}"
         )
 

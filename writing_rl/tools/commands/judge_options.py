@@ -56,7 +56,7 @@ def judge_settings_from(args):
 
 def report_or_failure(command: str, run: Callable[[], object]) -> int:
     """Print the report ``run()`` returns (exit 0), or one line when judge calls failed (exit 1)."""
-    from writing_rl.tools.shared.judge_runner import JudgeFailures
+    from writing_rl.tools.shared.errors import JudgeFailures
 
     try:
         report = run()

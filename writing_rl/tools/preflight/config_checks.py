@@ -108,8 +108,11 @@ def check_config(config) -> list[str]:
         if reports_health(config):
             checked.append("judge health: judge/... metrics in the tracker every training step (JudgeHealthSampler)")
         if settings.judge.api_key_env:
-            state = "set" if os.environ.get(settings.judge.api_key_env) else "NOT set in this shell"
-            checked.append(f"API key env var ${settings.judge.api_key_env}: {state} (reward workers need it)")
+            name = settings.judge.api_key_env
+            if os.environ.get(name):
+                checked.append(f"API key env var ${name}: set (reward workers need it)")
+            else:
+                checked.append(f"WARNING API key env var ${name}: not set in this shell (reward workers need it)")
     return checked
 
 

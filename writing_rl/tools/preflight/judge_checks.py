@@ -61,8 +61,10 @@ def ping_judge(base_url: str, api_key: str | None, timeout_s: float = 10.0) -> l
             body = json.load(response)
     except urllib.error.HTTPError as err:
         hint = {
-            401: "the key was refused: check the API key variable (JUDGE_API_KEY_ENV)",
-            403: "the key was refused: check the API key variable (JUDGE_API_KEY_ENV)",
+            401: "the key was refused: check the variable reward.reward_kwargs.judge.api_key_env names "
+            "(JUDGE_API_KEY_ENV in the train scripts)",
+            403: "the key was refused: check the variable reward.reward_kwargs.judge.api_key_env names "
+            "(JUDGE_API_KEY_ENV in the train scripts)",
             404: "no /models there: base_url should end with the API root, e.g. http://host:8000/v1",
         }.get(err.code, "is it an OpenAI-compatible server?")
         raise ValueError(f"judge {url} answered HTTP {err.code}: {hint}") from None

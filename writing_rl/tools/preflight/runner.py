@@ -19,6 +19,7 @@ import importlib.util
 import re
 from typing import Iterable, Sequence
 
+from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import GENRM_KEY, HUB_ID, MODEL_KEY, check_paths
 from writing_rl.tools.preflight.data_checks import (
     check_prompt_lengths,
@@ -54,7 +55,7 @@ def run_preflight(
     report = Report()
     try:
         for line in check_config(config):
-            if line.startswith("API key env var"):  # check_judge reports the key
+            if line.removeprefix("WARNING ").startswith("API key env var"):  # check_judge reports the key
                 continue
             (report.note if line.startswith("WARNING") else report.ok)(line.removeprefix("WARNING "))
     except Exception as err:  # noqa: BLE001 - any config error is one line of the report
@@ -128,9 +129,14 @@ def add_arguments(parser) -> None:
 def run_from_args(args) -> int:
     from writing_rl.tools.shared.verl_config import compose
 
-    config = compose(args.config_name, args.overrides, args.config_dir)
-    remote = [name for value in args.remote for name in re.split(r"[,\s]+", value) if name]
-    report = run_preflight(config, remote, args.max_rows, args.max_drop, ping=not args.no_ping)
+    try:
+        config = compose(args.config_name, args.overrides, args.config_dir)
+    except ConfigError as err:  # a mistyped override: one line, as every other problem (no traceback)
+        report = Report()
+        report.problem(f"config: {err}")
+    else:
+        remote = [name for value in args.remote for name in re.split(r"[,\s]+", value) if name]
+        report = run_preflight(config, remote, args.max_rows, args.max_drop, ping=not args.no_ping)
     print("\n".join(report.lines))
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); nothing was started")

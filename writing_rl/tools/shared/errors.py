@@ -14,13 +14,19 @@ from writing_rl.judge.base import (
     JudgeTimeout,
 )
 
+
+class JudgeFailures(RuntimeError):
+    """Some judge calls of an offline tool failed after their retries; nothing was written (successes stay
+    cached). Its message is the one line to print."""
+
+
 USAGE = 2  # exit code: the command, its config or its inputs are wrong
 FAILED = 1  # exit code: the run itself failed (judge, crash)
 
 _HTTP_HINTS = {
     400: "the judge refused the request: check judge.model, judge.max_tokens and the prompt length (writing-rl preflight)",
-    401: "the judge refused the API key: set the variable named by --api-key-env / judge.api_key_env",
-    403: "the judge refused the API key: set the variable named by --api-key-env / judge.api_key_env",
+    401: "the judge refused the API key: set the variable judge.api_key_env names (--api-key-env where a command has it)",
+    403: "the judge refused the API key: set the variable judge.api_key_env names (--api-key-env where a command has it)",
     404: "check --judge-url (it ends with the API root, e.g. http://host:8000/v1) and --judge-model",
     422: "the judge refused the request's fields: check judge.extra_body and the sampling settings",
 }
@@ -71,7 +77,7 @@ def judge_error_line(err: JudgeError) -> str:
     if isinstance(err, JudgeConnectionError):
         return f"{err} (is the judge up at that address? check --judge-url / judge.base_url)"
     if isinstance(err, JudgeTimeout):
-        return f"{err} (the judge is slow or overloaded: raise judge.timeout_s (--timeout-s) or lower judge.max_concurrency)"
+        return f"{err} (the judge is slow or overloaded: raise judge.timeout_s or lower judge.max_concurrency)"
     return str(err)
 
 
@@ -87,6 +93,8 @@ def _describe(cause: BaseException) -> tuple[int, str]:
         return 130, "interrupted"
     if isinstance(cause, JudgeError):
         return FAILED, judge_error_line(cause)
+    if isinstance(cause, JudgeFailures):
+        return FAILED, str(cause)
     if isinstance(cause, FileNotFoundError):
         return USAGE, f"no such file or directory: {cause.filename}" if cause.filename else str(cause)
     if isinstance(cause, KeyError):  # str() of a KeyError is the quoted key

@@ -20,17 +20,13 @@ from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, Judge
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.protocols import Unreadable, read_reply
-from writing_rl.tools.shared.errors import judge_error_line
+from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 T = TypeVar("T")
 # Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
 STOP_STATUSES = (401, 403, 404)
-
-
-class JudgeFailures(RuntimeError):
-    """Some judge calls failed after their retries; nothing was written (successes stay cached)."""
 
 
 class ToolJudge(CachedJudge):
