@@ -138,7 +138,7 @@ def table(steps: list[StepHealth]) -> str:
     if not any(s.has_judge_keys for s in steps):
         out.append(
             "no judge keys in these dumps: verl's v1 trainer (trainer.use_v1=true) dumps no reward extra info; "
-            "its judge health is in the tracker (trainer.v1.sampler.custom_sampler, see README)"
+            "its judge health is in the tracker (trainer.v1.sampler.custom_sampler, see docs/judges/health.md)"
         )
     return "\n".join(out)
 

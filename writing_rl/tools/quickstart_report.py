@@ -24,7 +24,7 @@ ANSWER_CHARS = 160
 REASONING_CHARS = 300
 # Above this share of judged samples without a verdict, a real judge gets a hint on what to fix.
 HIGH_PARSE_ERROR_RATE = 0.2
-README_SECTION = 'README "Reward integrity"'
+INTEGRITY_PAGE = "docs/judges/integrity.md"
 POLICY = "the policy's response"
 
 
@@ -215,7 +215,7 @@ def parse_error_lines(records: list[dict], untrained: bool, max_tokens: int | No
         tokens = f"up to {max_tokens} random tokens" if max_tokens else "random tokens"
         lines.append(
             f"   why: the tiny untrained judge writes {tokens}, so its replies hold no "
-            f"[[A]]/[[B]]/[[C]] verdict: each is a parse error; {_parse_error_pay(records)}, see {README_SECTION}. "
+            f"[[A]]/[[B]]/[[C]] verdict: each is a parse error; {_parse_error_pay(records)}, see {INTEGRITY_PAGE}. "
             "Give JUDGE_MODEL or JUDGE_BASE_URL for real verdicts."
         )
     elif not untrained and rate > HIGH_PARSE_ERROR_RATE:

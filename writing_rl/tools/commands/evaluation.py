@@ -63,7 +63,7 @@ def add_writingbench(kinds) -> None:
         "--template",
         help="critic prompt file with {query}, {response} (fenced) or {response_text} (as is; one of the two is "
         "required), {criterion}, {criteria}, {criteria_python}; a str.format template's {{ and }} become single "
-        "braces (default: our wording; README 'Evaluate' shows how to use the benchmark's published prompt)",
+        "braces (default: our wording; docs/evaluation.md shows how to use the benchmark's published prompt)",
     )
     p.add_argument(
         "--system-prompt",

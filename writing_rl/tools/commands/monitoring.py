@@ -13,7 +13,7 @@ def add_monitor(subparsers) -> None:
             "alarm), judge error rate, unreadable replies, format errors, position consistency, judge calls, "
             "latency p50/p95, and retries, 429s and judge tokens where the run has those keys.\n"
             "verl's v1 trainer (trainer.use_v1=true) dumps no reward extra info: its dumps give only reward and "
-            "length; the same numbers reach the run's tracker under judge/ (see README, Judge health)."
+            "length; the same numbers reach the run's tracker under judge/ (docs/judges/health.md)."
         ),
         epilog="example: writing-rl monitor runs/exp1/rollouts --plot runs/exp1/health.png",
     )

@@ -41,7 +41,7 @@ def check_renamed_modules(config) -> None:
 
         raise ConfigError(
             f"reward.reward_manager.module.path={path}: that module is now pkg://{RENAMED_MODULES[old]} "
-            "(README, Changelog)"
+            "(CHANGELOG.md)"
         )
 
 
