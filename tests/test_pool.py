@@ -12,10 +12,11 @@ import threading
 import pytest
 import ray
 
-from writing_rl.genrm.engine import ContextTooLong, RequestRejected, Sampling, resolve_max_tokens
+from writing_rl.genrm.engine import ContextTooLong, RequestRejected, Sampling
 from writing_rl.genrm.hf_engine import RAISE_CAP_AFTER, HFEngine
 from writing_rl.genrm.pool import GenRMPool
 from writing_rl.genrm.pool_config import PoolConfig, PoolStartError
+from writing_rl.genrm.requests import resolve_max_tokens
 from writing_rl.judge.base import (
     JudgeContextLengthError,
     JudgeError,

@@ -1,8 +1,9 @@
-"""What a GenRM engine is to the pool: one async ``generate(messages, sampling) -> Generation``.
+"""What a GenRM engine is to the pool: one async ``generate(messages, sampling, ...) -> Generation``.
 
 Two engines implement it: ``hf_engine.HFEngine`` (transformers, CPU or GPU, dynamic batching) and
 ``vllm_engine.VLLMEngine`` (vLLM's async engine, GPU only). Both run inside a pool replica (a Ray
-actor); nothing here imports torch, transformers or vLLM.
+actor) and prepare requests the same way (``requests``: chat template, prompt token ids, completion
+budget, usage counts); nothing here imports torch, transformers or vLLM.
 """
 
 from __future__ import annotations
@@ -65,43 +66,14 @@ class Engine(Protocol):
     # The longest prompt + completion the engine accepts, in tokens.
     max_model_len: int
 
-    async def generate(self, messages: list[dict[str, str]], sampling: Sampling) -> Generation: ...
+    # ``chat_template_kwargs``: the request's, over the replica's (``requests.ChatRequests``).
+    async def generate(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> Generation: ...
 
     def stats(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
-
-
-def encode_chat(tokenizer, messages: list[dict[str, str]], chat_template_kwargs: Mapping[str, Any]) -> list[int]:
-    """Prompt token ids: the model's chat template with the generation prompt. The template already
-    holds any BOS the model wants, so no special tokens are added again."""
-    try:
-        text = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, **chat_template_kwargs
-        )
-    except Exception as exc:  # jinja raises its own errors for messages the template refuses
-        raise RequestRejected(f"the model's chat template rejected the messages: {exc}") from None
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
-
-
-def resolve_max_tokens(sampling: Sampling, prompt_tokens: int, max_model_len: int, default_max_tokens: int) -> int:
-    """The completion budget of one request, or ``RequestRejected`` naming the limit it breaks.
-
-    Same rule as vLLM's OpenAI server: an explicit ``max_tokens`` must fit in the context left after
-    the prompt; without one, the default is clipped to what is left.
-    """
-    room = max_model_len - prompt_tokens
-    if room <= 0:
-        raise ContextTooLong(
-            f"This model's maximum context length is {max_model_len} tokens, but the prompt has {prompt_tokens} "
-            f"tokens ({prompt_tokens} in the messages): shorten the judge prompt or raise max_model_len"
-        )
-    if sampling.max_tokens is None:
-        return min(default_max_tokens, room)
-    if sampling.max_tokens > room:
-        raise ContextTooLong(
-            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
-            f"{prompt_tokens + sampling.max_tokens} tokens ({prompt_tokens} in the messages, {sampling.max_tokens} "
-            f"in the completion): at most {room} completion tokens fit"
-        )
-    return sampling.max_tokens

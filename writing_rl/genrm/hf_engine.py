@@ -27,7 +27,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from writing_rl.genrm.engine import Generation, Sampling, encode_chat, resolve_max_tokens
+from writing_rl.genrm.engine import Generation, Sampling
+from writing_rl.genrm.requests import ChatRequests, PreparedRequest, Usage
 
 # Full batches that must fit before the batch size limit, lowered by an out-of-memory error, grows by one.
 RAISE_CAP_AFTER = 8
@@ -44,8 +45,7 @@ _DTYPES = {
 
 @dataclass
 class _Request:
-    ids: list[int]
-    max_new_tokens: int
+    prepared: PreparedRequest
     sampling: Sampling
     future: asyncio.Future
     # Requests batch together only when their keys are equal.
@@ -53,12 +53,9 @@ class _Request:
 
 
 @dataclass
-class BatchStats:
-    requests: int = 0
+class BatchStats(Usage):
     batches: int = 0
     largest_batch: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     busy_s: float = 0.0
     oom_splits: int = 0  # batches halved after running out of memory
 
@@ -79,7 +76,7 @@ class HFEngine:
         seed: int = 0,
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # one bar per replica per load clutters the driver's log
@@ -96,12 +93,11 @@ class HFEngine:
         self.batch_cap = max_batch_size  # lowered after an out-of-memory error, then regrown
         self._fits_at_cap = 0
         self.max_batch_tokens = max_batch_tokens
-        self.default_max_tokens = default_max_tokens
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
-        self.tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
-        if not self.tokenizer.chat_template:
-            raise ValueError(f"{model}: the tokenizer has no chat template; a chat GenRM needs one")
+        self.chat = ChatRequests.load(
+            model, default_max_tokens, chat_template_kwargs, trust_remote_code=trust_remote_code
+        )
+        self.tokenizer = self.chat.tokenizer
         self.model = AutoModelForCausalLM.from_pretrained(
             model, dtype=_torch_dtype(torch, dtype, device), trust_remote_code=trust_remote_code
         ).to(device)
@@ -125,19 +121,15 @@ class HFEngine:
 
     # ---------------------------------------------------------------- requests
 
-    def encode(self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None = None) -> list[int]:
-        return encode_chat(self.tokenizer, messages, {**self.chat_template_kwargs, **(chat_template_kwargs or {})})
-
     async def generate(
         self,
         messages: list[dict[str, str]],
         sampling: Sampling,
         chat_template_kwargs: dict[str, Any] | None = None,
     ) -> Generation:
-        ids = self.encode(messages, chat_template_kwargs)
-        max_new = resolve_max_tokens(sampling, len(ids), self.max_model_len, self.default_max_tokens)
-        loop = asyncio.get_running_loop()
-        request = _Request(ids, max_new, sampling, loop.create_future())
+        prepared = self.chat.prepare(messages, sampling, self.max_model_len, chat_template_kwargs)
+        max_new = prepared.max_tokens
+        request = _Request(prepared, sampling, asyncio.get_running_loop().create_future())
         if sampling.greedy:
             request.key = (max_new,)
         elif sampling.seed is None:
@@ -170,11 +162,11 @@ class HFEngine:
                 continue
             fits = len(batch) < self.batch_cap and request.key == head.key
             if fits and self.max_batch_tokens and batch:
-                new_width = max(width, len(request.ids))
-                fits = (len(batch) + 1) * (new_width + head.max_new_tokens) <= self.max_batch_tokens
+                new_width = max(width, len(request.prepared.ids))
+                fits = (len(batch) + 1) * (new_width + head.prepared.max_tokens) <= self.max_batch_tokens
             if fits:
                 batch.append(request)
-                width = max(width, len(request.ids))
+                width = max(width, len(request.prepared.ids))
             else:
                 rest.append(request)
         self._queue = rest
@@ -237,16 +229,17 @@ class HFEngine:
         """One left-padded ``model.generate`` over the batch (blocking; runs in a worker thread)."""
         torch = self._torch
         start = time.perf_counter()
-        width = max(len(r.ids) for r in batch)
+        width = max(len(r.prepared.ids) for r in batch)
         input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
         for row, request in enumerate(batch):
-            input_ids[row, width - len(request.ids) :] = torch.tensor(request.ids)
-            attention_mask[row, width - len(request.ids) :] = 1
+            ids = request.prepared.ids
+            input_ids[row, width - len(ids) :] = torch.tensor(ids)
+            attention_mask[row, width - len(ids) :] = 1
 
         head = batch[0]
         options: dict[str, Any] = {
-            "max_new_tokens": head.max_new_tokens,
+            "max_new_tokens": head.prepared.max_tokens,
             "eos_token_id": sorted(self.stop_ids),
             "pad_token_id": self.pad_id,
             "do_sample": not head.sampling.greedy,
@@ -265,7 +258,7 @@ class HFEngine:
                 input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device), **options
             )
         new_tokens = output[:, width:].tolist()
-        results = [self._finish(request, tokens) for request, tokens in zip(batch, new_tokens)]
+        results = [self._finish(request.prepared, tokens) for request, tokens in zip(batch, new_tokens)]
 
         if len(batch) >= self.batch_cap < self.max_batch_size:
             self._fits_at_cap += 1
@@ -273,25 +266,21 @@ class HFEngine:
                 self.batch_cap, self._fits_at_cap = self.batch_cap + 1, 0
         stats = self._stats
         stats.batches += 1
-        stats.requests += len(batch)
         stats.largest_batch = max(stats.largest_batch, len(batch))
-        stats.prompt_tokens += sum(r.prompt_tokens for r in results)
-        stats.completion_tokens += sum(r.completion_tokens for r in results)
+        for result in results:
+            stats.add(result)
         stats.busy_s += time.perf_counter() - start
         return results
 
-    def _finish(self, request: _Request, tokens: list[int]) -> Generation:
-        stop_at = next((i for i, token in enumerate(tokens[: request.max_new_tokens]) if token in self.stop_ids), None)
+    def _finish(self, request: PreparedRequest, tokens: list[int]) -> Generation:
+        stop_at = next((i for i, token in enumerate(tokens[: request.max_tokens]) if token in self.stop_ids), None)
         if stop_at is None:
-            kept, finish_reason, completion_tokens = tokens[: request.max_new_tokens], "length", request.max_new_tokens
+            kept, finish_reason, completion_tokens = tokens[: request.max_tokens], "length", request.max_tokens
         else:
             # Like vLLM: the stop token counts as generated but is not part of the text.
             kept, finish_reason, completion_tokens = tokens[:stop_at], "stop", stop_at + 1
-        return Generation(
-            text=self.tokenizer.decode(kept, skip_special_tokens=True),
-            finish_reason=finish_reason,
-            prompt_tokens=len(request.ids),
-            completion_tokens=completion_tokens,
+        return request.generation(
+            self.tokenizer.decode(kept, skip_special_tokens=True), finish_reason, completion_tokens
         )
 
     # ---------------------------------------------------------------- lifecycle

@@ -6,8 +6,9 @@ multiprocessing executor runs the tensor-parallel workers on exactly those (Ray 
 ``CUDA_VISIBLE_DEVICES``), the same executor verl uses for its own vLLM servers.
 
 The prompt is rendered with the model's chat template (transformers) and handed to vLLM as token ids,
-so prompt accounting and context checks match the HF engine. Only the request's sampling applies
-(vLLM's ``SamplingParams`` defaults otherwise; no defaults from the model's generation config).
+by ``requests.ChatRequests`` as in the HF engine, so prompt accounting and context checks match. Only the
+request's sampling applies (vLLM's ``SamplingParams`` defaults otherwise; no defaults from the model's
+generation config).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from writing_rl.genrm.engine import EngineUnavailable, Generation, Sampling, encode_chat, resolve_max_tokens
+from writing_rl.genrm.engine import EngineUnavailable, Generation, Sampling
+from writing_rl.genrm.requests import ChatRequests, Usage
 
 
 def _import_vllm():
@@ -54,13 +56,9 @@ class VLLMEngine:
         if not torch.cuda.is_available():
             raise EngineUnavailable("the vllm engine runs on GPUs only and this replica sees none; use engine=hf")
         engine_cls, AsyncEngineArgs, self._SamplingParams, self._OutputKind = _import_vllm()
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
-        if not self.tokenizer.chat_template:
-            raise ValueError(f"{model}: the tokenizer has no chat template; a chat GenRM needs one")
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        self.default_max_tokens = default_max_tokens
+        self.chat = ChatRequests.load(
+            model, default_max_tokens, chat_template_kwargs, trust_remote_code=trust_remote_code
+        )
         args = AsyncEngineArgs(
             model=model,
             tensor_parallel_size=tensor_parallel_size,
@@ -76,12 +74,7 @@ class VLLMEngine:
         self.engine = engine_cls.from_engine_args(args)
         model_config = getattr(self.engine, "model_config", None) or self.engine.engine.model_config
         self.max_model_len = model_config.max_model_len
-        self._requests = 0
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
-
-    def encode(self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None = None) -> list[int]:
-        return encode_chat(self.tokenizer, messages, {**self.chat_template_kwargs, **(chat_template_kwargs or {})})
+        self._usage = Usage()
 
     async def generate(
         self,
@@ -89,39 +82,32 @@ class VLLMEngine:
         sampling: Sampling,
         chat_template_kwargs: dict[str, Any] | None = None,
     ) -> Generation:
-        ids = self.encode(messages, chat_template_kwargs)
-        max_tokens = resolve_max_tokens(sampling, len(ids), self.max_model_len, self.default_max_tokens)
+        prepared = self.chat.prepare(messages, sampling, self.max_model_len, chat_template_kwargs)
         params = self._SamplingParams(
             n=1,
-            max_tokens=max_tokens,
+            max_tokens=prepared.max_tokens,
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             seed=sampling.seed,
             output_kind=self._OutputKind.FINAL_ONLY,
         )
         final = None
-        async for output in self.engine.generate({"prompt_token_ids": ids}, params, request_id=uuid.uuid4().hex):
+        async for output in self.engine.generate(
+            {"prompt_token_ids": prepared.ids}, params, request_id=uuid.uuid4().hex
+        ):
             final = output
         if final is None or not final.outputs:
             raise RuntimeError("vLLM finished the request without an output")
         completion = final.outputs[0]
-        self._requests += 1
-        self._prompt_tokens += len(ids)
-        self._completion_tokens += len(completion.token_ids)
-        return Generation(
-            text=completion.text,
-            finish_reason=completion.finish_reason or "stop",
-            prompt_tokens=len(ids),
-            completion_tokens=len(completion.token_ids),
-        )
+        generation = prepared.generation(completion.text, completion.finish_reason or "stop", len(completion.token_ids))
+        self._usage.add(generation)
+        return generation
 
     def stats(self) -> dict[str, Any]:
         return {
             "engine": "vllm",
             "device": "cuda",
-            "requests": self._requests,
-            "prompt_tokens": self._prompt_tokens,
-            "completion_tokens": self._completion_tokens,
+            **self._usage.to_dict(),
         }
 
     def close(self) -> None:
