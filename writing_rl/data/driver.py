@@ -1,25 +1,27 @@
 """The driver every builder shares: read the input once, in chunks, validate and transform each row with
 the builder (``builder.Builder``), split train/test, report bad rows, and write parquet all-or-nothing.
 
-Memory stays bounded: rows leave memory every ``chunk_size`` output rows, whatever the augmentation
+Memory stays bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation
 factor. What the user gave beyond what the builder reads goes into each row's ``extra_info``
 (``kept_columns.KeptColumns``), each column with one type over the whole input. A parquet file or a
-datasets dir declares those types, so its rows are written as they are built; from JSONL, JSON and CSV
-they are inferred in the same pass that builds the rows, which wait in a spool file (``spool.Spool``:
-the built chunks and the kept values of their input rows) until the types are known, then are written
-chunk for chunk as they would have been. Only a test split reads more than once: its seeded draw of
-exactly N rows needs the row count first (``readers.count_rows``: a line count for JSONL, free for
-parquet and datasets dirs).
+datasets dir declares those types. From JSONL, JSON and CSV they are inferred in the same pass that
+builds the rows (``kept_columns.ColumnTypes``): chunks are written with the columns known when the first
+one is, and the kept values of their input rows wait in a spool file (``spool.Spool``); when a column
+came or changed type later, the files are written again, chunk for chunk, from the spool, so the
+outputs are what one type per column from the start gives. Only a test split reads more than once: its
+seeded draw of exactly N rows needs the row count first (``readers.count_rows``: a line count for JSONL,
+free for parquet and datasets dirs).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -102,14 +104,23 @@ def run(builder: Builder, settings: BuildSettings) -> BuildReport:
         sources: dict[str, list] = {name: [] for name in splits}  # their input rows (for the kept columns)
         pending_rows = dict.fromkeys(splits, 0)
 
+        written_with = kept  # the kept columns the chunks written so far have (JSONL...: as known then)
+
         def flush(name: str) -> None:
+            nonlocal written_with
             if pending_rows[name]:
                 table, counts = to_table(pending[name]), [len(result) for result in pending[name]]
-                if spool is None:
-                    outputs.write(name, kept.attach(table, sources[name], counts))
-                else:
+                rows = sources[name]
+                if spool is not None:
                     columns = list(column_types.types)  # every wanted column of the rows read so far
-                    spool.add(name, table, [{c: row[c] for c in columns if c in row} for row in sources[name]], counts)
+                    spool.add(name, [{c: row[c] for c in columns if c in row} for row in rows], counts)
+                    now = KeptColumns.of(s.input_path, builder, dict(column_types.types), s.id_key)
+                    if written_with is None:
+                        written_with = now
+                        outputs.open(written_with.extend(builder.schema))
+                    elif not now.same_columns(written_with):  # the files will be written again: nulls will do
+                        rows = [{}] * len(rows)
+                outputs.write(name, written_with.attach(table, rows, counts))
                 report.written[name] = report.written.get(name, 0) + pending_rows[name]
                 pending[name], sources[name], pending_rows[name] = [], [], 0
 
@@ -165,6 +176,7 @@ def run(builder: Builder, settings: BuildSettings) -> BuildReport:
             if kept is None:
                 kept = KeptColumns.of(s.input_path, builder, column_types.types, s.id_key)
                 outputs.open(kept.extend(builder.schema))
+                written_with = written_with or kept
             if not report.accepted:
                 _write_rejects(s.rejects_path, rejects)
                 raise ValueError(
@@ -174,9 +186,10 @@ def run(builder: Builder, settings: BuildSettings) -> BuildReport:
                 flush(name)
         finally:
             bar.close()
-        if spool is not None:
-            for name, table, rows, counts in spool.replay():  # the chunks in the order they were built
-                outputs.write(name, kept.attach(table, rows, counts))
+        if spool is not None and kept.same_columns(written_with):
+            kept = written_with  # with the ids it has seen
+        elif spool is not None:  # a column came or changed type after the first chunk was written
+            outputs.rewrite(kept, builder.schema, spool.replay())
     _write_rejects(s.rejects_path, rejects)
     report.written = {name: report.written.get(name, 0) for name in splits}
     summary = getattr(builder, "summary", None)
@@ -195,17 +208,61 @@ class _Outputs:
     def __init__(self, stack: ExitStack, paths: dict[str, Path]):
         self.paths = paths
         self._stack = stack
+        self._tmp_paths: dict[str, Path] = {}
         self._writers: dict[str, pq.ParquetWriter] = {}
 
     def open(self, schema: pa.Schema) -> None:
         if not self._writers:
-            tmp_paths = {name: self._stack.enter_context(atomic_path(path)) for name, path in self.paths.items()}
+            self._tmp_paths = {name: self._stack.enter_context(atomic_path(p)) for name, p in self.paths.items()}
             self._writers = {
-                name: self._stack.enter_context(pq.ParquetWriter(tmp, schema)) for name, tmp in tmp_paths.items()
+                name: self._stack.enter_context(pq.ParquetWriter(tmp, schema)) for name, tmp in self._tmp_paths.items()
             }
 
     def write(self, name: str, table: pa.Table) -> None:
         self._writers[name].write_table(table)
+
+    def rewrite(
+        self, kept: KeptColumns, schema: pa.Schema, chunks: Iterable[tuple[str, list[dict], list[int]]]
+    ) -> None:
+        """Write the files again with ``kept``'s columns, chunk for chunk: each chunk's rows read back,
+        their ``extra_info`` cut to the builder's ``schema``, the kept values of their input rows
+        (``chunks``: split, rows and output counts, in the order they were written) attached again."""
+        tmp_paths = dict(self._tmp_paths)
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+        readers = {name: _row_groups(tmp) for name, tmp in tmp_paths.items()}
+        new_paths = {name: tmp.with_name(tmp.name + ".rewrite") for name, tmp in tmp_paths.items()}
+        with ExitStack() as stack:
+            full = kept.extend(schema)
+            writers = {name: stack.enter_context(pq.ParquetWriter(path, full)) for name, path in new_paths.items()}
+            for name, rows, counts in chunks:
+                table = _read_rows(readers[name], sum(counts))
+                writers[name].write_table(kept.attach(_cut_extra_info(table, schema), rows, counts))
+        for name, path in new_paths.items():
+            os.replace(path, tmp_paths[name])
+
+
+def _row_groups(path: Path) -> Iterator[pa.Table]:
+    parquet = pq.ParquetFile(path)
+    for index in range(parquet.num_row_groups):
+        yield parquet.read_row_group(index)
+
+
+def _read_rows(row_groups: Iterator[pa.Table], count: int) -> pa.Table:
+    """The next ``count`` rows (one chunk written: one row group, or more for a chunk of over 1Mi rows)."""
+    tables = [next(row_groups)]
+    while sum(t.num_rows for t in tables) < count:
+        tables.append(next(row_groups))
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _cut_extra_info(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``extra_info`` holding only the builder's own fields, as ``schema`` has them."""
+    own = schema.field("extra_info").type
+    struct = table.column("extra_info").combine_chunks()
+    extra_info = pa.StructArray.from_arrays([struct.field(f.name) for f in own], fields=list(own))
+    return table.set_column(table.schema.get_field_index("extra_info"), "extra_info", extra_info)
 
 
 def _existing_ancestor(path: str) -> Path:

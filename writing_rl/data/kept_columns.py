@@ -84,6 +84,10 @@ class KeptColumns:
         kept.types = {c: pa.string() if pa.types.is_null(types[c]) else types[c] for c in kept.fields}
         return kept
 
+    def same_columns(self, other: KeptColumns) -> bool:
+        """Whether ``other`` keeps the same columns under the same names with the same types."""
+        return self.fields == other.fields and self.types == other.types and self.id_column == other.id_column
+
     def check(self, row: dict) -> None:
         """With --id-key, raise ``BadRow`` unless the row has an id: a string or an integer. (A column
         found by its name, ``id`` or ``index``, is kept as it is and rejects no row.)"""
