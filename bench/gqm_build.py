@@ -68,8 +68,8 @@ def baseline_build(input_path: str, output_path: str, subgroups: int, shuffles: 
     """What a one-off script does: iterrows, one dict per output row, DataFrame, to_parquet."""
     import pandas as pd
 
+    from writing_rl.data.builders.gqm_augmentation import augmentation_plan
     from writing_rl.data.fields import content_seed
-    from writing_rl.data.gqm_augmentation import augmentation_plan
     from writing_rl.protocols import gqm, gqm_prompt
 
     frame = pd.read_parquet(input_path)

@@ -17,7 +17,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from data_prep.commands import gqm, preference, prompts, rubric, writing  # noqa: E402
-from data_prep.commands.options import BuilderHelpFormatter  # noqa: E402
+from data_prep.commands.options import BuilderHelpFormatter, build_settings  # noqa: E402
 from writing_rl.data import driver  # noqa: E402
 from writing_rl.files import atomic_write_text  # noqa: E402
 
@@ -77,19 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         builder = args.make_builder(args)
-        report = driver.run(
-            builder,
-            args.input,
-            args.output,
-            seed=args.seed,
-            test_size=args.test_size,
-            rejects_path=args.rejects,
-            skip_bad=args.skip_bad,
-            chunk_size=args.chunk_size,
-            hf_split=args.hf_split,
-            progress=not args.quiet,
-            id_key=args.id_key,
-        )
+        report = driver.run(builder, build_settings(args))
     except (ValueError, OSError) as exc:
         print(f"build_parquet {args.command}: error: {exc}", file=sys.stderr)
         return 2

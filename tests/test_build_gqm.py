@@ -9,12 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_prep.build_parquet import main as build
-from data_prep.gqm import GQMRLBuilder, clean_analysis
 from reward_fns.ranking_accuracy import compute_score
 from writing_rl import protocols
-from writing_rl.data import gqm_rows
+from writing_rl.data.builders import gqm_rows
+from writing_rl.data.builders.gqm import GQMRLBuilder, clean_analysis
+from writing_rl.data.builders.gqm_augmentation import augmentation_plan, sample_shuffles, sample_subgroups
 from writing_rl.data.fields import content_seed
-from writing_rl.data.gqm_augmentation import augmentation_plan, sample_shuffles, sample_subgroups
 from writing_rl.protocols import gqm, gqm_prompt
 
 
@@ -361,7 +361,7 @@ def test_verl_multiturn_sft_dataset_loads_the_sft_parquet(tmp_path, tokenizer):
     assert conversation[2]["content"].strip() in learned
     assert conversation[1]["content"][:40] not in learned
 
-    from data_prep.check_sft import check_sft, compose_sft
+    from writing_rl.data.sft_check import check_sft, compose_sft
 
     config = compose_sft(
         [

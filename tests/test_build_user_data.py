@@ -127,6 +127,47 @@ def test_id_key_names_the_id_column_and_every_row_needs_one(tmp_path, capsys):
     assert "--id-key 'qid': no such column" in capsys.readouterr().err
 
 
+def test_the_input_is_read_once_and_its_types_are_found_on_the_way(tmp_path, monkeypatch):
+    from writing_rl.data import driver
+
+    calls = {"iter_located": 0, "count_rows": 0}
+
+    def counted(name):
+        real = getattr(driver, name)
+
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in calls:
+        monkeypatch.setattr(driver, name, counted(name))
+    rows = [  # --chunk-size 2: "n" is an integer in the first chunk built, text by the last one
+        {"prompt": "p1", "n": 1, "m": 1},
+        {"prompt": "p2", "n": 2, "m": 2.5},
+        {"prompt": "p3", "n": "x", "m": "s"},
+    ]
+    rc, out = writing_rl(tmp_path, rows, "--chunk-size", "2")
+    assert rc == 0 and calls == {"iter_located": 1, "count_rows": 0}
+    extra = [r["extra_info"] for r in built_rows(out)]
+    assert [e["n"] for e in extra] == ["1", "2", "x"]  # the earlier chunk's values as JSON text
+    assert [e["m"] for e in extra] == ["1", "2.5", "s"]  # as given: 1 stays 1, not the 1.0 of a float column
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["in.jsonl", "out", "train.parquet"]  # no spool left
+
+    rc, out = writing_rl(tmp_path, rows, "--test-size", "1")
+    assert rc == 0 and calls == {"iter_located": 2, "count_rows": 1}  # a split needs the count first
+
+
+def test_an_id_key_no_row_has_is_the_error_even_after_a_bad_row(tmp_path, capsys):
+    rows = [{"prompt": "", "uid": 9}, *({"prompt": f"p{i}", "uid": i} for i in range(3))]
+    rc, out = writing_rl(tmp_path, rows, "--id-key", "qid")
+    assert rc == 2 and "--id-key 'qid': no such column" in capsys.readouterr().err
+    assert not out.exists()  # nothing made for a build that fails before writing
+    rc, _ = writing_rl(tmp_path, rows, "--id-key", "uid")
+    assert rc == 2 and "line 1 rejected: field 'prompt'" in capsys.readouterr().err
+
+
 def test_an_id_column_found_by_its_name_rejects_no_row(tmp_path):
     rows = [{"id": 3.5, "prompt": "a"}, {"prompt": "b"}, {"id": {"k": 1}, "prompt": "c"}]
     rc, out = writing_rl(tmp_path, rows)

@@ -107,7 +107,7 @@ def test_sft_script_runs_verl_sft_trainer_under_torchrun_and_dry_run_checks_the_
     dry = (tmp_path / "python.args").read_text().splitlines()
     assert dry[:3] == ["-m", "data_prep.check_sft", "--print"]
 
-    from data_prep.check_sft import check_sft, compose_sft
+    from writing_rl.data.sft_check import check_sft, compose_sft
 
     config = compose_sft(dry[3:])  # verl's sft_trainer_engine with the script's overrides
     assert config.data.max_length == 4096 and config.optim.lr_scheduler_type == "cosine"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from reward_fns.pairwise import read_ground_truth
-from writing_rl.data.writing_rl_rows import SCHEMA
+from writing_rl.data.builders.writing import SCHEMA
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.ordering.job import OrderJob

@@ -1,5 +1,5 @@
 """``gqm-sft`` and ``gqm-rl``: ranked candidate groups -> GRRM SFT conversations or RLVR rows
-(``data_prep/gqm.py``)."""
+(``writing_rl.data.builders.gqm``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 from data_prep.commands.options import add_subcommand
-from data_prep.gqm import GQMRLBuilder, GQMSFTBuilder
-from writing_rl.data.gqm_rows import DUPLICATES, GroupReader
+from writing_rl.data.builders.gqm import GQMRLBuilder, GQMSFTBuilder
+from writing_rl.data.builders.gqm_rows import DUPLICATES, GroupReader
 from writing_rl.protocols import gqm_prompt
 from writing_rl.protocols.gqm import PROMPT_TYPES
 

@@ -1,11 +1,13 @@
 """What every ``build_parquet.py`` subcommand shares: its help formatter, the options of the build run
-(input, output, split, rejects, ids) and a parser whose ``--help`` ends with an example."""
+(input, output, split, rejects, ids) read into ``driver.BuildSettings``, and a parser whose ``--help``
+ends with an example."""
 
 from __future__ import annotations
 
 import argparse
 
 from writing_rl.data.builder import parse_test_size
+from writing_rl.data.driver import BuildSettings
 from writing_rl.help_format import HelpFormatter
 
 
@@ -56,3 +58,19 @@ def add_subcommand(subparsers, name: str, help: str, description: str, example: 
     parser.add_argument("--hf-split", default="train", help="split to read from a datasets directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def build_settings(args: argparse.Namespace) -> BuildSettings:
+    """The build run the options of ``add_subcommand`` ask for."""
+    return BuildSettings(
+        input_path=args.input,
+        output_dir=args.output,
+        seed=args.seed,
+        test_size=args.test_size,
+        rejects_path=args.rejects,
+        skip_bad=args.skip_bad,
+        chunk_size=args.chunk_size,
+        hf_split=args.hf_split,
+        progress=not args.quiet,
+        id_key=args.id_key,
+    )

@@ -1,12 +1,12 @@
 """``pref-sft`` and ``pref-rl``: preference pairs -> pairwise GenRM SFT conversations or RL rows
-(``data_prep/preference.py``)."""
+(``writing_rl.data.builders.preference``)."""
 
 from __future__ import annotations
 
 import argparse
 
 from data_prep.commands.options import add_subcommand
-from data_prep.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder
+from writing_rl.data.builders.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder
 
 
 def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:

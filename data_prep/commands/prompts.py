@@ -1,10 +1,10 @@
 """``prompts``: plain prompts, or source texts to translate -> RL rows for BRPO and GenRM group ranking
-(``data_prep/plain_prompts.py``)."""
+(``writing_rl.data.builders.prompts``)."""
 
 from __future__ import annotations
 
 from data_prep.commands.options import add_subcommand
-from data_prep.plain_prompts import MT_TEMPLATE, PromptsBuilder
+from writing_rl.data.builders.prompts import MT_TEMPLATE, PromptsBuilder
 
 
 def add_prompts(subparsers) -> None:

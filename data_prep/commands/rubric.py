@@ -1,10 +1,10 @@
 """``rubric``: prompts with rubrics (ours, Rubrics as Rewards', WritingBench's checklists) -> rows for the
-rubric reward (``data_prep/rubric_rows.py``)."""
+rubric reward (``writing_rl.data.builders.rubric``)."""
 
 from __future__ import annotations
 
 from data_prep.commands.options import add_subcommand
-from data_prep.rubric_rows import RubricBuilder
+from writing_rl.data.builders.rubric import RubricBuilder
 
 
 def add_rubric(subparsers) -> None:

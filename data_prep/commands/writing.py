@@ -1,10 +1,10 @@
 """``writing-rl``: prompts with criteria and references, easiest first -> Writing-RL rows
-(``writing_rl.data.writing_rl_rows``)."""
+(``writing_rl.data.builders.writing``)."""
 
 from __future__ import annotations
 
 from data_prep.commands.options import add_subcommand
-from writing_rl.data.writing_rl_rows import WritingRLBuilder
+from writing_rl.data.builders.writing import WritingRLBuilder
 
 
 def add_writing_rl(subparsers) -> None:

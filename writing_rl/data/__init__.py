@@ -1,5 +1,5 @@
 """Reading user data and writing verl parquet: readers (JSONL, JSON, CSV, parquet, datasets dirs, with
-line numbers), the builder contract and train/test split (``builder``), the chunked build run (``driver``:
-rejects, atomic outputs) and the columns it keeps (``kept_columns``), field checks, schemas, and the
-Writing-RL and GQM row builders (``writing_rl_rows``, ``gqm_rows``, ``gqm_augmentation``).
-``data_prep/`` (``build_parquet.py`` and the GenRM builders) and the offline tools build on it."""
+line numbers), the builder contract and train/test split (``builder``), the build run (``driver``: one
+pass over the input, rejects, atomic outputs) and the columns it keeps (``kept_columns``), field checks,
+schemas, the row builders of every kind (``builders/``) and the check of a GenRM SFT run (``sft_check``).
+``data_prep/`` (``build_parquet.py``, ``check_sft.py``: the command lines) and the offline tools build on it."""

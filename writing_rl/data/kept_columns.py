@@ -3,9 +3,9 @@
 - every other input column the builder does not read (a domain, a source, a language...) under its own
   name, or ``source_<name>`` when the name is one of the builder's own keys or a key the reward path
   reads (``index``, ``split``, ``group_size``, ``src_text``...): a user column never changes how a row
-  is rewarded. Each column has one Arrow type over the whole input, found before anything is written,
-  so every chunk has the same schema; a column of mixed kinds, and any value holding an object, is
-  kept as JSON text.
+  is rewarded. Each column has one Arrow type over the whole input, so every chunk has the same schema:
+  what a parquet file or a datasets dir declares, else inferred chunk by chunk while the rows are read
+  (``ColumnTypes``); a column of mixed kinds, and any value holding an object, is kept as JSON text.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 
 from writing_rl.data.builder import BadRow, Builder
-from writing_rl.data.readers import input_schema, iter_located
 
 # extra_info keys the reward path reads (reward_fns/, writing_rl/): a user column of one of these names
 # would change how its row is rewarded (group_size sets a group's size, src_text makes a row a
@@ -61,15 +60,14 @@ class KeptColumns:
     first_repeated: str | None = None
 
     @classmethod
-    def scan(
-        cls, path: str, builder: Builder, chunk_size: int, hf_split: str, id_key: str | None = None
-    ) -> KeptColumns:
+    def of(cls, path: str, builder: Builder, types: dict[str, pa.DataType], id_key: str | None = None) -> KeptColumns:
+        """The columns kept from ``types`` (each wanted input column's type over the whole input, in input
+        order: ``declared_types`` or ``ColumnTypes``), named for ``extra_info``."""
         if "extra_info" not in builder.schema.names:
             return cls()
-        consumed = input_keys(builder)
-        types = _column_types(path, chunk_size, hf_split, lambda c: c not in consumed or c in (id_key, *ID_COLUMNS))
         if id_key is not None and id_key not in types:
             raise ValueError(f"--id-key {id_key!r}: no such column in {path} (it has: {', '.join(types) or 'none'})")
+        consumed = input_keys(builder)
         id_column = id_key or next((c for c in ID_COLUMNS if c in types), None)
         kept = cls(id_column=id_column, id_required=id_key is not None)
         if id_column is not None:
@@ -85,6 +83,10 @@ class KeptColumns:
             kept.fields[column] = name
         kept.types = {c: pa.string() if pa.types.is_null(types[c]) else types[c] for c in kept.fields}
         return kept
+
+    def same_columns(self, other: KeptColumns) -> bool:
+        """Whether ``other`` keeps the same columns under the same names with the same types."""
+        return self.fields == other.fields and self.types == other.types and self.id_column == other.id_column
 
     def check(self, row: dict) -> None:
         """With --id-key, raise ``BadRow`` unless the row has an id: a string or an integer. (A column
@@ -109,12 +111,13 @@ class KeptColumns:
         fields = [*extra, *(pa.field(self.fields[c], self.types[c]) for c in self.fields)]
         return schema.set(schema.get_field_index("extra_info"), pa.field("extra_info", pa.struct(fields)))
 
-    def attach(self, table: pa.Table, sources: list[dict], results: list) -> pa.Table:
-        """``table`` with the kept columns of each output row's input row added to its extra_info."""
+    def attach(self, table: pa.Table, sources: list[dict], counts: list[int]) -> pa.Table:
+        """``table`` with the kept columns of each output row's input row added to its extra_info
+        (``counts``: how many output rows each input row gave, in order)."""
         if not self.fields:
             return table
         self._note_ids(sources)
-        counts = np.fromiter(map(len, results), np.int64, len(results))
+        counts = np.fromiter(counts, np.int64, len(counts))
         source_of_row = pa.array(np.repeat(np.arange(len(sources)), counts))  # augmented rows share a source
         struct = table.column("extra_info").combine_chunks()
         children = [struct.field(i) for i in range(struct.type.num_fields)]
@@ -162,19 +165,32 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _column_types(path: str, chunk_size: int, hf_split: str, wanted: Callable[[str], bool]) -> dict[str, pa.DataType]:
-    """Each wanted input column's Arrow type over the whole input, in input order: what a parquet file or
-    a datasets dir declares, else inferred from every row (a column missing from a row is null there)."""
-    schema = input_schema(path, hf_split)
-    if schema is not None:
-        return {f.name: f.type for f in schema if wanted(f.name)}
-    types: dict[str, pa.DataType] = {}
-    for chunk in iter_located(path, chunk_size, hf_split):
-        rows = [record.row for record in chunk if record.row is not None]
+def wanted_columns(builder: Builder, id_key: str | None = None) -> Callable[[str], bool] | None:
+    """Which input columns may be kept (those the builder does not read, and the id columns); None when
+    the builder's rows have no ``extra_info`` to keep them in."""
+    if "extra_info" not in builder.schema.names:
+        return None
+    consumed = input_keys(builder)
+    return lambda column: column not in consumed or column in (id_key, *ID_COLUMNS)
+
+
+def declared_types(schema: pa.Schema, wanted: Callable[[str], bool]) -> dict[str, pa.DataType]:
+    """The wanted columns' types as a parquet file or a datasets dir declares them."""
+    return {f.name: f.type for f in schema if wanted(f.name)}
+
+
+@dataclass
+class ColumnTypes:
+    """Each wanted input column's Arrow type over the rows seen so far, in input order, inferred chunk by
+    chunk (a column missing from a row is null there): over the whole input, its one type."""
+
+    wanted: Callable[[str], bool]
+    types: dict[str, pa.DataType] = field(default_factory=dict)
+
+    def add(self, rows: list[dict]) -> None:
         for column in dict.fromkeys(k for row in rows for k in row):
-            if isinstance(column, str) and wanted(column):
-                types[column] = _merge(types.get(column), _infer([row.get(column) for row in rows]))
-    return types
+            if isinstance(column, str) and self.wanted(column):
+                self.types[column] = _merge(self.types.get(column), _infer([row.get(column) for row in rows]))
 
 
 def _infer(values: list) -> pa.DataType:

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from writing_rl.data.builder import BadRow
-from writing_rl.data.gqm_rows import GroupReader
+from writing_rl.data.builders.gqm_rows import GroupReader
 from writing_rl.protocols import Unreadable, gqm_prompt
 from writing_rl.protocols.gqm import LABELS, Ranking, format_ranking
 from writing_rl.protocols.gqm_task import (

@@ -32,8 +32,8 @@ import numpy as np
 
 from writing_rl.data import fields
 from writing_rl.data.builder import BadRow, parse_test_size, test_mask
+from writing_rl.data.builders.writing import WritingRLBuilder
 from writing_rl.data.readers import iter_chunks
-from writing_rl.data.writing_rl_rows import WritingRLBuilder
 from writing_rl.protocols.prompts import pairwise_messages
 from writing_rl.tools.ordering.job import OrderJob
 from writing_rl.tools.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates

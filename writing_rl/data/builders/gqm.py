@@ -1,9 +1,9 @@
 """GQM builders (GRRM) for ``build_parquet.py gqm-rl`` / ``gqm-sft``: ranked candidate groups -> RLVR rows
 or GenRM SFT conversations.
 
-Reading a group from a raw row and assembling the RL table live in writing_rl/data/gqm_rows.py, the
-subgroup and shuffle augmentation of RL rows (seeded by the run's seed and the group's content) in
-writing_rl/data/gqm_augmentation.py; these builders put them together with the GQM prompt and answer.
+Reading a group from a raw row and assembling the RL table live in ``gqm_rows``, the subgroup and
+shuffle augmentation of RL rows (seeded by the run's seed and the group's content) in
+``gqm_augmentation``; these builders put them together with the GQM prompt and answer.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pyarrow as pa
 from writing_rl import protocols
 from writing_rl.data import fields
 from writing_rl.data.builder import BadRow
-from writing_rl.data.gqm_augmentation import augmentation_plan
-from writing_rl.data.gqm_rows import RL_SCHEMA, GroupReader, GroupRows, rl_table
+from writing_rl.data.builders.gqm_augmentation import augmentation_plan
+from writing_rl.data.builders.gqm_rows import RL_SCHEMA, GroupReader, GroupRows, rl_table
 from writing_rl.data.schemas import MESSAGES_SCHEMA
 from writing_rl.protocols import gqm, gqm_prompt
 

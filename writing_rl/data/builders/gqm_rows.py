@@ -4,8 +4,8 @@ the verl RL rows built from many groups.
 Input row: a task (``src_text`` + languages for translation, or ``prompt`` for general writing), the
 candidates (``mt_texts``), one integer score 0-10 per candidate (``scores``) and, for SFT, the
 annotator's ``analysis``. Column names are mappable (``GroupReader``). An RL row is an original group or
-an augmented one (writing_rl/data/gqm_augmentation.py); ``extra_info.candidate_order`` maps its labels
-back to the input's candidates.
+an augmented one (``gqm_augmentation``); ``extra_info.candidate_order`` maps its labels back to the
+input's candidates.
 """
 
 from __future__ import annotations
