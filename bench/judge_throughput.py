@@ -13,8 +13,8 @@ same batch with these reward paths:
   lean        verl's `naive` manager + one shared aiohttp session, one POST, minimal parsing
   ours        ParallelRewardManager + reward_fns.pairwise + OpenAIJudge (concurrency limit, retries,
               per-sample metrics, batch summaries all on)
-  ours+groups hydra_configs/writing_rl.yaml as shipped: GroupRewardManager, the group rendezvous and the
-              reference curriculum on top of the same judge path (groups of 8 rollouts; ours+groups16:
+  ours+groups hydra_configs/writing_rl.yaml as shipped: the reference curriculum on top of the same judge
+              path, its rollouts counted per group by the scheduler (groups of 8 rollouts; ours+groups16:
               groups of 16, rollout.n=16)
 
 It prints samples/s and ratios, the reward workers' CPU time per sample, and the workers' peak RSS

@@ -3,10 +3,11 @@
 Two verl entry points (``reward.custom_reward_function.path=pkg://reward_fns.pairwise``), options under
 ``reward.custom_reward_function.reward_kwargs``:
 
-- ``compute_group_score`` under ``writing_rl.reward_loop.group_manager.GroupRewardManager`` (hydra_configs/
-  writing_rl.yaml): Writing-RL with its dynamic reference curriculum (writing_rl/reward_loop/curriculum/scheduler.py).
-- ``compute_score`` under ``writing_rl.reward_loop.manager.ParallelRewardManager``: one sample at a time against
-  the row's first reference, no curriculum.
+- ``compute_score`` under ``writing_rl.reward_loop.manager.ParallelRewardManager`` (hydra_configs/writing_rl.yaml):
+  each rollout judged as it arrives; with the curriculum (writing_rl/reward_loop/curriculum/), the rollouts of
+  a prompt share the level the first one pinned and the last report decides the advance.
+- ``compute_group_score`` under ``writing_rl.reward_loop.group_manager.GroupRewardManager``: the same reward with
+  the rollouts of a prompt scored together.
 
 Ground truth is Writing-RL's row format, as published: ``{prompt, target, criteria, id}`` where
 ``target`` is one reference or a list of references ordered easiest first.

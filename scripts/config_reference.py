@@ -60,6 +60,8 @@ def section_of(prefix: str, cls: type) -> Section:
     notes = field_comments(cls)
     settings = []
     for f in dataclasses.fields(cls):
+        if f.metadata.get("from") == "trainer":  # filled from verl's trainer section, not a setting
+            continue
         if dataclasses.is_dataclass(f.type) or f.name in ("judge", "groups", "curriculum", "terms"):
             default, note = "", f"the section `{prefix}.{f.name}` below"
         else:
@@ -126,8 +128,11 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
             pending = []
             continue
         if stripped.startswith("#"):
-            if not stripped.startswith("# @package"):
-                pending.append(stripped.lstrip("#").strip())
+            text = stripped.lstrip("#").strip()
+            if re.match(r"^[a-z_]+: ", text) and seen_key:
+                pending = []  # a key left commented out (e.g. "# model_path: set it ..."): not this key's note
+            elif not stripped.startswith("# @package"):
+                pending.append(text)
             continue
         match = KEY_LINE.match(line)
         if stripped.startswith("- ") or not match:
@@ -148,15 +153,18 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
             settings.append(Setting(key, value.strip() or "(section)", note))
     while header and not header[0]:
         header.pop(0)
-    first_paragraph = header[: header.index("")] if "" in header else header
-    return " ".join(first_paragraph), settings
+    first_paragraph = " ".join(header[: header.index("")] if "" in header else header)
+    return re.sub(r":$", ".", first_paragraph), settings
 
 
 def overlay_sections() -> list[Section]:
     sections = []
     for path in sorted(OVERLAYS.rglob("*.yaml"), key=lambda p: (len(p.parts), p.name != "judge_base.yaml", p.name)):
         header, settings = overlay_settings(path)
-        kept = tuple(s for s in settings if not s.key.startswith(f"{CODE_PREFIX}."))
+        # judge_base.yaml lists every reward.reward_kwargs default (documented from the code above); the
+        # other overlays' keys there are overrides of those defaults, shown with their overlay.
+        base = path.name == "judge_base.yaml"
+        kept = tuple(s for s in settings if not (base and s.key.startswith(f"{CODE_PREFIX}.")))
         sections.append(
             Section(str(path.relative_to(OVERLAYS).with_suffix("")), str(path.relative_to(REPO)), header, kept)
         )

@@ -97,6 +97,8 @@ def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
         found = set()
         for field in dataclasses.fields(cls):
             key = f"{prefix}.{field.name}"
+            if field.metadata.get("from") == "trainer":
+                continue
             if field.name == "terms":
                 found |= {f"{key}.{name}.{f.name}" for name, term in BUILTIN.items() for f in dataclasses.fields(term)}
             elif isinstance(field.default_factory, type) and dataclasses.is_dataclass(field.default_factory):
@@ -272,3 +274,15 @@ def test_the_architecture_map_names_every_module():
             if folder.is_dir() and folder.name != "__pycache__" and folder.name not in named:
                 missing.append(folder.relative_to(REPO_DIR).as_posix() + "/")
     assert missing == [], "not on the map in docs/architecture.md: " + ", ".join(missing)
+
+
+def test_the_preflight_output_shown_is_what_check_config_prints():
+    from writing_rl.tools.preflight.config_checks import check_config
+    from writing_rl.tools.shared.verl_config import compose
+
+    page = (REPO_DIR / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    shown = {line.strip().removeprefix("ok").strip() for line in page.splitlines() if line.strip().startswith("ok ")}
+    shown = {line for line in shown if line.startswith(("reward manager", "reward fn", "judge health", "curriculum"))}
+    judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:41917/v1", "reward.reward_kwargs.judge.model=m"]
+    printed = {line.replace(str(REPO_DIR) + "/", "") for line in check_config(compose("writing_rl", judge))}
+    assert len(shown) == 4 and shown <= printed, shown - printed

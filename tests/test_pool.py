@@ -293,8 +293,10 @@ def test_replicas_killed_mid_request_are_replaced_and_requests_retried(pool):
         ray.kill(actor, no_restart=True)
 
     replies = future.result(timeout=180)
-    assert len(replies) == len(PROMPTS)
-    assert all(r.attempts >= 2 for r in replies)
+    assert len(replies) == len(PROMPTS) and all(r.generation.completion_tokens > 0 for r in replies)
+    # The requests the killed replicas held were retried on the replacements. (Not all twelve: under load a
+    # request may finish, or still wait in the pool's queue, when the kill lands; those take one attempt.)
+    assert any(r.attempts >= 2 for r in replies)
     # The retries may all have been served by the first replacement up; the other one is still loading.
     assert wait_until(lambda: genrm.health()["ready"] == 2, 180), genrm.health()
     health = genrm.health()

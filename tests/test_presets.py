@@ -154,3 +154,13 @@ def test_script_keeps_the_standalone_split_unless_n_gpus_is_set(tmp_path, n_gpus
     config = compose("writing_rl", args[6:])
     assert config.trainer.n_gpus_per_node == trainer_gpus
     assert config.reward.reward_model.n_gpus_per_node == 4 and config.reward.reward_model.model_path == GENRM
+
+
+def test_the_writing_rl_original_preset_is_the_authors_setup():
+    config = compose("writing_rl", ["+preset=writing_rl_original"])
+    options = config.reward.custom_reward_function.reward_kwargs
+    assert (options.win_score, options.tie_score, options.loss_score) == (1.1, 0.55, 0.1)
+    assert options.strategy == "position-disadvantage"
+    assert config.reward.reward_kwargs.judge.temperature == 0.1  # their judge call's temperature
+    assert (config.algorithm.adv_estimator, config.algorithm.gamma, config.algorithm.lam) == ("gae", 1.0, 1.0)
+    assert config.critic.enable and config.actor_rollout_ref.rollout.n == 1

@@ -18,11 +18,13 @@ from writing_rl.terms import RewardTerms
 
 ON_JUDGE_ERROR = ("loss", "neutral", "raise")
 ON_INCOMPLETE = ("fail", "score")
+FROM_TRAINER = {"from": "trainer"}  # a field filled from verl's trainer section, not a setting of ours
 
 
 @dataclass(frozen=True)
 class GroupConfig:
-    """``reward.reward_kwargs.groups``: how GroupRewardManager gathers the rollouts of one prompt."""
+    """``reward.reward_kwargs.groups``: how the rollouts of one prompt meet: GroupRewardManager's rendezvous,
+    and the curriculum's group tallies (which use ``timeout_s`` and ``batch_window_s``)."""
 
     # A group whose rollouts have not all arrived this long after its first one (verl aborted a rollout,
     # a worker died, a filter dropped one) is incomplete: see on_incomplete. Must exceed the spread of
@@ -88,16 +90,23 @@ class CurriculumConfig:
     # groups.actor_resources): one whose filesystem holds state_dir, e.g. {"node:__internal_head__": 0.01}.
     # {} = wherever Ray puts it (usually the node of the first reward worker that needs it).
     actor_resources: dict[str, float] = field(default_factory=dict)
-    # Where verl writes checkpoints (and latest_checkpointed_iteration.txt): filled from
-    # trainer.default_local_dir; resume_step: the step verl resumes from (None: fresh or no checkpoint).
-    checkpoint_dir: str | None = None
-    resume_step: int | None = None
-    resume: bool = True
+    # Read from verl's trainer section, never set here: where verl writes checkpoints (and
+    # latest_checkpointed_iteration.txt), trainer.default_local_dir; the step verl resumes from
+    # (trainer.resume_from_path; None: fresh or no checkpoint); whether it resumes (trainer.resume_mode).
+    checkpoint_dir: str | None = field(default=None, metadata=FROM_TRAINER)
+    resume_step: int | None = field(default=None, metadata=FROM_TRAINER)
+    resume: bool = field(default=True, metadata=FROM_TRAINER)
 
     @classmethod
     def from_verl(cls, config: Any) -> CurriculumConfig:
         kwargs = get(get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
         raw = plain(get(kwargs, "curriculum", {}) or {})
+        for name in ("checkpoint_dir", "resume_step", "resume"):
+            require(
+                name not in raw,
+                f"reward.reward_kwargs.curriculum.{name} is read from verl's trainer section "
+                "(trainer.default_local_dir, trainer.resume_mode, trainer.resume_from_path): set it there",
+            )
         trainer = get(config, "trainer", {}) or {}
         checkpoint_dir = get(trainer, "default_local_dir", None)
         checkpoint_dir = os.path.abspath(os.path.expanduser(str(checkpoint_dir))) if checkpoint_dir else None

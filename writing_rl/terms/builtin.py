@@ -35,6 +35,9 @@ def answer_of(sample: TermInput) -> str:
 
 @dataclass(frozen=True)
 class Overlong:
+    """DAPO's soft overlong punishment: 0 up to L_max - L_cache tokens, then down to -1 at L_max."""
+
+    # What one unit of the term's value adds to the reward; 0 = off.
     weight: float = 0.0
     # L_cache: the last this many tokens before L_max are penalised, linearly down to -1 at L_max.
     buffer: int = 1024
@@ -56,7 +59,11 @@ class Overlong:
 
 @dataclass(frozen=True)
 class Length:
+    """Length control against the reference answer: 0 inside the ratio band, negative outside it."""
+
+    # What one unit of the term's value adds to the reward; 0 = off.
     weight: float = 0.0
+    # The band of answer length / reference length that costs nothing.
     min_ratio: float = 0.5
     max_ratio: float = 1.5
     # Units (words, CJK characters) to compare with when a row has no reference answer; null: such a row
@@ -90,6 +97,9 @@ class Length:
 
 @dataclass(frozen=True)
 class Repetition:
+    """Minus the share of the answer's word n-grams that repeat an earlier one."""
+
+    # What one unit of the term's value adds to the reward; 0 = off.
     weight: float = 0.0
     n: int = 3  # words per n-gram (a CJK character is a word)
 
@@ -106,6 +116,9 @@ _TEMPLATE_TAG = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|</?s>|<(?:start|end
 
 @dataclass(frozen=True)
 class Format:
+    """-1 for an empty answer, an unclosed <think> block or chat-template tags written as text; else 0."""
+
+    # What one unit of the term's value adds to the reward; 0 = off.
     weight: float = 0.0
     # The policy is expected to think first: a response without a closed </think> is malformed.
     think: bool = False
@@ -127,6 +140,9 @@ _CODES = {name.lower(): code for code, name in LANGUAGES.items()}
 
 @dataclass(frozen=True)
 class Language:
+    """-1 when the answer is not in the expected language (a translation row's target, else the prompt's)."""
+
+    # What one unit of the term's value adds to the reward; 0 = off.
     weight: float = 0.0
     # Answers with fewer visible characters than this are not identified (too short to tell): 0.
     min_chars: int = 20
