@@ -40,8 +40,7 @@ def check_renamed_modules(config) -> None:
         from writing_rl.settings import ConfigError
 
         raise ConfigError(
-            f"reward.reward_manager.module.path={path}: that module is now pkg://{RENAMED_MODULES[old]} "
-            "(CHANGELOG.md)"
+            f"reward.reward_manager.module.path={path}: that module is now pkg://{RENAMED_MODULES[old]} (CHANGELOG.md)"
         )
 
 
