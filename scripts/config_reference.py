@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run as a script from a checkout
 PAGE = REPO / "docs" / "reference" / "config.md"
 OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
+SECTIONS = ("judge", "groups", "curriculum", "terms")  # ManagerConfig fields documented as sections of their own
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,6 @@ class Section:
 
 
 def code_sections() -> list[Section]:
-    sys.path.insert(0, str(REPO))
     from writing_rl.judge.config import JudgeConfig
     from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
     from writing_rl.terms.builtin import BUILTIN
@@ -62,7 +63,7 @@ def section_of(prefix: str, cls: type) -> Section:
     for f in dataclasses.fields(cls):
         if f.metadata.get("from") == "trainer":  # filled from verl's trainer section, not a setting
             continue
-        if dataclasses.is_dataclass(f.type) or f.name in ("judge", "groups", "curriculum", "terms"):
+        if f.name in SECTIONS:
             default, note = "", f"the section `{prefix}.{f.name}` below"
         else:
             value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
@@ -105,7 +106,7 @@ def yaml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value if not isinstance(value, tuple) else list(value))
+        return json.dumps(list(value) if isinstance(value, tuple) else value)
     return str(value)
 
 

@@ -38,11 +38,13 @@ def add_subcommand(subparsers, name: str, help: str, description: str, example: 
     )
     parser.add_argument("--input", required=True, help="parquet, .jsonl, .json, .csv/.tsv or a datasets directory")
     parser.add_argument("--output", required=True, help="output directory for train.parquet / test.parquet")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split and of any augmentation")
+    parser.add_argument(
+        "--seed", type=int, default=BuildSettings.seed, help="seed of the split and of any augmentation"
+    )
     parser.add_argument(
         "--test-size",
         type=parse_test_size,
-        default=0.0,
+        default=BuildSettings.test_size,
         help="test split: a fraction in [0, 1) or a number of input rows (default 0: no test split)",
     )
     parser.add_argument(
@@ -54,8 +56,10 @@ def add_subcommand(subparsers, name: str, help: str, description: str, example: 
         help="input column with your row id, kept as extra_info.source_id; every row must have one "
         "(default: the 'id' column, else 'index', where the input has one; rows may lack it)",
     )
-    parser.add_argument("--chunk-size", type=int, default=10_000, help="rows read and written at a time")
-    parser.add_argument("--hf-split", default="train", help="split to read from a datasets directory")
+    parser.add_argument(
+        "--chunk-size", type=int, default=BuildSettings.chunk_size, help="rows read and written at a time"
+    )
+    parser.add_argument("--hf-split", default=BuildSettings.hf_split, help="split to read from a datasets directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 

@@ -302,7 +302,7 @@ def _write_rejects(path: str | None, rejects: Iterable[dict[str, Any]]) -> None:
                 f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
-def _progress_bar(total: int, enabled: bool):
+def _progress_bar(total: int | None, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="rows", disable=not enabled, file=sys.stderr, mininterval=1.0)

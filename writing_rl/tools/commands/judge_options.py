@@ -1,11 +1,8 @@
 """The judge options of the commands that call a judge themselves (``select``, ``order-references``,
-``eval``): the training config's judge with the same shortcuts as ``score``, and how such a command ends
-(its report, or one line when judge calls failed)."""
+``eval``): the training config's judge with the same shortcuts as ``score``. Failed judge calls
+(``JudgeFailures``) end such a command with one line through ``writing_rl.tools.cli``."""
 
 from __future__ import annotations
-
-import sys
-from typing import Callable
 
 
 def add_judge_options(p) -> None:
@@ -52,16 +49,3 @@ def judge_settings_from(args):
         args.judge_url, args.judge_model, args.api_key_env, args.max_concurrency, args.timeout_s, args.max_retries
     )
     return load_judge_settings(args.config_name, [*args.overrides, *shortcuts], args.config_dir)
-
-
-def report_or_failure(command: str, run: Callable[[], object]) -> int:
-    """Print the report ``run()`` returns (exit 0), or one line when judge calls failed (exit 1)."""
-    from writing_rl.tools.shared.errors import JudgeFailures
-
-    try:
-        report = run()
-    except JudgeFailures as exc:
-        print(f"writing-rl {command}: error: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(report.lines()))
-    return 0

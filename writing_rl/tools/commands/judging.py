@@ -3,7 +3,7 @@ they build (``SelectJob``, ``OrderJob``)."""
 
 from __future__ import annotations
 
-from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from, report_or_failure
+from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from
 from writing_rl.tools.ordering.job import OrderJob
 from writing_rl.tools.selection.job import SelectJob
 
@@ -62,8 +62,8 @@ def _run_select(args) -> int:
         quotas=parse_quotas(args.quota), domain_key=args.domain_key, margin=args.margin, seed=args.seed,
         bins=args.bins, cache=args.cache, allow_judge_errors=args.allow_judge_errors, progress=not args.quiet,
     )  # fmt: skip
-    settings = judge_settings_from(args)
-    return report_or_failure("select", lambda: run_select(job, settings))
+    print("\n".join(run_select(job, judge_settings_from(args)).lines()))
+    return 0
 
 
 def add_order_references(subparsers) -> None:
@@ -123,5 +123,5 @@ def _run_order_references(args) -> int:
         test_size=args.test_size, skip_bad=args.skip_bad, cache=args.cache,
         allow_judge_errors=args.allow_judge_errors, progress=not args.quiet,
     )  # fmt: skip
-    settings = judge_settings_from(args)
-    return report_or_failure("order-references", lambda: run_order_references(job, settings))
+    print("\n".join(run_order_references(job, judge_settings_from(args)).lines()))
+    return 0

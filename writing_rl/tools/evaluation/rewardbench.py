@@ -213,15 +213,15 @@ def item_scores(items: Sequence[Item], records: Sequence[dict]) -> list[dict]:
     for item in items:
         calls, k = mine[item.id], len(item.rejected)
         pairwise = "picked" in calls[0]
-        line = {"id": item.id, "subset": item.subset, "score": None, "chance": 0.5**k if pairwise else 1 / (k + 1)}
-        line["strict"] = None
+        chance = 0.5**k if pairwise else 1 / (k + 1)
+        line = {"id": item.id, "subset": item.subset, "score": None, "chance": chance, "strict": None}
         if all(r["error"] is None for r in calls):
             if pairwise:
                 shares = [sum(SHARE[r["picked"]] for r in calls if r["rejected"] == j) / len(ORDERS) for j in range(k)]
                 line["score"] = math.prod(shares)
                 line["strict"] = all(r["picked"] == "chosen" for r in calls)
             elif calls[0]["unreadable"]:
-                line["score"] = line["chance"]
+                line["score"] = chance
             else:
                 first = calls[0]["first"]
                 line["score"] = 1 / len(first) if calls[0]["chosen_label"] in first else 0.0

@@ -3,8 +3,8 @@ into the benchmark's section scores and overall score (the judging is in ``rewar
 
 v1 (allenai/reward-bench, ``filtered`` split): rows ``prompt, chosen, rejected, subset`` (strings;
 ``id`` optional: a row without one is known by its place in the file). The preference test sets
-(allenai/pref-test-sets) hold chat transcripts: their prompt must be flattened to one string first. Sections are the example-count-weighted means of their subsets' accuracies, with the
-benchmark's fixed counts (``math-prm`` counts 984, not its 447 rows, so that it weighs as much as the six
+(allenai/pref-test-sets) hold chat transcripts: their prompt must be flattened to one string first.
+Sections are the example-count-weighted means of their subsets' accuracies, with the benchmark's fixed counts (``math-prm`` counts 984, not its 447 rows, so that it weighs as much as the six
 code subsets together); the overall score is the mean of the sections present, and a Prior Sets section
 (the preference sets ``anthropic_helpful``, ``anthropic_hhh``, ``shp``, ``summarize``: their plain mean)
 counts half a section when the file holds any of them. This is reward-bench's ``EXAMPLE_COUNTS``,
@@ -115,9 +115,12 @@ def _v2_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
 def _text(row: Mapping, name: str, where: str) -> str:
     value = row.get(name)
     if not isinstance(value, str) or not value.strip():
-        shown = "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
-        raise InputError(f"{where}: {name} must be a non-empty string, got {shown}")
+        raise InputError(f"{where}: {name} must be a non-empty string, got {_shown(value)}")
     return value
+
+
+def _shown(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
 
 
 def _prompt(row: Mapping, where: str) -> str:
@@ -132,8 +135,7 @@ def _prompt(row: Mapping, where: str) -> str:
 def _answer(value: Any, name: str, where: str) -> str:
     """An answer may be empty (an empty answer that should lose is a fair test), never a non-string."""
     if not isinstance(value, str):
-        shown = "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
-        raise InputError(f"{where}: {name} must be a string, got {shown}")
+        raise InputError(f"{where}: {name} must be a string, got {_shown(value)}")
     return value
 
 
