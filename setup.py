@@ -25,6 +25,12 @@ setup(
         "tokenizers",
         "tqdm",
         "py3langid>=0.3",  # the `language` reward term (its model ships in the package)
+        # What verl's default trainer (the v1 trainer, trainer.use_v1=true) imports at start and plain
+        # `verl` does not install (verl's verl-core extra): its data plane and two of its imports.
+        "TransferQueue>=0.1.10",
+        "cachetools",
+        "uvicorn",
+        "psutil",
     ],
     extras_require={
         # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by
@@ -50,5 +56,9 @@ setup(
         # uvicorn and fastapi: verl's SFT trainer imports them without declaring them (vLLM brings both).
         "gpu": ["vllm>=0.10", "flash-attn", "uvicorn", "fastapi"],
     },
-    entry_points={"console_scripts": ["writing-rl=writing_rl.tools.cli:main"]},
+    entry_points={
+        "console_scripts": ["writing-rl=writing_rl.tools.cli:main"],
+        # verl imports it in every process; it registers the CPU backend only when VERL_PLATFORM=cpu.
+        "verl.plugins": ["writing_rl_cpu=writing_rl.cpu_backend.plugin"],
+    },
 )

@@ -1,0 +1,70 @@
+"""The three places where verl 0.9.1 cannot run on a CPU through its plugin points alone.
+
+Each shim changes one name in one verl module, in CPU runs only (``VERL_PLATFORM=cpu``): nothing here
+runs on a GPU cluster. Each has a ``needed()`` that reads verl's own code; ``tests/test_cpu_backend.py``
+fails once verl no longer needs a shim, so that it is removed then.
+
+1. ``engine_workers``: the training worker's process group backend is built as
+   ``cpu:gloo,{device}:{backend}``, which for the CPU is ``cpu:gloo,cpu:gloo``, refused by torch
+   ("Duplicate device type cpu"). The shim passes ``gloo``.
+2. ``rollout.base._ROLLOUT_REGISTRY``: the training worker finds its rollout adapter in this dict, and
+   verl offers no function to add to it (the replica side has ``RolloutReplicaRegistry.register``).
+3. ``transformer_impl.CPUOffloadPolicy``: a forward-only FSDP2 model (the reference policy) is always
+   offloaded with ``pin_memory=True``, and pinning needs an accelerator. The shim pins nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+ADAPTER = "writing_rl.cpu_backend.rollout.TransformersServerAdapter"
+
+
+def _source(module) -> str:
+    return inspect.getsource(module)
+
+
+def process_group_needed() -> bool:
+    from verl.utils import distributed
+
+    return 'f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"' in _source(distributed)
+
+
+def rollout_registry_needed() -> bool:
+    from verl.workers.rollout import base
+
+    return not any(name.startswith("register") for name in dir(base)) and hasattr(base, "_ROLLOUT_REGISTRY")
+
+
+def pin_memory_needed() -> bool:
+    from verl.workers.engine.fsdp import transformer_impl
+
+    return "CPUOffloadPolicy(pin_memory=True)" in _source(transformer_impl)
+
+
+def apply(rollout_name: str) -> None:
+    from verl.workers import engine_workers
+    from verl.workers.engine.fsdp import transformer_impl
+    from verl.workers.rollout import base
+
+    original = engine_workers.initialize_global_process_group_ray
+    if not getattr(original, "_cpu_gloo", False):
+
+        @functools.wraps(original)
+        def gloo_process_group(timeout_second=None, backend=None):
+            return original(timeout_second=timeout_second, backend=backend or "gloo")
+
+        gloo_process_group._cpu_gloo = True
+        engine_workers.initialize_global_process_group_ray = gloo_process_group
+
+    base._ROLLOUT_REGISTRY[(rollout_name, "async")] = ADAPTER
+
+    policy = transformer_impl.CPUOffloadPolicy
+    if not getattr(policy, "_cpu_unpinned", False):
+        transformer_impl.CPUOffloadPolicy = functools.partial(_unpinned, policy)
+        transformer_impl.CPUOffloadPolicy._cpu_unpinned = True
+
+
+def _unpinned(policy, pin_memory: bool = True):
+    return policy(pin_memory=False)
