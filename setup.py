@@ -26,25 +26,20 @@ setup(
         "tqdm",
         "py3langid>=0.3",  # the `language` reward term (its model ships in the package)
         # What verl's default trainer (the v1 trainer, trainer.use_v1=true) imports at start and plain
-        # `verl` does not install (verl's verl-core extra): its data plane and two of its imports.
+        # `verl` does not install (verl's verl-core extra): TransferQueue, its data plane, and three modules.
+        # writing_rl/tools/preflight/config_checks.py names them when one is missing.
         "TransferQueue>=0.1.10",
         "cachetools",
         "uvicorn",
-        "psutil",
+        "fastapi",
+        "psutil",  # the CPU backend's host memory figures
     ],
     extras_require={
-        # cachetools, uvicorn, fastapi: verl's PPO trainer module (ray_trainer.compute_advantage, run by
-        # tests/test_advantage.py) imports them without declaring them; vLLM brings them on GPU machines.
-        # matplotlib: the tests draw the real plots (the [plot] extra). TransferQueue: verl's v1 trainer's
-        # data plane (verl's verl-core extra), which tests/test_health_tracker.py drives. mkdocs: the docs build.
+        # matplotlib: the tests draw the real plots (the [plot] extra). mkdocs: the docs build.
         "test": [
             "pytest>=7",
             "openai>=1.0",
-            "cachetools",
-            "uvicorn",
-            "fastapi",
             "matplotlib>=3.7",
-            "TransferQueue>=0.1.10",
             "mkdocs>=1.6,<2",  # tests/test_docs.py builds the site with --strict
         ],
         # The documentation site: mkdocs serve / mkdocs build --strict (mkdocs.yml).
@@ -53,8 +48,7 @@ setup(
         "plot": ["matplotlib>=3.7"],
         # GPU-only: never needed on CPU machines, imported lazily.
         "vllm": ["vllm>=0.10"],
-        # uvicorn and fastapi: verl's SFT trainer imports them without declaring them (vLLM brings both).
-        "gpu": ["vllm>=0.10", "flash-attn", "uvicorn", "fastapi"],
+        "gpu": ["vllm>=0.10", "flash-attn"],
     },
     entry_points={
         "console_scripts": ["writing-rl=writing_rl.tools.cli:main"],

@@ -18,6 +18,7 @@ LAYERS = (
     ("writing_rl.protocols",),
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
+    ("writing_rl.cpu_backend",),
     ("writing_rl.tools",),
 )
 

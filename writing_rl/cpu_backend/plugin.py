@@ -4,9 +4,9 @@ and imports nothing, so installing writing-rl changes nothing on a GPU cluster."
 
 import os
 
-from writing_rl.cpu_backend.platform_name import ROLLOUT, selected
+from writing_rl.cpu_backend.platform_name import selected
 
 if selected(os.environ):
-    from writing_rl.cpu_backend.register import register
+    from writing_rl.cpu_backend.register import install
 
-    register(ROLLOUT)
+    install()

@@ -43,27 +43,22 @@ def pin_memory_needed() -> bool:
     return "CPUOffloadPolicy(pin_memory=True)" in _source(transformer_impl)
 
 
-def apply(rollout_name: str) -> None:
-    from verl.workers import engine_workers
-    from verl.workers.engine.fsdp import transformer_impl
-    from verl.workers.rollout import base
-
+def gloo_process_group(engine_workers) -> None:
     original = engine_workers.initialize_global_process_group_ray
-    if not getattr(original, "_cpu_gloo", False):
 
-        @functools.wraps(original)
-        def gloo_process_group(timeout_second=None, backend=None):
-            return original(timeout_second=timeout_second, backend=backend or "gloo")
+    @functools.wraps(original)
+    def with_gloo(timeout_second=None, backend=None):
+        return original(timeout_second=timeout_second, backend=backend or "gloo")
 
-        gloo_process_group._cpu_gloo = True
-        engine_workers.initialize_global_process_group_ray = gloo_process_group
+    engine_workers.initialize_global_process_group_ray = with_gloo
 
-    base._ROLLOUT_REGISTRY[(rollout_name, "async")] = ADAPTER
 
-    policy = transformer_impl.CPUOffloadPolicy
-    if not getattr(policy, "_cpu_unpinned", False):
-        transformer_impl.CPUOffloadPolicy = functools.partial(_unpinned, policy)
-        transformer_impl.CPUOffloadPolicy._cpu_unpinned = True
+def add_rollout_adapter(rollout_base, rollout_name: str) -> None:
+    rollout_base._ROLLOUT_REGISTRY[(rollout_name, "async")] = ADAPTER
+
+
+def unpinned_offload(transformer_impl) -> None:
+    transformer_impl.CPUOffloadPolicy = functools.partial(_unpinned, transformer_impl.CPUOffloadPolicy)
 
 
 def _unpinned(policy, pin_memory: bool = True):

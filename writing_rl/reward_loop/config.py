@@ -189,6 +189,9 @@ class ManagerConfig:
     summary_idle_s: float = 1.0
     # Return the judge transcripts with each sample (used by `writing-rl score`; verl ignores them).
     keep_transcripts: bool = False
+    # A directory where each reward worker appends every reward it returns (one JSON line per rollout:
+    # reward, extra info, prompt, response); null = none. For reading a reward config sample by sample.
+    sample_log_dir: str | None = None
     # Stop the run when, among a reward worker's last failure_window samples, more than this share had a
     # judge call fail after its retries (judge_error) / a judge reply the reward could not read
     # (parse_error: no or conflicting verdicts, truncated, refused) / a group that never completed

@@ -22,6 +22,7 @@ from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.failures import FailureGuard
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
+from writing_rl.reward_loop.sample_log import SampleLog
 from writing_rl.settings import ConfigError
 from writing_rl.terms import TermInput
 
@@ -87,6 +88,7 @@ class WorkerScoring:
         self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)
         self.failure_score = failure_score(config, settings.failure_score)
         self.keys = results.SameKeys()
+        self.sample_log = SampleLog(settings.sample_log_dir) if settings.sample_log_dir else None
         self.in_flight = 0
         self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
         _ensure_log_handler()
@@ -169,6 +171,8 @@ class WorkerScoring:
             if error is not None:
                 self.guard.example("term_error", error)
         self.guard.add(info)
+        if self.sample_log is not None:
+            self.sample_log.write(sample.fields.get("uid"), sample.prompt, sample.response, score, info)
         if self.settings.log_summary:  # only a logged summary is ever flushed
             self.summary.add(score, info, latencies)
             if self.summary.overdue():  # a worker that is never idle still logs

@@ -44,6 +44,47 @@ def check_renamed_modules(config) -> None:
         )
 
 
+# Modules verl's trainer imports at start that plain `verl` does not install (its verl-core extra does):
+# module -> the package to install. writing-rl requires them; a venv built otherwise may lack them.
+TRAINER_MODULES = {"cachetools": "cachetools", "uvicorn": "uvicorn", "fastapi": "fastapi"}
+V1_TRAINER_MODULES = {"transfer_queue": "TransferQueue>=0.1.10", **TRAINER_MODULES}
+
+
+def check_trainer_packages(config) -> str:
+    """verl's trainer dies inside Ray with a bare ModuleNotFoundError when one is missing; say it here."""
+    import importlib.util
+
+    from writing_rl.settings import ConfigError
+
+    v1 = bool(config.trainer.get("use_v1", True))
+    modules = V1_TRAINER_MODULES if v1 else TRAINER_MODULES
+    missing = [package for module, package in modules.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        which = "verl's v1 trainer (trainer.use_v1=true, verl's default)" if v1 else "verl's trainer"
+        raise ConfigError(
+            f"{which} imports {', '.join(missing)} at start, not installed in this environment: "
+            f"pip install {' '.join(repr(p) for p in missing)} (writing-rl's own requirements include them)"
+        )
+    return f"trainer packages: {', '.join(modules)} importable"
+
+
+def check_backend(config) -> str | None:
+    """``+backend=cpu`` (trainer.device=cpu) runs only where verl chose its CPU platform at import."""
+    from writing_rl.cpu_backend.platform_name import PLATFORM, ROLLOUT, selected
+    from writing_rl.settings import ConfigError
+
+    on_cpu = config.trainer.get("device") == PLATFORM or config.actor_rollout_ref.rollout.get("name") == ROLLOUT
+    if not on_cpu:
+        return None
+    if not selected(os.environ):
+        raise ConfigError(
+            f"trainer.device={config.trainer.get('device')}, rollout {config.actor_rollout_ref.rollout.get('name')}: "
+            f"verl's CPU backend needs VERL_PLATFORM={PLATFORM} in the environment (verl picks its platform "
+            "when imported, before Hydra runs); scripts/tiny_train.sh sets it"
+        )
+    return f"CPU backend: VERL_PLATFORM={PLATFORM}, rollout {ROLLOUT}"
+
+
 def check_config(config) -> list[str]:
     """Raise on the first problem; return what was checked."""
     from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
@@ -57,7 +98,10 @@ def check_config(config) -> list[str]:
     from writing_rl.settings import ConfigError
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    checked = ["verl validate_config"]
+    checked = ["verl validate_config", check_trainer_packages(config)]
+    backend = check_backend(config)
+    if backend:
+        checked.append(backend)
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")

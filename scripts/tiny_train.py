@@ -1,0 +1,308 @@
+"""verl's real trainer around one of our methods, on this machine's CPU, with a tiny model: the driver of
+scripts/tiny_train.sh (read that file for the variables). What it runs is what the cluster runs, the
+method's own overlay through ``python -m verl.trainer.main_ppo``, with only the backend swapped
+(``+backend=cpu``: hydra_configs/backend/cpu.yaml) and the sizes made tiny.
+
+Writes under OUT: data/ (the parquet built by build_parquet.py), train.log (verl's whole output),
+metrics.jsonl (verl's file tracker; a previous run's is kept as metrics.previous.jsonl), samples/ (each
+reward our managers returned), rollouts/ (verl's dump of each step's rollouts and scores),
+checkpoints/, reward.png, summary.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the stand-ins the tests build: tests/tiny.py, tests/stand_in_judge.py
+
+
+@dataclass(frozen=True)
+class Method:
+    builder: str  # build_parquet.py subcommand
+    rows: str  # its input, under examples/
+    judged: bool  # scored by a judge (our managers); else a rule-based reward (verl's naive manager)
+    prompt_length: int = 1024
+    response_length: int = 32
+
+
+METHODS = {
+    "writing_rl": Method("writing-rl", "examples/writing_prompts.jsonl", judged=True),
+    "brpo": Method("prompts", "examples/writing_prompts.jsonl", judged=True),
+    "grrm_mt_grpo": Method("prompts", "examples/tiny/mt_sources.jsonl", judged=True),
+    "rubric": Method("rubric", "examples/tiny/rubric_rows.jsonl", judged=True),
+    "grrm_rlvr": Method("gqm-rl", "examples/tiny/ranking_groups.jsonl", judged=False, prompt_length=2048),
+    "genrm_pairwise_rl": Method("pref-rl", "examples/tiny/preference_pairs.jsonl", judged=False),
+}
+TRAINERS = {
+    "v1-sync": ["trainer.use_v1=true", "trainer.v1.trainer_mode=sync"],
+    "legacy": ["trainer.use_v1=false"],
+}
+BATCH, ROLLOUTS = 4, 4  # prompts per step, rollouts per prompt
+# What the per-step table shows, besides the reward: (metric, column heading).
+COLUMNS = [
+    ("judge/calls_per_sample", "calls/sample"),
+    ("judge/error_rate", "judge err"),
+    ("judge/parse_error_rate", "parse err"),
+    ("judge/latency_p50_s", "judge p50 s"),
+    ("actor/grad_norm", "grad norm"),
+    ("timing_s/step", "step s"),
+]
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def build_artifacts(cache: Path, genrm: bool) -> dict[str, Path]:
+    """A byte-level BPE trained on the example texts, a tiny random Qwen2 policy on it (and a GenRM),
+    built once into ``cache`` and reused."""
+    from tiny import build_tiny_qwen2, build_tiny_tokenizer
+
+    tokenizer, policy, judge = cache / "tokenizer", cache / "policy", cache / "genrm"
+    if not (tokenizer / "tokenizer.json").exists():
+        texts = [line for f in sorted((REPO / "examples").rglob("*.jsonl")) for line in f.open(encoding="utf-8")]
+        build_tiny_tokenizer(tokenizer, texts)
+    if not (policy / "config.json").exists():
+        build_tiny_qwen2(policy, tokenizer, max_position_embeddings=4096, seed=1)
+    if genrm and not (judge / "config.json").exists():
+        build_tiny_qwen2(judge, tokenizer, max_position_embeddings=8192, seed=2)
+    return {"tokenizer": tokenizer, "policy": policy, "genrm": judge}
+
+
+def build_data(method: Method, out: Path) -> Path:
+    data = out / "data"
+    command = [sys.executable, str(REPO / "data_prep/build_parquet.py"), method.builder, "--quiet"]
+    command += ["--input", str(REPO / method.rows), "--output", str(data)]
+    subprocess.run(command, check=True, cwd=REPO)
+    return data / "train.parquet"
+
+
+class StandInJudge:
+    """tests/stand_in_judge.py in a process of its own, stopped on exit."""
+
+    def __init__(self, log: Path):
+        self.log = log.open("w")
+        script = REPO / "tests/stand_in_judge.py"
+        self.process = subprocess.Popen(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO
+        )
+        line = self.process.stdout.readline()
+        if not line.startswith("stand-in judge: "):
+            self.stop()
+            fail(f"the stand-in judge did not start (log: {log})")
+        self.base_url = line.split(": ", 1)[1].strip()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+
+def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path, steps: int, judge) -> list[str]:
+    args = [
+        f"data.train_files={train}",
+        f"data.val_files={train}",
+        f"data.train_batch_size={BATCH}",
+        f"data.max_prompt_length={method.prompt_length}",
+        f"data.max_response_length={method.response_length}",
+        f"actor_rollout_ref.model.path={artifacts['policy']}",
+        f"actor_rollout_ref.rollout.n={ROLLOUTS}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={BATCH}",
+        f"trainer.total_training_steps={steps}",
+        "trainer.total_epochs=1000",  # the steps decide, not the few example rows
+        f"trainer.save_freq={steps}",
+        "trainer.test_freq=-1",
+        "trainer.val_before_train=false",
+        "trainer.logger=[console,file]",
+        f"trainer.experiment_name=tiny_{name}",
+        f"trainer.default_local_dir={out / 'checkpoints'}",
+        f"trainer.rollout_data_dir={out / 'rollouts'}",
+    ]
+    if method.judged:
+        args.append(f"reward.reward_kwargs.sample_log_dir={out / 'samples'}")
+    genrm = os.environ.get("GENRM", "")
+    if genrm:
+        args += [
+            f"+genrm={genrm}",
+            f"reward.reward_model.model_path={artifacts['genrm']}",
+            "reward.reward_model.n_gpus_per_node=1",
+            "trainer.n_gpus_per_node=1",
+            # An untrained model rarely stops on its own: keep each judge reply short.
+            "reward.reward_kwargs.judge.max_tokens=32",
+        ]
+    elif judge is not None:
+        args += [f"reward.reward_kwargs.judge.base_url={judge[0]}", f"reward.reward_kwargs.judge.model={judge[1]}"]
+        if os.environ.get("JUDGE_API_KEY_ENV"):
+            args.append(f"reward.reward_kwargs.judge.api_key_env={os.environ['JUDGE_API_KEY_ENV']}")
+    trainer = os.environ.get("TRAINER", "")
+    if trainer:
+        args += TRAINERS[trainer]
+    return args
+
+
+STEP_LINE = re.compile(r"\bstep:(\d+) - ")
+
+
+def run_verl(command: list[str], env: dict, log_path: Path) -> int:
+    """verl's output to ``log_path``; here, one line per finished step and the reward workers' summaries."""
+    with log_path.open("w") as log:
+        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in process.stdout:
+                log.write(line)
+                if STEP_LINE.search(line):
+                    say(f"   step {STEP_LINE.search(line).group(1)} finished")
+                elif "[writing-rl]" in line:
+                    say("   " + line.split("[writing-rl]", 1)[1].strip())
+                elif "Training Progress:   0%" in line:
+                    say("   workers ready, training")
+            return process.wait()
+        except KeyboardInterrupt:
+            process.send_signal(signal.SIGINT)
+            process.wait()
+            raise
+
+
+def read_metrics(path: Path) -> dict[int, dict]:
+    steps = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                steps[int(record["step"])] = record["data"]
+    return steps
+
+
+def report(steps: dict[int, dict], out: Path) -> None:
+    terms = sorted({key for data in steps.values() for key in data if key.startswith("reward_terms/")})
+    columns = COLUMNS + [(key, key.split("/", 1)[1]) for key in terms]
+    present = [(key, head) for key, head in columns if any(key in data for data in steps.values())]
+    heads = ["step", "reward"] + [head for _, head in present]
+    say("   " + "  ".join(f"{h:>12}" for h in heads))
+    for step, data in sorted(steps.items()):
+        cells = [f"{step:>12}", f"{data.get('critic/score/mean', float('nan')):>12.4f}"]
+        cells += [f"{data.get(key, float('nan')):>12.4g}" for key, _ in present]
+        say("   " + "  ".join(cells))
+    plot(steps, out / "reward.png")
+
+
+def plot(steps: dict[int, dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        say("   (no reward.png: matplotlib is missing; pip install -e '.[plot]')")
+        return
+    xs = sorted(steps)
+    figure, axis = plt.subplots(figsize=(5, 3))
+    axis.plot(xs, [steps[x].get("critic/score/mean") for x in xs], marker="o", label="mean reward")
+    axis.fill_between(
+        xs, [steps[x].get("critic/score/min") for x in xs], [steps[x].get("critic/score/max") for x in xs], alpha=0.2
+    )
+    axis.set_xlabel("training step")
+    axis.set_ylabel("reward (verl's critic/score)")
+    axis.set_xticks(xs)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    say(f"   reward per step: {path}")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in METHODS:
+        fail(f"usage: tiny_train.sh METHOD [hydra overrides...]; METHOD: {', '.join(METHODS)}")
+    name, user_overrides = argv[0], argv[1:]
+    method = METHODS[name]
+    steps = int(os.environ.get("STEPS", "3"))
+    trainer = os.environ.get("TRAINER", "")
+    if trainer and trainer not in TRAINERS:
+        fail(f"TRAINER={trainer}: expected one of {', '.join(TRAINERS)} (the asynchronous trainers: not yet)")
+    genrm = os.environ.get("GENRM", "")
+    if genrm not in ("", "colocated", "standalone"):
+        fail(f"GENRM={genrm}: expected colocated or standalone")
+    if genrm and not method.judged:
+        fail(f"GENRM is for the judged methods; {name} has a rule-based reward")
+    out = Path(os.environ.get("OUT") or REPO / "runs/tiny" / name).resolve()
+    cache = Path(os.environ.get("CACHE_DIR") or REPO / ".cache/tiny").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    say(f"== 1/4 a tiny random Qwen2 and tokenizer ({cache}), rows from {method.rows}")
+    artifacts = build_artifacts(cache, genrm=bool(genrm))
+    train = build_data(method, out)
+
+    stand_in = None
+    judge = None
+    if method.judged and not genrm:
+        if os.environ.get("JUDGE_BASE_URL"):
+            judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
+            say(f"== 2/4 judge: {judge[1]} at {judge[0]}")
+        else:
+            stand_in = StandInJudge(out / "judge.log")
+            judge = (stand_in.base_url, "stand-in-judge")
+            say(f"== 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
+            say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
+            say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL.")
+    elif genrm:
+        say(f"== 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
+    else:
+        say("== 2/4 no judge: a rule-based reward")
+
+    metrics = out / "metrics.jsonl"
+    if metrics.exists():
+        shutil.move(metrics, out / "metrics.previous.jsonl")
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO / "hydra_configs")]
+    command += ["--config-name", name, *overrides(name, method, out, artifacts, train, steps, judge)]
+    command += ["+backend=cpu", *user_overrides]
+    env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONUNBUFFERED": "1"}
+    (out / "command.txt").write_text(" ".join(command) + "\n")
+    say(f"== 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
+    say("   starting Ray and verl's workers (about a minute on 2 cores)")
+    start = time.monotonic()
+    try:
+        rc = run_verl(command, env, out / "train.log")
+    finally:
+        if stand_in is not None:
+            stand_in.stop()
+
+    logged = read_metrics(metrics)
+    first = min(logged) if logged else None
+    finished = bool(logged) and sorted(logged) == list(range(first, steps + 1))
+    summary = {"method": name, "rc": rc, "steps": sorted(logged), "finished": finished and rc == 0}
+    summary["seconds"] = round(time.monotonic() - start, 1)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    say(f"== 4/4 verl's metrics per step ({metrics})")
+    if logged:
+        report(logged, out)
+    if not summary["finished"]:
+        tail = (out / "train.log").read_text(errors="replace").splitlines()[-40:]
+        print("\n".join(tail), file=sys.stderr)
+        print(f"error: verl's trainer exited with {rc} after steps {sorted(logged)} of {steps}", file=sys.stderr)
+        return 1
+    say(f"done in {summary['seconds']:.0f}s: every step finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

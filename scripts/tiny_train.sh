@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# verl's real trainer (python -m verl.trainer.main_ppo) with one of our methods, on this machine's CPU:
+# a tiny random Qwen2 and tokenizer built here, a few dozen rows from examples/, the method's own overlay
+# with only the backend swapped (+backend=cpu), a local judge where the method needs one. A few minutes
+# on 2 cores; what it proves and what it does not: docs/train-on-a-laptop.md.
+#
+#   bash scripts/tiny_train.sh METHOD [hydra overrides...]
+#   METHOD: writing_rl, brpo, grrm_mt_grpo, rubric, grrm_rlvr, genrm_pairwise_rl
+#
+#   STEPS              training steps (default 3); a checkpoint is saved at the last one, and a rerun with
+#                      more STEPS and the same OUT resumes from it (trainer.resume_mode=auto)
+#   TRAINER            v1-sync or legacy (trainer.use_v1=false); default: the overlay's (v1-sync, or
+#                      legacy with GENRM=colocated)
+#   OUT                where everything goes (default runs/tiny/METHOD): metrics.jsonl (verl's file
+#                      tracker), reward.png, train.log, samples/ (each reward our manager returned),
+#                      rollouts/ (verl's dump), checkpoints/, summary.json
+#   JUDGE_BASE_URL     an OpenAI-compatible judge (JUDGE_MODEL: the model it serves; JUDGE_API_KEY_ENV:
+#                      the variable holding its key). Unset: the stand-in judge (tests/stand_in_judge.py),
+#                      whose verdicts are noise in the judge's format, so rewards vary within a group
+#   GENRM              colocated or standalone: verl hosts a tiny untrained GenRM on the CPU rollout
+#                      (+genrm=... presets) instead of a judge endpoint
+#   CACHE_DIR          the built model and tokenizer (default .cache/tiny)
+#   SKIP_VENV=1        use the python already on PATH instead of .venv
+# Exit status 0 only when every step finished.
+set -euo pipefail
+if [ "${SKIP_VENV:-0}" = "1" ]; then
+  REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  PY=python
+else
+  source "$(dirname "$0")/_venv.sh"
+  ensure_venv plot
+  PY="$VENV/bin/python"
+fi
+cd "$REPO_DIR"
+exec "$PY" scripts/tiny_train.py "$@"
