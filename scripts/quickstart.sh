@@ -10,6 +10,10 @@
 #      reference); print rewards, verdicts, parse-failure rate and timings, then one judged example
 #      (what the judge saw, its verdict and reasoning, the reward) and the parse-error rate of the
 #      judged samples, with why it is high when it is. The local judge is stopped on exit.
+#   5. train: verl's real trainer (python -m verl.trainer.main_ppo) runs TRAIN_STEPS steps of Writing-RL on a
+#      tiny random policy on this CPU (scripts/tiny_train.sh), with the judge given, or with no judge
+#      given a stand-in whose verdicts are noise in the judge's format, and prints the reward per step
+#      from verl's own metrics.
 #
 #   JUDGE_MODEL        local directory of a chat model to serve as the judge (transformers, CPU);
 #                      unset: a tiny randomly initialised Qwen2 built here. Its verdicts are noise;
@@ -24,6 +28,7 @@
 #                      BPE built here from the examples; any policy tokenizer works)
 #   DATA_DIR OUT_DIR CACHE_DIR  where data, results and built artifacts go (data/quickstart,
 #                      runs/quickstart, .cache/quickstart)
+#   TRAIN_STEPS        training steps of step 5 (default 2; 0 skips it)
 #   SKIP_VENV=1        use the python and writing-rl already on PATH instead of .venv
 # Extra arguments are Hydra overrides for the scoring, e.g. reward.custom_reward_function.reward_kwargs.strategy=both
 set -euo pipefail
@@ -31,7 +36,7 @@ if [ "${SKIP_VENV:-0}" = "1" ]; then
   REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 else
   source "$(dirname "$0")/_venv.sh"
-  ensure_venv
+  ensure_venv plot
 fi
 cd "$REPO_DIR"
 
@@ -115,7 +120,7 @@ report_step() {
   python -m writing_rl.tools.quickstart_report "${args[@]}"
 }
 
-echo "== 1/4 building Writing-RL rows from examples/writing_prompts.jsonl"
+echo "== 1/5 building Writing-RL rows from examples/writing_prompts.jsonl"
 python data_prep/build_parquet.py writing-rl --quiet \
   --input examples/writing_prompts.jsonl --output "$DATA_DIR" --rejects "$DATA_DIR/rejects.jsonl"
 
@@ -140,15 +145,15 @@ fi
 
 if [ -n "${JUDGE_BASE_URL:-}" ]; then
   : "${JUDGE_MODEL:?set JUDGE_MODEL to the model name $JUDGE_BASE_URL serves}"
-  echo "== 2/4 judge: $JUDGE_MODEL at $JUDGE_BASE_URL"
+  echo "== 2/5 judge: $JUDGE_MODEL at $JUDGE_BASE_URL"
 elif [ -n "${JUDGE_MODEL:-}" ]; then
-  echo "== 2/4 judge: serving $JUDGE_MODEL with the transformers engine on a local Ray"
+  echo "== 2/5 judge: serving $JUDGE_MODEL with the transformers engine on a local Ray"
   JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-512}"
   start_local_judge "$JUDGE_MODEL" "$JUDGE_MODEL"
 else
   UNTRAINED=1
   cat <<'MSG'
-== 2/4 judge: a tiny UNTRAINED model (random weights, built here)
+== 2/5 judge: a tiny UNTRAINED model (random weights, built here)
    !! Its verdicts are noise: this run shows the plumbing (serve-judge -> judge client -> verl's
    !! reward loop -> reward), not judging. Expect parse errors, each paid as a loss. For real verdicts
    !! set JUDGE_MODEL=/path/to/a/local/chat/model or JUDGE_BASE_URL (+ JUDGE_MODEL) and rerun.
@@ -157,14 +162,28 @@ MSG
   start_local_judge "$CACHE_DIR/tiny-untrained-judge" "tiny-untrained-judge"
 fi
 
-echo "== 3/4 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references, through verl's reward loop"
+echo "== 3/5 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references, through verl's reward loop"
 score_step pairwise
 report_step pairwise
 
-echo "== 4/4 BRPO (Writing-Zero): the rollouts of each prompt against one of them, through the group collector"
+echo "== 4/5 BRPO (Writing-Zero): the rollouts of each prompt against one of them, through the group collector"
 score_step brpo --config-name brpo
 report_step brpo
 
 if [ "$UNTRAINED" = "1" ]; then
   echo "NOTE: the judge above was the tiny UNTRAINED model: its verdicts are noise, the plumbing is real."
+fi
+
+TRAIN_STEPS="${TRAIN_STEPS:-2}"
+if [ "$TRAIN_STEPS" != "0" ]; then
+  echo "== 5/5 verl's trainer: $TRAIN_STEPS steps of Writing-RL on a tiny random policy, on this CPU (scripts/tiny_train.sh)"
+  train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny")
+  if [ "$UNTRAINED" = "1" ]; then
+    stop_judge  # its verdicts would all be unreadable: the trainer gets the stand-in judge instead
+  else
+    train_env+=(JUDGE_BASE_URL="$JUDGE_BASE_URL" JUDGE_MODEL="$JUDGE_MODEL")
+    if [ -n "${JUDGE_API_KEY_ENV:-}" ]; then train_env+=(JUDGE_API_KEY_ENV="$JUDGE_API_KEY_ENV"); fi
+    if [ -n "${JUDGE_MAX_TOKENS:-}" ]; then train_env+=(JUDGE_MAX_TOKENS="$JUDGE_MAX_TOKENS"); fi
+  fi
+  env "${train_env[@]}" python scripts/tiny_train.py writing_rl
 fi

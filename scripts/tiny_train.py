@@ -144,8 +144,6 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
         args += [
             f"+genrm={genrm}",
             f"reward.reward_model.model_path={artifacts['genrm']}",
-            "reward.reward_model.n_gpus_per_node=1",
-            "trainer.n_gpus_per_node=1",
             # An untrained model rarely stops on its own: keep each judge reply short.
             "reward.reward_kwargs.judge.max_tokens=32",
         ]
@@ -153,6 +151,8 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
         args += [f"reward.reward_kwargs.judge.base_url={judge[0]}", f"reward.reward_kwargs.judge.model={judge[1]}"]
         if os.environ.get("JUDGE_API_KEY_ENV"):
             args.append(f"reward.reward_kwargs.judge.api_key_env={os.environ['JUDGE_API_KEY_ENV']}")
+        if os.environ.get("JUDGE_MAX_TOKENS"):
+            args.append(f"reward.reward_kwargs.judge.max_tokens={os.environ['JUDGE_MAX_TOKENS']}")
     trainer = os.environ.get("TRAINER", "")
     if trainer:
         args += TRAINERS[trainer]
@@ -165,7 +165,9 @@ STEP_LINE = re.compile(r"\bstep:(\d+) - ")
 def run_verl(command: list[str], env: dict, log_path: Path) -> int:
     """verl's output to ``log_path``; here, one line per finished step and the reward workers' summaries."""
     with log_path.open("w") as log:
-        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(
+            command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         try:
             for line in process.stdout:
                 log.write(line)
@@ -275,7 +277,9 @@ def main(argv: list[str]) -> int:
     command = [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO / "hydra_configs")]
     command += ["--config-name", name, *overrides(name, method, out, artifacts, train, steps, judge)]
     command += ["+backend=cpu", *user_overrides]
-    env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONUNBUFFERED": "1"}
+    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even inside another Ray job.
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env = {**env, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONUNBUFFERED": "1"}
     (out / "command.txt").write_text(" ".join(command) + "\n")
     say(f"== 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
     say("   starting Ray and verl's workers (about a minute on 2 cores)")

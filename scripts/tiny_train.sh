@@ -15,7 +15,8 @@
 #                      tracker), reward.png, train.log, samples/ (each reward our manager returned),
 #                      rollouts/ (verl's dump), checkpoints/, summary.json
 #   JUDGE_BASE_URL     an OpenAI-compatible judge (JUDGE_MODEL: the model it serves; JUDGE_API_KEY_ENV:
-#                      the variable holding its key). Unset: the stand-in judge (tests/stand_in_judge.py),
+#                      the variable holding its key; JUDGE_MAX_TOKENS: its completion budget). Unset: the
+#                      stand-in judge (tests/stand_in_judge.py),
 #                      whose verdicts are noise in the judge's format, so rewards vary within a group
 #   GENRM              colocated or standalone: verl hosts a tiny untrained GenRM on the CPU rollout
 #                      (+genrm=... presets) instead of a judge endpoint

@@ -19,9 +19,9 @@ import re
 import signal
 import threading
 
-from judge_server import Reply, ScriptedJudgeServer, gqm_candidates
-
 from writing_rl.protocols.prompts import read_pairwise_request
+
+from judge_server import Reply, ScriptedJudgeServer, gqm_candidates
 
 MODEL = "stand-in-judge"
 

@@ -54,8 +54,9 @@ def test_each_shim_is_still_needed_by_this_verl(needed):
 
 @pytest.fixture(scope="module")
 def tiny_model(tokenizer_dir, tmp_path_factory):
-    from tiny import build_tiny_qwen2
     from transformers import AutoModelForCausalLM
+
+    from tiny import build_tiny_qwen2
 
     path = build_tiny_qwen2(tmp_path_factory.mktemp("policy") / "policy", tokenizer_dir)
     return path, AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
@@ -140,3 +141,41 @@ def test_the_policy_server_loads_the_trainers_weights_and_refuses_foreign_ones(t
     assert after.extra_fields["global_steps"] == 3
     with pytest.raises(ValueError, match="does not have"):
         asyncio.run(server.update_weights({"model.not_a_layer.weight": torch.zeros(1)}))
+
+
+def test_check_config_names_a_missing_trainer_package_and_its_install(monkeypatch):
+    import importlib.util
+
+    from writing_rl.settings import ConfigError
+    from writing_rl.tools.preflight.config_checks import check_config
+    from writing_rl.tools.shared.verl_config import compose
+
+    judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1", "reward.reward_kwargs.judge.model=m"]
+    config = compose("writing_rl", judge)
+    assert "trainer packages: transfer_queue, cachetools, uvicorn, fastapi importable" in check_config(config)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "transfer_queue" else find_spec(name, *a)
+    )
+    with pytest.raises(
+        ConfigError, match=r"imports TransferQueue>=0.1.10 at start.*pip install 'TransferQueue>=0.1.10'"
+    ):
+        check_config(config)
+    # The legacy trainer does not import TransferQueue.
+    assert "trainer packages: cachetools, uvicorn, fastapi importable" in check_config(
+        compose("writing_rl", [*judge, "trainer.use_v1=false"])
+    )
+
+
+def test_check_config_wants_the_cpu_platform_chosen_for_the_cpu_backend(monkeypatch):
+    from writing_rl.settings import ConfigError
+    from writing_rl.tools.preflight.config_checks import check_config
+    from writing_rl.tools.shared.verl_config import compose
+
+    judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1", "reward.reward_kwargs.judge.model=m"]
+    config = compose("writing_rl", [*judge, "+backend=cpu"])
+    monkeypatch.delenv("VERL_PLATFORM", raising=False)
+    with pytest.raises(ConfigError, match="needs VERL_PLATFORM=cpu in the environment"):
+        check_config(config)
+    monkeypatch.setenv("VERL_PLATFORM", "cpu")
+    assert "CPU backend: VERL_PLATFORM=cpu, rollout transformers" in check_config(config)

@@ -141,7 +141,7 @@ def composed_keys() -> frozenset[str]:
     overlays = [p.stem for p in (REPO_DIR / "hydra_configs").glob("*.yaml") if p.stem != "judge_base"]
     variants = [(name, ()) for name in overlays]
     variants += [("writing_rl", (f"+genrm={g}",)) for g in ("colocated", "standalone")]
-    variants += [("writing_rl", ("+preset=writing_rl_original",))]
+    variants += [("writing_rl", ("+preset=writing_rl_original",)), ("writing_rl", ("+backend=cpu",))]
     for name, overrides in variants:
         walk(OmegaConf.to_container(compose(name, overrides), resolve=False), "")
     GlobalHydra.instance().clear()

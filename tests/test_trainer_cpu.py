@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO_DIR
 
 from writing_rl.reward_loop.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
+
+from conftest import REPO_DIR
 
 pytestmark = pytest.mark.trainer
 
@@ -129,7 +130,9 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     assert finished(output), output[-3000:]
     assert sorted(metrics(out)) == [3]
     rows = pq.read_table(out / "data" / "train.parquet").to_pylist()
-    row_id = {row["reward_model"]["ground_truth"]["prompt"]: str(row["reward_model"]["ground_truth"]["id"]) for row in rows}
+    row_id = {
+        row["reward_model"]["ground_truth"]["prompt"]: str(row["reward_model"]["ground_truth"]["id"]) for row in rows
+    }
     step3 = read_sample_logs(out / "samples")[2 * PER_STEP :]
     assert len(step3) == PER_STEP
     for record in step3:
@@ -224,4 +227,6 @@ def test_a_judge_that_fails_every_call_stops_the_run_past_the_error_rate(tmp_pat
     assert not output.startswith("rc=0\n")
     log = (out / "train.log").read_text(errors="replace")
     assert "above reward.reward_kwargs.max_judge_error_rate=0.1" in log, output[-3000:]
+    assert "RewardFailedError" in log and "could not be scored" in output
+    # No step trained on the part of its batch that was scored before the guard stopped the rest.
     assert not (out / "metrics.jsonl").exists() or metrics(out) == {}

@@ -30,8 +30,10 @@ from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
 from writing_rl.cpu_backend.generator import TokenGenerator, sampling_key
-
 from writing_rl.cpu_backend.platform_name import ROLLOUT as NAME
+
+# The CPU backend runs on one machine: its servers listen on loopback only.
+HOST = "127.0.0.1"
 logger = logging.getLogger(__name__)
 
 
@@ -47,14 +49,12 @@ class _Server:
     address = ""
 
     async def _listen(self, app: web.Application) -> None:
-        host = ray.util.get_node_ip_address()
-        with socket.socket() as probe:  # a free port; aiohttp binds it at once below
-            probe.bind((host, 0))
-            port = probe.getsockname()[1]
+        listening = socket.socket()
+        listening.bind((HOST, 0))  # a free port, held from here on
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
-        self.address = f"{host}:{port}"
+        await web.SockSite(self._runner, listening).start()
+        self.address = f"{HOST}:{listening.getsockname()[1]}"
 
     async def get_server_address(self) -> str:
         return self.address

@@ -68,8 +68,40 @@ class _JudgeHealth:
         return batch, metrics
 
 
+class RewardFailedError(RuntimeError):
+    """Some rollouts of a synchronous step could not be scored: the step stops instead of training without them."""
+
+
 class JudgeHealthReplayBuffer(_JudgeHealth, ReplayBuffer):
-    """verl's sync replay buffer, reporting judge health per training sample."""
+    """verl's sync replay buffer, reporting judge health per training sample, and stopping a step whose
+    rollouts were not all scored.
+
+    A rollout whose reward raised (the failure guard's ``FailureRateExceeded``, ``on_judge_error=raise``,
+    ``on_parse_error=raise``, a configuration error) fails its agent-loop session, and verl marks its group
+    ``failure``. verl's sync buffer would then train on the group's other rollouts, or raise a message about
+    "materializable trajectories" once no rollout is left: a step trained on a silently smaller batch, or
+    an error that hides its cause. Here the step stops, naming the cause's place in the log."""
+
+    def sample(self, global_steps: int, partition_id: str, batch_size: int):
+        try:
+            batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
+        except RuntimeError as err:
+            if partition_id != TRAIN_PARTITION or "materializable" not in str(err):
+                raise
+            raise RewardFailedError(_failed_message(len(self.failure_keys[partition_id]), batch_size)) from err
+        failed = self.failure_keys[partition_id] if partition_id == TRAIN_PARTITION else ()
+        if failed:
+            raise RewardFailedError(_failed_message(len(failed), batch_size))
+        return batch, metrics
+
+
+def _failed_message(failed: int, batch_size: int) -> str:
+    return (
+        f"{failed} of the {batch_size} prompt groups of this step have rollouts that could not be scored: their "
+        "rewards raised in verl's reward loop (the cause is above in the log, from a RewardLoopWorker: e.g. "
+        "FailureRateExceeded, or a judge failure under on_judge_error=raise). Stopping instead of training on "
+        "the rest of the batch (writing_rl's JudgeHealthSampler, verl's v1 sync trainer)."
+    )
 
 
 class JudgeHealthReplayBufferAsync(_JudgeHealth, ReplayBufferAsync):

@@ -98,10 +98,8 @@ def check_config(config) -> list[str]:
     from writing_rl.settings import ConfigError
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    checked = ["verl validate_config", check_trainer_packages(config)]
-    backend = check_backend(config)
-    if backend:
-        checked.append(backend)
+    checked = ["verl validate_config"]
+    trainer = [check_trainer_packages(config), check_backend(config)]
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
@@ -156,7 +154,7 @@ def check_config(config) -> list[str]:
                 checked.append(f"API key env var ${name}: set (reward workers need it)")
             else:
                 checked.append(f"WARNING API key env var ${name}: not set in this shell (reward workers need it)")
-    return checked
+    return checked + [line for line in trainer if line]
 
 
 def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
