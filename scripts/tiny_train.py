@@ -76,12 +76,24 @@ def build_artifacts(cache: Path, genrm: bool) -> dict[str, Path]:
     tokenizer, policy, judge = cache / "tokenizer", cache / "policy", cache / "genrm"
     if not (tokenizer / "tokenizer.json").exists():
         texts = [line for f in sorted((REPO / "examples").rglob("*.jsonl")) for line in f.open(encoding="utf-8")]
-        build_tiny_tokenizer(tokenizer, texts)
+        build_tiny_tokenizer(tokenizer, texts + prompt_templates(), vocab_size=4000)
     if not (policy / "config.json").exists():
         build_tiny_qwen2(policy, tokenizer, max_position_embeddings=4096, seed=1)
     if genrm and not (judge / "config.json").exists():
         build_tiny_qwen2(judge, tokenizer, max_position_embeddings=8192, seed=2)
     return {"tokenizer": tokenizer, "policy": policy, "genrm": judge}
+
+
+def prompt_templates() -> list[str]:
+    """Our judge and GenRM prompt templates: a tokenizer that knows them makes the GenRM-training prompts
+    (a whole judge request each) a third shorter, and each step as much faster."""
+    import importlib
+
+    names = ("prompts", "gqm_prompt", "rubric")
+    modules = [importlib.import_module(f"writing_rl.protocols.{name}") for name in names]
+    return [
+        value for module in modules for value in vars(module).values() if isinstance(value, str) and len(value) > 80
+    ]
 
 
 def build_data(method: Method, out: Path) -> Path:
@@ -164,6 +176,7 @@ STEP_LINE = re.compile(r"\bstep:(\d+) - ")
 
 def run_verl(command: list[str], env: dict, log_path: Path) -> int:
     """verl's output to ``log_path``; here, one line per finished step and the reward workers' summaries."""
+    start = time.monotonic()
     with log_path.open("w") as log:
         process = subprocess.Popen(
             command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -171,12 +184,15 @@ def run_verl(command: list[str], env: dict, log_path: Path) -> int:
         try:
             for line in process.stdout:
                 log.write(line)
+                elapsed = f"{time.monotonic() - start:5.0f}s"
                 if STEP_LINE.search(line):
-                    say(f"   step {STEP_LINE.search(line).group(1)} finished")
+                    say(f"   {elapsed}  step {STEP_LINE.search(line).group(1)} finished")
                 elif "[writing-rl]" in line:
-                    say("   " + line.split("[writing-rl]", 1)[1].strip())
+                    say(f"   {elapsed}  " + line.split("[writing-rl]", 1)[1].strip())
                 elif "Training Progress:   0%" in line:
-                    say("   workers ready, training")
+                    say(f"   {elapsed}  workers ready, training")
+                elif "Started a local Ray instance" in line:
+                    say(f"   {elapsed}  Ray started")
             return process.wait()
         except KeyboardInterrupt:
             process.send_signal(signal.SIGINT)

@@ -1,6 +1,6 @@
 """scripts/quickstart.sh end to end, as a user runs it (minus creating .venv): build data, build the
 tiny untrained judge, start `writing-rl serve-judge --engine hf`, score the bundled rollouts through
-verl's reward loop worker and the server, stop the server. The server joins this session's Ray
+verl's reward loop worker and the server, stop the server, then train 2 steps with verl's trainer. The server joins this session's Ray
 (RAY_ADDRESS) instead of starting its own, which also shows its replicas are gone afterwards."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=900,
     )
     output = run.stdout + run.stderr
     log_path = tmp_path / "runs" / "serve-judge.log"
@@ -101,6 +101,15 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
         assert "the tiny untrained judge writes up to 16 random tokens" in fields["why:"], block
         assert "JUDGE_MODEL or JUDGE_BASE_URL" in fields["why:"], block
     assert run.stdout.index("wrote " + str(tmp_path / "runs" / "pairwise")) < run.stdout.index(blocks[0][0])
+
+    # Step 5: verl's trainer ran Writing-RL steps on the CPU, with the stand-in judge (the untrained one
+    # writes no verdict), and verl's own metrics reported a reward for every step.
+    assert "== 5/5 verl's trainer: 2 steps of Writing-RL" in output and "STAND-IN judge" in output, context
+    assert "every step finished" in output, context
+    steps = [json.loads(line) for line in (tmp_path / "runs" / "train" / "metrics.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2] and all("critic/score/mean" in s["data"] for s in steps)
+    table = output[output.index("verl's metrics per step") :]
+    assert all(f"{s['data']['critic/score/mean']:.4f}" in table for s in steps), context
 
     assert "ready, serving model 'tiny-untrained-judge'" in log and "stopping" in log, context
     assert "Started a local Ray instance" not in log, context  # it joined this session's cluster

@@ -185,24 +185,18 @@ def test_a_genrm_preset_serves_the_tiny_genrm_on_the_cpu_rollout(method, preset,
         assert all(record["parse_error"] == 0 or record["reward"] <= 0 for record in records)
 
 
-def always_fails(request: dict, index: int):
+def with_a_dead_judge(out: Path, cache: Path, judge_server, *overrides: str) -> str:
+    """Writing-RL against a judge that answers every call with a 500 (one retry each)."""
     from judge_server import Reply
 
-    return Reply(status=500, content=None, body=b'{"error": {"message": "the judge is down"}}')
+    server = judge_server(script=lambda request, index: Reply(status=500, content=None, body=b'{"error": {}}'))
+    retries = "reward.reward_kwargs.judge.max_retries=1"
+    return tiny_train("writing_rl", out, cache, retries, *overrides, JUDGE_BASE_URL=server.base_url, JUDGE_MODEL="m")
 
 
 def test_a_judge_that_fails_every_call_is_paid_a_loss_and_the_run_goes_on(tmp_path, cache, judge_server):
-    server = judge_server(script=always_fails)
     out = tmp_path / "down-loss"
-    output = tiny_train(
-        "writing_rl",
-        out,
-        cache,
-        "reward.reward_kwargs.judge.max_retries=1",
-        "reward.reward_kwargs.max_judge_error_rate=1.0",
-        JUDGE_BASE_URL=server.base_url,
-        JUDGE_MODEL="scripted-judge",
-    )
+    output = with_a_dead_judge(out, cache, judge_server, "reward.reward_kwargs.max_judge_error_rate=1.0")
     assert finished(output), output[-3000:]
     logged = metrics(out)
     records = read_sample_logs(out / "samples")
@@ -213,17 +207,8 @@ def test_a_judge_that_fails_every_call_is_paid_a_loss_and_the_run_goes_on(tmp_pa
 
 
 def test_a_judge_that_fails_every_call_stops_the_run_past_the_error_rate(tmp_path, cache, judge_server):
-    server = judge_server(script=always_fails)
     out = tmp_path / "down-stop"
-    output = tiny_train(
-        "writing_rl",
-        out,
-        cache,
-        "reward.reward_kwargs.judge.max_retries=1",
-        "reward.reward_kwargs.failure_min_samples=8",
-        JUDGE_BASE_URL=server.base_url,
-        JUDGE_MODEL="scripted-judge",
-    )
+    output = with_a_dead_judge(out, cache, judge_server, "reward.reward_kwargs.failure_min_samples=8")
     assert not output.startswith("rc=0\n")
     log = (out / "train.log").read_text(errors="replace")
     assert "above reward.reward_kwargs.max_judge_error_rate=0.1" in log, output[-3000:]

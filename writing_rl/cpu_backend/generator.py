@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from writing_rl.genrm.batching import left_padded, settle
+
 # The sampling parameters verl's agent loop sends; anything else is refused, never silently ignored.
 KNOWN_SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", "logprobs", "max_tokens", "max_new_tokens"}
 
@@ -112,22 +114,12 @@ class TokenGenerator:
                     results = await asyncio.to_thread(self.run_batch, [r.prompt_ids for r in batch], batch[0].key)
                 except Exception as exc:  # a failed batch fails its own requests only
                     results = [exc] * len(batch)
-            for request, result in zip(batch, results):
-                if request.future.done():
-                    continue
-                if isinstance(result, BaseException):
-                    request.future.set_exception(result)
-                else:
-                    request.future.set_result(result)
+            settle([request.future for request in batch], results)
 
     @torch.inference_mode()
     def run_batch(self, prompts: list[list[int]], key: SamplingKey) -> list[Generated]:
-        width = max(len(ids) for ids in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, width - len(ids) :] = 1
+        input_ids, attention_mask = left_padded(torch, prompts, self.pad_id)
+        width = input_ids.shape[1]
         options: dict[str, Any] = {
             "max_new_tokens": key.max_tokens,
             "eos_token_id": sorted(self.stop_ids),

@@ -7,6 +7,7 @@ pays nothing for them, and every registration still happens before verl can look
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import sys
 from types import ModuleType
@@ -17,6 +18,7 @@ from writing_rl.cpu_backend.platform_name import ROLLOUT
 Hook = Callable[[ModuleType], None]
 
 
+@functools.cache
 def install() -> None:
     from writing_rl.cpu_backend import platform  # noqa: F401  (registers itself)
 

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from writing_rl.genrm.batching import left_padded, settle
 from writing_rl.genrm.engine import Generation, Sampling
 from writing_rl.genrm.requests import ChatRequests, PreparedRequest, Usage
 
@@ -183,13 +184,7 @@ class HFEngine:
                 results = await asyncio.to_thread(self.run_batch_or_split, batch)
             except Exception as exc:  # one failed generate fails its batch only
                 results = [exc] * len(batch)
-            for request, result in zip(batch, results):
-                if request.future.done():
-                    continue
-                if isinstance(result, BaseException):
-                    request.future.set_exception(result)
-                else:
-                    request.future.set_result(result)
+            settle([request.future for request in batch], results)
 
     def run_batch_or_split(self, batch: list[_Request]) -> list[Generation | BaseException]:
         """``run_batch``; when it runs out of memory, each half of the batch on its own (recursively).
@@ -229,13 +224,8 @@ class HFEngine:
         """One left-padded ``model.generate`` over the batch (blocking; runs in a worker thread)."""
         torch = self._torch
         start = time.perf_counter()
-        width = max(len(r.prepared.ids) for r in batch)
-        input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, request in enumerate(batch):
-            ids = request.prepared.ids
-            input_ids[row, width - len(ids) :] = torch.tensor(ids)
-            attention_mask[row, width - len(ids) :] = 1
+        input_ids, attention_mask = left_padded(torch, [r.prepared.ids for r in batch], self.pad_id)
+        width = input_ids.shape[1]
 
         head = batch[0]
         options: dict[str, Any] = {
