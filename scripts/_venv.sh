@@ -27,7 +27,7 @@ pip_with_progress() {
       shown="$collected"
       echo "   pip: $collected packages resolved ($(grep '^Collecting ' "$log" | tail -n 1 | cut -d' ' -f2))" >&2
     elif grep -q '^Installing collected packages' "$log" && [ $((elapsed % 15)) -eq 0 ]; then
-      echo "   pip: installing $collected packages... (${elapsed}s)" >&2
+      echo "   pip: installing... (${elapsed}s)" >&2
     elif [ $((elapsed % 30)) -eq 0 ]; then
       echo "   pip: working... (${elapsed}s)" >&2
     fi

@@ -177,7 +177,7 @@ fi
 TRAIN_STEPS="${TRAIN_STEPS:-2}"
 if [ "$TRAIN_STEPS" != "0" ]; then
   echo "== 5/5 verl's trainer: $TRAIN_STEPS steps of Writing-RL on a tiny random policy, on this CPU (scripts/tiny_train.sh)"
-  train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny")
+  train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny" TINY_TRAIN_HEADING="  --")
   if [ "$UNTRAINED" = "1" ]; then
     stop_judge  # its verdicts would all be unreadable: the trainer gets the stand-in judge instead
   else

@@ -68,6 +68,10 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
+# "==" heads each stage; the quickstart, which runs this as its last stage, sets "  --" to nest them.
+HEAD = os.environ.get("TINY_TRAIN_HEADING", "==")
+
+
 def build_artifacts(cache: Path, genrm: bool) -> dict[str, Path]:
     """A byte-level BPE trained on the example texts, a tiny random Qwen2 policy on it (and a GenRM),
     built once into ``cache`` and reused."""
@@ -266,7 +270,7 @@ def main(argv: list[str]) -> int:
     cache = Path(os.environ.get("CACHE_DIR") or REPO / ".cache/tiny").resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    say(f"== 1/4 a tiny random Qwen2 and tokenizer ({cache}), rows from {method.rows}")
+    say(f"{HEAD} 1/4 a tiny random Qwen2 and tokenizer ({cache}), rows from {method.rows}")
     artifacts = build_artifacts(cache, genrm=bool(genrm))
     train = build_data(method, out)
 
@@ -275,17 +279,17 @@ def main(argv: list[str]) -> int:
     if method.judged and not genrm:
         if os.environ.get("JUDGE_BASE_URL"):
             judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
-            say(f"== 2/4 judge: {judge[1]} at {judge[0]}")
+            say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
         else:
             stand_in = StandInJudge(out / "judge.log")
             judge = (stand_in.base_url, "stand-in-judge")
-            say(f"== 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
+            say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
             say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
             say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL.")
     elif genrm:
-        say(f"== 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
+        say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
     else:
-        say("== 2/4 no judge: a rule-based reward")
+        say(f"{HEAD} 2/4 no judge: a rule-based reward")
 
     metrics = out / "metrics.jsonl"
     if metrics.exists():
@@ -297,7 +301,7 @@ def main(argv: list[str]) -> int:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env = {**env, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONUNBUFFERED": "1"}
     (out / "command.txt").write_text(" ".join(command) + "\n")
-    say(f"== 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
+    say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
     say("   starting Ray and verl's workers (about a minute on 2 cores)")
     start = time.monotonic()
     try:
@@ -312,7 +316,7 @@ def main(argv: list[str]) -> int:
     summary = {"method": name, "rc": rc, "steps": sorted(logged), "finished": finished and rc == 0}
     summary["seconds"] = round(time.monotonic() - start, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    say(f"== 4/4 verl's metrics per step ({metrics})")
+    say(f"{HEAD} 4/4 verl's metrics per step ({metrics})")
     if logged:
         report(logged, out)
     if not summary["finished"]:
