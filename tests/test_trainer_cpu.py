@@ -1,20 +1,26 @@
 """verl's real trainer (``python -m verl.trainer.main_ppo``, v1 trainer unless a preset says otherwise) around
 every method, on the CPU backend, through the script a user runs: ``scripts/tiny_train.sh``.
 
-Each test is one or two whole training runs (about a minute each on 2 cores): marked ``trainer``, so a
-developer can leave them out with ``-m "not trainer"``. What they read back is what verl wrote: its file
-tracker (metrics.jsonl), its dump of each step's rollouts and scores (rollouts/<step>.jsonl) and its
-checkpoints, against what our reward managers returned (the sample log, ``samples/``).
+Each test reads one or two whole training runs (about a minute and a half each on 2 cores): marked ``trainer``,
+so a developer can leave them out with ``-m "not trainer"``. The module starts every run when it starts, one
+after another, and each test waits for its own. What the tests read back is what verl wrote: its file tracker (metrics.jsonl), its
+dump of each step's rollouts and scores (rollouts/<step>.jsonl) and its checkpoints, against what our reward
+managers returned (the sample log, ``samples/``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,45 +30,138 @@ from writing_rl.reward_loop.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR
+from judge_server import Reply, ScriptedJudgeServer
 
 pytestmark = pytest.mark.trainer
 
 PER_STEP = 16  # tiny_train.py: 4 prompts x 4 rollouts
 JUDGE_KEYS = ("judge/error_rate", "judge/parse_error_rate", "judge/calls_total", "judge/latency_p50_s")
+# Runs at once. Two would save a third of the time (verl's start-up leaves a core idle), but two verl runs on
+# one machine race for the free port each picks for torch.distributed (EADDRINUSE, seen once in 9 runs).
+PARALLEL = 1
+RUN_TIMEOUT_S = 900
+TERM = ("reward.reward_kwargs.terms.repetition.weight=0.5",)
+DEAD_JUDGE = "dead-judge"
+
+
+@dataclass(frozen=True)
+class Run:
+    method: str
+    overrides: tuple[str, ...] = ()
+    genrm: str = ""
+    steps: tuple[int, ...] = (2,)  # STEPS of each invocation, one after the other in one OUT (2, 3: a resume)
+
+
+# The longest first, so that the two lanes end together.
+RUNS = {
+    "writing_rl": Run("writing_rl", steps=(2, 3)),
+    "grrm_rlvr": Run("grrm_rlvr"),
+    "brpo-standalone": Run("brpo", genrm="standalone"),
+    "brpo": Run("brpo", TERM),
+    "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
+    "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
+    "rubric": Run("rubric", TERM),
+    "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
+    # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
+    DEAD_JUDGE: Run(
+        "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
+    ),
+}
+
+
+class Runs:
+    """Every run of RUNS started at once, PARALLEL at a time; ``get(key)`` waits for one."""
+
+    def __init__(self, root: Path, cache: Path, dead_judge_url: str):
+        self.root, self.cache, self.dead_judge_url = root, cache, dead_judge_url
+        self.processes: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        self.pool = ThreadPoolExecutor(max_workers=PARALLEL)
+        self.futures = {key: self.pool.submit(self._run, key, run) for key, run in RUNS.items()}
+
+    def get(self, key: str) -> tuple[list[str], Path]:
+        """The output of each invocation ("rc=<code>" on its first line) and the run's OUT."""
+        return self.futures[key].result()
+
+    def _run(self, key: str, run: Run) -> tuple[list[str], Path]:
+        out = self.root / key
+        env = {"GENRM": run.genrm} if run.genrm else {}
+        if key == DEAD_JUDGE:
+            env.update(JUDGE_BASE_URL=self.dead_judge_url, JUDGE_MODEL="m")
+        outputs = []
+        for i, steps in enumerate(run.steps, start=1):
+            outputs.append(self._invoke(run.method, out, steps, run.overrides, env))
+            curriculum = out / "checkpoints" / "curriculum"
+            if i < len(run.steps) and curriculum.is_dir():  # the levels as run i left them, for the next to compare
+                shutil.copytree(curriculum, out / f"curriculum-after-run-{i}")
+        return outputs, out
+
+    def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
+        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER")
+        environ = {k: v for k, v in os.environ.items() if k not in drop}
+        environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
+        environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
+        with self.lock:
+            if self.closed:
+                return "rc=cancelled\n"
+            # A session of its own: a run past its deadline is stopped with everything it started (Ray too).
+            process = subprocess.Popen(
+                ["bash", "scripts/tiny_train.sh", method, *overrides],
+                cwd=REPO_DIR,
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            self.processes.add(process)
+        try:
+            output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+            return f"rc={process.returncode}\n{output}"
+        except subprocess.TimeoutExpired:
+            stop(process)
+            output, _ = process.communicate()
+            return f"rc=timeout\ntiny_train.sh {method} ran past {RUN_TIMEOUT_S} s\n{output}"
+        finally:
+            with self.lock:
+                self.processes.discard(process)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            running = list(self.processes)
+        for future in self.futures.values():
+            future.cancel()
+        for process in running:
+            stop(process)
+        self.pool.shutdown(wait=True)
+
+
+def stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """The tiny model and tokenizer, built by the first run and reused by the others."""
-    return tmp_path_factory.mktemp("tiny-cache")
-
-
-def tiny_train(method: str, out: Path, cache: Path, *overrides: str, steps: int = 2, **env) -> str:
-    """Runs scripts/tiny_train.sh; returns its output (stdout + stderr)."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER")}
-    environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(cache), **env)
-    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
-    # A session of its own: a run past its deadline is stopped with everything it started (Ray included).
-    process = subprocess.Popen(
-        ["bash", "scripts/tiny_train.sh", method, *overrides],
-        cwd=REPO_DIR,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=900)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            output, _ = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-        pytest.fail(f"tiny_train.sh {method} ran past 900 s:\n{output[-3000:]}")
-    return f"rc={process.returncode}\n{output}"
+def runs(tmp_path_factory):
+    # The tiny model and tokenizer first, once: the runs share them.
+    cache = tmp_path_factory.mktemp("tiny-cache")
+    spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
+    tiny_train = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+    spec.loader.exec_module(tiny_train)
+    tiny_train.build_artifacts(cache, genrm=True)
+    dead = ScriptedJudgeServer(script=lambda request, index: Reply(status=500, content=None, body=b'{"error": {}}'))
+    dead.start()
+    started = Runs(tmp_path_factory.mktemp("runs"), cache, dead.base_url)
+    yield started
+    started.close()
+    dead.stop()
 
 
 def metrics(out: Path) -> dict[int, dict]:
@@ -74,16 +173,19 @@ def dumped(out: Path, step: int) -> list[dict]:
     return [json.loads(line) for line in (out / "rollouts" / f"{step}.jsonl").read_text().splitlines()]
 
 
-def ours_by_step(out: Path, steps: list[int]) -> dict[int, list[dict]]:
+def ours_by_step(out: Path, steps: list[int], first: int = 0) -> dict[int, list[dict]]:
     """What our managers returned, split into steps: the v1 sync trainer scores all of a step's rollouts
-    before the next step generates, so the log in time order is the steps in order."""
-    records = read_sample_logs(out / "samples")
-    assert len(records) == PER_STEP * len(steps), f"{len(records)} rewards logged for steps {steps}"
+    before the next step generates, so the log in time order is the steps in order (``first``: records
+    of earlier runs in the same OUT, left out)."""
+    records = read_sample_logs(out / "samples")[first:]
+    assert len(records) >= PER_STEP * len(steps), f"{len(records)} rewards logged for steps {steps}"
     return {step: records[i * PER_STEP : (i + 1) * PER_STEP] for i, step in enumerate(steps)}
 
 
-def assert_verl_trained_on_our_rewards(out: Path, steps: list[int]) -> dict[int, list[dict]]:
-    logged = metrics(out)
+def assert_verl_trained_on_our_rewards(
+    out: Path, steps: list[int], logged: dict | None = None
+) -> dict[int, list[dict]]:
+    logged = metrics(out) if logged is None else logged
     assert sorted(logged) == steps
     ours = ours_by_step(out, steps)
     for step in steps:
@@ -101,9 +203,8 @@ def finished(output: str) -> bool:
 
 
 @pytest.mark.parametrize("method", ["brpo", "grrm_mt_grpo", "rubric"])
-def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(method, tmp_path, cache):
-    out = tmp_path / method
-    output = tiny_train(method, out, cache, "reward.reward_kwargs.terms.repetition.weight=0.5")
+def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(method, runs):
+    (output,), out = runs.get(method)
     assert finished(output), output[-3000:]
     ours = assert_verl_trained_on_our_rewards(out, [1, 2])
     logged = metrics(out)
@@ -117,17 +218,18 @@ def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(meth
     assert (out / "reward.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_saved_levels(tmp_path, cache):
-    out = tmp_path / "writing_rl"
-    output = tiny_train("writing_rl", out, cache, steps=2)
-    assert finished(output), output[-3000:]
-    assert_verl_trained_on_our_rewards(out, [1, 2])
+def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_saved_levels(runs):
+    # Run 1: 2 steps, a checkpoint at step 2. Run 2: STEPS=3 in the same OUT, verl resumes from global_step_2.
+    (first, second), out = runs.get("writing_rl")
+    assert finished(first), first[-3000:]
+    assert (out / "metrics.previous.jsonl").exists()
+    logged = {json.loads(line)["step"]: json.loads(line)["data"] for line in (out / "metrics.previous.jsonl").open()}
+    assert_verl_trained_on_our_rewards(out, [1, 2], logged)
     assert (out / "checkpoints" / "global_step_2").is_dir()
-    saved = read_state(out / "checkpoints" / "curriculum").table.as_dict()
+    saved = read_state(out / "curriculum-after-run-1").table.as_dict()
     assert any(level > 0 for level in saved.values()), f"no prompt moved to a harder reference: {saved}"
 
-    output = tiny_train("writing_rl", out, cache, steps=3)  # same OUT: verl resumes from global_step_2
-    assert finished(output), output[-3000:]
+    assert finished(second), second[-3000:]
     assert sorted(metrics(out)) == [3]
     rows = pq.read_table(out / "data" / "train.parquet").to_pylist()
     row_id = {
@@ -144,12 +246,11 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
 
 
 @pytest.mark.parametrize("method", ["grrm_rlvr", "genrm_pairwise_rl"])
-def test_a_genrm_training_run_scores_each_rollout_with_the_rule_based_reward(method, tmp_path, cache):
+def test_a_genrm_training_run_scores_each_rollout_with_the_rule_based_reward(method, runs):
     from omegaconf import OmegaConf
     from verl.utils.import_utils import load_extern_object
 
-    out = tmp_path / method
-    output = tiny_train(method, out, cache)
+    (output,), out = runs.get(method)
     assert finished(output), output[-3000:]
     logged = metrics(out)
     assert sorted(logged) == [1, 2]
@@ -167,10 +268,9 @@ def test_a_genrm_training_run_scores_each_rollout_with_the_rule_based_reward(met
 
 
 @pytest.mark.parametrize(("method", "preset"), [("brpo", "standalone"), ("grrm_mt_grpo", "colocated")])
-def test_a_genrm_preset_serves_the_tiny_genrm_on_the_cpu_rollout(method, preset, tmp_path, cache):
+def test_a_genrm_preset_serves_the_tiny_genrm_on_the_cpu_rollout(method, preset, runs):
     """+genrm=standalone runs under the v1 trainer, +genrm=colocated under the legacy one (its preset)."""
-    out = tmp_path / f"{method}-{preset}"
-    output = tiny_train(method, out, cache, GENRM=preset)
+    (output,), out = runs.get(f"{method}-{preset}")
     assert finished(output), output[-3000:]
     logged = metrics(out)
     assert sorted(logged) == [1, 2]
@@ -185,33 +285,17 @@ def test_a_genrm_preset_serves_the_tiny_genrm_on_the_cpu_rollout(method, preset,
         assert all(record["parse_error"] == 0 or record["reward"] <= 0 for record in records)
 
 
-def with_a_dead_judge(out: Path, cache: Path, judge_server, *overrides: str) -> str:
-    """Writing-RL against a judge that answers every call with a 500 (one retry each)."""
-    from judge_server import Reply
-
-    server = judge_server(script=lambda request, index: Reply(status=500, content=None, body=b'{"error": {}}'))
-    retries = "reward.reward_kwargs.judge.max_retries=1"
-    return tiny_train("writing_rl", out, cache, retries, *overrides, JUDGE_BASE_URL=server.base_url, JUDGE_MODEL="m")
-
-
-def test_a_judge_that_fails_every_call_is_paid_a_loss_and_the_run_goes_on(tmp_path, cache, judge_server):
-    out = tmp_path / "down-loss"
-    output = with_a_dead_judge(out, cache, judge_server, "reward.reward_kwargs.max_judge_error_rate=1.0")
-    assert finished(output), output[-3000:]
+def test_a_judge_that_fails_every_call_is_paid_a_loss_until_the_guard_stops_the_run(runs):
+    (output,), out = runs.get(DEAD_JUDGE)
+    # Step 1: 16 samples, below failure_min_samples=24: each failed call paid a pairwise loss, the run goes on.
     logged = metrics(out)
-    records = read_sample_logs(out / "samples")
-    assert len(records) == 2 * PER_STEP
-    assert all(record["judge_error"] == 1 and record["reward"] == 0.0 for record in records)  # pairwise loss
-    for step in (1, 2):
-        assert logged[step]["judge/error_rate"] == 1.0 and logged[step]["critic/score/mean"] == 0.0
-
-
-def test_a_judge_that_fails_every_call_stops_the_run_past_the_error_rate(tmp_path, cache, judge_server):
-    out = tmp_path / "down-stop"
-    output = with_a_dead_judge(out, cache, judge_server, "reward.reward_kwargs.failure_min_samples=8")
+    assert sorted(logged) == [1], output[-3000:]
+    assert logged[1]["judge/error_rate"] == 1.0 and logged[1]["critic/score/mean"] == 0.0
+    step1 = read_sample_logs(out / "samples")[:PER_STEP]
+    assert len(step1) == PER_STEP and all(r["judge_error"] == 1 and r["reward"] == 0.0 for r in step1)
+    # Step 2 reaches 24 samples, all failed: above max_judge_error_rate, the guard stops the run, and no step
+    # trains on the part of its batch that was scored before.
     assert not output.startswith("rc=0\n")
     log = (out / "train.log").read_text(errors="replace")
     assert "above reward.reward_kwargs.max_judge_error_rate=0.1" in log, output[-3000:]
     assert "RewardFailedError" in log and "could not be scored" in output
-    # No step trained on the part of its batch that was scored before the guard stopped the rest.
-    assert not (out / "metrics.jsonl").exists() or metrics(out) == {}

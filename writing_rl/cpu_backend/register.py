@@ -13,7 +13,8 @@ import sys
 from types import ModuleType
 from typing import Callable
 
-from writing_rl.cpu_backend.platform_name import ROLLOUT
+from writing_rl.cpu_backend import shims
+from writing_rl.cpu_backend.platform_name import PLATFORM, ROLLOUT
 
 Hook = Callable[[ModuleType], None]
 
@@ -25,17 +26,11 @@ def install() -> None:
     after_import(
         {
             "verl.workers.rollout.replica": _register_replica,
-            "verl.workers.rollout.base": lambda base: _shims().add_rollout_adapter(base, ROLLOUT),
+            "verl.workers.rollout.base": lambda base: shims.add_rollout_adapter(base, ROLLOUT),
             "verl.workers.engine.fsdp.transformer_impl": _register_engines,
-            "verl.workers.engine_workers": lambda workers: _shims().gloo_process_group(workers),
+            "verl.workers.engine_workers": shims.gloo_process_group,
         }
     )
-
-
-def _shims():
-    from writing_rl.cpu_backend import shims
-
-    return shims
 
 
 def _register_replica(replica: ModuleType) -> None:
@@ -48,13 +43,11 @@ def _register_replica(replica: ModuleType) -> None:
 
 
 def _register_engines(transformer_impl: ModuleType) -> None:
-    from writing_rl.cpu_backend.platform_name import PLATFORM
-
     # verl registers its FSDP engines for cuda and npu; the same classes train on the CPU.
     register = transformer_impl.EngineRegistry.register
     register("language_model", ["fsdp", "fsdp2"], device=PLATFORM)(transformer_impl.FSDPEngineWithLMHead)
     register("value_model", ["fsdp", "fsdp2"], device=PLATFORM)(transformer_impl.FSDPEngineWithValueHead)
-    _shims().unpinned_offload(transformer_impl)
+    shims.unpinned_offload(transformer_impl)
 
 
 def after_import(hooks: dict[str, Hook]) -> None:
