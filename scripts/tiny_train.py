@@ -152,6 +152,7 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
         f"trainer.experiment_name=tiny_{name}",
         f"trainer.default_local_dir={out / 'checkpoints'}",
         f"trainer.rollout_data_dir={out / 'rollouts'}",
+        f"hydra.run.dir={out / 'hydra'}",  # Hydra's own output, under OUT rather than ./outputs
     ]
     if method.judged:
         args.append(f"reward.reward_kwargs.sample_log_dir={out / 'samples'}")
@@ -297,9 +298,10 @@ def main(argv: list[str]) -> int:
     command = [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO / "hydra_configs")]
     command += ["--config-name", name, *overrides(name, method, out, artifacts, train, steps, judge)]
     command += ["+backend=cpu", *user_overrides]
-    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even inside another Ray job.
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env = {**env, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics), "PYTHONUNBUFFERED": "1"}
+    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even inside another Ray job or beside a
+    # cluster `ray start` left running (ray.init would join either).
+    env = {**os.environ, "RAY_ADDRESS": "local", "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
+    env["PYTHONUNBUFFERED"] = "1"
     (out / "command.txt").write_text(" ".join(command) + "\n")
     say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
     say("   starting Ray and verl's workers (about a minute on 2 cores)")

@@ -11,7 +11,29 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO_DIR = TESTS_DIR.parent
 sys.path.insert(0, str(TESTS_DIR))
 
+import trainer_runs  # noqa: E402
 from judge_server import ScriptedJudgeServer  # noqa: E402
+
+TRAINER_RUNS = pytest.StashKey[trainer_runs.Runs]()
+
+
+def pytest_collection_finish(session):
+    """The trainer runs the selected tests read start now, in the background (tests/trainer_runs.py)."""
+    keys = trainer_runs.wanted(session.items)
+    if keys and not session.config.option.collectonly:
+        session.config.stash[TRAINER_RUNS] = trainer_runs.Runs(keys)
+
+
+def pytest_sessionfinish(session):
+    runs = session.config.stash.get(TRAINER_RUNS, None)
+    if runs is not None:
+        runs.close(keep=session.testsfailed > 0)
+
+
+@pytest.fixture(scope="session")
+def trainer_runs_started(request) -> trainer_runs.Runs:
+    return request.config.stash[TRAINER_RUNS]
+
 
 TOKENIZER_TEXTS = [
     "Write a story about a lighthouse. The storm was good and the ending was bad.",

@@ -1,11 +1,12 @@
-"""Reading a section of verl's config into a frozen dataclass: unknown keys and wrong types fail at
-start with the key's full name (``writing_rl.judge.config``, ``writing_rl.reward_loop.config``)."""
+"""Reading a section of verl's config into a frozen dataclass: unknown keys, wrong types and values outside a
+field's ``option(...)`` bounds fail at start with the key's full name (``writing_rl.judge.config``,
+``writing_rl.reward_loop.config``, every reward fn's ``Options``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 
 class ConfigError(ValueError):
@@ -15,6 +16,21 @@ class ConfigError(ValueError):
 def require(ok: bool, message: str) -> None:
     if not ok:
         raise ConfigError(message)
+
+
+def option(default: Any, *, choices: Any = None, minimum: float | None = None) -> Any:
+    """A dataclass field whose values are bounded: one of ``choices``, or at least ``minimum`` (``build``
+    checks them). A list default is copied per instance."""
+    metadata = {"choices": tuple(choices) if choices is not None else None, "minimum": minimum}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def default_of(field: dataclasses.Field) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
 
 
 def build(cls, values: Mapping[str, Any], prefix: str):
@@ -27,8 +43,19 @@ def build(cls, values: Mapping[str, Any], prefix: str):
             f"unknown key(s) under {prefix}: {', '.join(unknown)}{hints} (known: {', '.join(sorted(fields))})"
         )
     for key, value in values.items():
-        check_type(f"{prefix}.{key}", value, fields[key].default)
+        check_type(f"{prefix}.{key}", value, default_of(fields[key]))
+        check_bounds(f"{prefix}.{key}", value, fields[key].metadata)
     return cls(**values)
+
+
+def check_bounds(name: str, value: Any, metadata: Mapping[str, Any]) -> None:
+    choices, minimum = metadata.get("choices"), metadata.get("minimum")
+    if choices is not None and value not in choices:
+        near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"{name}={value!r}: expected one of {', '.join(map(repr, choices))}{hint}")
+    if minimum is not None and value is not None and value < minimum:
+        raise ConfigError(f"{name}={value!r}: expected a number >= {minimum:g}")
 
 
 def check_type(name: str, value: Any, default: Any) -> None:
@@ -42,6 +69,8 @@ def check_type(name: str, value: Any, default: Any) -> None:
         ok = ok and (isinstance(value, int) or isinstance(default, float))
     elif isinstance(default, str):
         ok = isinstance(value, str)
+    elif isinstance(default, (list, tuple)):
+        ok = isinstance(value, Sequence) and not isinstance(value, str)  # (an OmegaConf ListConfig is one)
     else:
         return
     if not ok:

@@ -1,0 +1,175 @@
+"""The training runs tests/test_trainer_cpu.py reads: ``scripts/tiny_train.sh`` invocations, started in the
+background as soon as pytest has collected a test that needs them (conftest.py), so that verl's minute of
+start-up per run overlaps the rest of the suite instead of adding to it. A test asks for its runs with
+``@uses(key, ...)`` and waits for each with ``runs.get(key)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from judge_server import Reply, ScriptedJudgeServer
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+# Runs at once, beside the rest of the suite. verl's start-up is one process importing at a time, so a
+# run leaves a core idle for the other tests.
+PARALLEL = 1
+RUN_TIMEOUT_S = 900
+TERM = ("reward.reward_kwargs.terms.repetition.weight=0.5",)
+DEAD_JUDGE = "dead-judge"
+# Two verl runs on one machine can race for the port each picked for torch.distributed: such a run stops
+# before its first step, and is started again once.
+PORT_RACE = ("EADDRINUSE", "Address already in use")
+
+
+@dataclass(frozen=True)
+class Run:
+    method: str
+    overrides: tuple[str, ...] = ()
+    genrm: str = ""
+    steps: tuple[int, ...] = (2,)  # STEPS of each invocation, one after the other in one OUT (2, 3: a resume)
+
+
+# The longest first. Each method runs under verl's v1 trainer (its default), +genrm=colocated under the
+# legacy trainer (that preset's), and every judged method with the stand-in judge over HTTP except BRPO,
+# which the GenRM verl hosts judges.
+RUNS = {
+    "writing_rl": Run("writing_rl", steps=(2, 3)),
+    "grrm_rlvr": Run("grrm_rlvr"),
+    # BRPO with its terms, judged by the tiny GenRM verl hosts (+genrm=standalone, the v1 trainer).
+    "brpo-standalone": Run("brpo", TERM, genrm="standalone"),
+    "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
+    "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
+    "rubric": Run("rubric", TERM),
+    "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
+    # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
+    DEAD_JUDGE: Run(
+        "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
+    ),
+}
+
+
+def uses(*keys: str) -> pytest.MarkDecorator:
+    """The runs a test reads (keys of RUNS)."""
+    unknown = set(keys) - set(RUNS)
+    assert not unknown, f"no such trainer runs: {sorted(unknown)}"
+    return pytest.mark.trainer(runs=keys)
+
+
+def wanted(items) -> list[str]:
+    """The runs the selected tests read, in RUNS order."""
+    keys = {key for item in items for mark in item.iter_markers("trainer") for key in mark.kwargs.get("runs", ())}
+    return [key for key in RUNS if key in keys]
+
+
+class Runs:
+    """``keys`` of RUNS, PARALLEL at a time, after the tiny model and tokenizer they share are built;
+    ``get(key)`` waits for one."""
+
+    def __init__(self, keys: list[str]):
+        self.root = Path(tempfile.mkdtemp(prefix="writing-rl-trainer-runs-"))
+        self.cache = self.root / "tiny-cache"
+        self.dead_judge = ScriptedJudgeServer(
+            script=lambda request, index: Reply(status=500, content=None, body=b'{"error": {}}')
+        ).start()
+        self.processes: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        self.prepared = ThreadPoolExecutor(max_workers=1).submit(self._build_artifacts)
+        self.pool = ThreadPoolExecutor(max_workers=PARALLEL)
+        self.futures = {key: self.pool.submit(self._run, key, RUNS[key]) for key in keys}
+
+    def get(self, key: str) -> tuple[list[str], Path]:
+        """The output of each invocation ("rc=<code>" on its first line) and the run's OUT."""
+        return self.futures[key].result()
+
+    def _build_artifacts(self) -> None:
+        spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
+        tiny_train = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+        spec.loader.exec_module(tiny_train)
+        tiny_train.build_artifacts(self.cache, genrm=True)
+
+    def _run(self, key: str, run: Run) -> tuple[list[str], Path]:
+        self.prepared.result()
+        out = self.root / key
+        env = {"GENRM": run.genrm} if run.genrm else {}
+        if key == DEAD_JUDGE:
+            env.update(JUDGE_BASE_URL=self.dead_judge.base_url, JUDGE_MODEL="m")
+        outputs = []
+        for i, steps in enumerate(run.steps, start=1):
+            output = self._invoke(run.method, out, steps, run.overrides, env)
+            if any(sign in output for sign in PORT_RACE) and not (out / "metrics.jsonl").exists():
+                output = self._invoke(run.method, out, steps, run.overrides, env)
+            outputs.append(output)
+            curriculum = out / "checkpoints" / "curriculum"
+            if i < len(run.steps) and curriculum.is_dir():  # the levels as run i left them, for the next to compare
+                shutil.copytree(curriculum, out / f"curriculum-after-run-{i}")
+        return outputs, out
+
+    def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
+        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "RAY_ADDRESS")
+        environ = {k: v for k, v in os.environ.items() if k not in drop}
+        environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
+        environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
+        with self.lock:
+            if self.closed:
+                return "rc=cancelled\n"
+            # A session of its own: a run past its deadline is stopped with everything it started (Ray too).
+            process = subprocess.Popen(
+                ["bash", "scripts/tiny_train.sh", method, *overrides],
+                cwd=REPO_DIR,
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            self.processes.add(process)
+        try:
+            output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+            return f"rc={process.returncode}\n{output}"
+        except subprocess.TimeoutExpired:
+            stop(process)
+            output, _ = process.communicate()
+            return f"rc=timeout\ntiny_train.sh {method} ran past {RUN_TIMEOUT_S} s\n{output}"
+        finally:
+            with self.lock:
+                self.processes.discard(process)
+
+    def close(self, keep: bool) -> None:
+        """Stops what still runs; the outputs are removed unless ``keep``."""
+        with self.lock:
+            self.closed = True
+            running = list(self.processes)
+        for future in self.futures.values():
+            future.cancel()
+        for process in running:
+            stop(process)
+        self.pool.shutdown(wait=True)
+        self.dead_judge.stop()
+        if keep:
+            print(f"\ntrainer runs kept in {self.root}")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
