@@ -29,16 +29,45 @@ import asyncio
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
 from writing_rl.protocols.pairwise_task import STRATEGIES, outcome
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
-from writing_rl.reward_loop.contract import Member, check_on_parse_error, fallback_outcome, unreadable_flags
+from writing_rl.reward_loop.contract import Member, fallback_outcome, option, read_options, unreadable_flags
 
 OUTCOME_VALUE = {"win": 1.0, "tie": 0.0, "loss": -1.0}
 WIN_RULES = ("mean", "consistent")
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.brpo``."""
+
+    # The orders each rollout is judged in against a reference: both (2 calls per comparison), or one:
+    # position-advantage (the rollout shown first) or position-disadvantage (the reference first).
+    strategy: str = option("both", choices=STRATEGIES)
+    # References drawn per group; a rollout's reward is its mean outcome against them.
+    num_references: int = option(1, minimum=1)
+    # With the group's uid, picks the references reproducibly.
+    seed: int = 0
+    # The reward of a rollout with no answer (an unclosed <think> block, or empty).
+    format_error_reward: float = -1.0
+    # A pairwise judge prompt template file; null: the built-in one (writing_rl/protocols/prompts.py).
+    template: str | None = None
+    # The judge's system message; null: none.
+    system_prompt: str | None = PAIRWISE_SYSTEM
+    # What the judge ends with: verdict ([[A]]/[[B]]/[[C]]), scores (A: 7, B: 4) or auto (a verdict
+    # token when the reply has one, else a score pair).
+    output: str = option("auto", choices=PAIRWISE_OUTPUTS)
+    # Scores this close or closer are a tie (scores output).
+    tie_margin: float = option(0.0, minimum=0)
+    # Judge samples per comparison, majority verdict (a split vote is a tie).
+    votes: int = option(1, minimum=1)
+    # mean: the average +1/0/-1 over orders and references; consistent (Writing-Zero): +1 only for a win
+    # in every comparison, else -1.
+    win_rule: str = option("mean", choices=WIN_RULES)
 
 
 @dataclass
@@ -76,22 +105,11 @@ def vote(outcomes: list[str]) -> str:
 
 
 async def compute_score(
-    members: list[Member],
-    *,
-    judge: SampleJudge,
-    strategy: str = "both",
-    num_references: int = 1,
-    seed: int = 0,
-    format_error_reward: float = -1.0,
-    template: str | None = None,
-    system_prompt: str | None = PAIRWISE_SYSTEM,
-    output: str = "auto",
-    tie_margin: float = 0.0,
-    votes: int = 1,
-    win_rule: str = "mean",
-    on_parse_error: str = "loss",
+    members: list[Member], *, judge: SampleJudge, on_parse_error: str = "loss", **given: Any
 ) -> list[dict]:
-    _check_options(strategy, num_references, output, votes, win_rule, on_parse_error)
+    """``on_parse_error``: reward.reward_kwargs.on_parse_error, passed by the manager."""
+    options = read_options(RewardOptions, given)
+    num_references, seed, votes, output = options.num_references, options.seed, options.votes, options.output
     answers = [strip_think(m.text) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
     references = choose_references(candidates, min(num_references, max(1, len(candidates) - 1)), seed, members[0].uid)
@@ -100,7 +118,7 @@ async def compute_score(
     first = members[0]
     criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
     criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
-    slots = STRATEGIES[strategy]
+    slots = STRATEGIES[options.strategy]
     jobs = [(c, r, slot) for c in to_judge for r in references for slot in slots]
     requests = [
         pairwise_messages(
@@ -108,8 +126,8 @@ async def compute_score(
             response_a=c if slot == "A" else r,
             response_b=r if slot == "A" else c,
             criteria=criteria,
-            template=template,
-            system=system_prompt,
+            template=options.template,
+            system=options.system_prompt,
             output="scores" if output == "scores" else "verdict",
         )
         for c, r, slot in jobs
@@ -134,7 +152,7 @@ async def compute_score(
                 continue
             if isinstance(reply, BaseException):
                 raise reply
-            read = judge.read(reply, read_comparison, output, tie_margin)
+            read = judge.read(reply, read_comparison, output, options.tie_margin)
             if isinstance(read, Unreadable):
                 failures.append(read)
             else:
@@ -145,11 +163,11 @@ async def compute_score(
             tally.unreadable.setdefault(reference, []).append(failures[0])
 
     culprits, excused = _culprit_references(references, tallies, on_parse_error)
-    scores = {c: _candidate_score(tallies[c], excused, on_parse_error, win_rule) for c in to_judge}
+    scores = {c: _candidate_score(tallies[c], excused, on_parse_error, options.win_rule) for c in to_judge}
     results = []
     for answer in answers:
         if answer is None:
-            results.append(_result(format_error_reward, format_error=1))
+            results.append(_result(options.format_error_reward, format_error=1))
         elif answer in culprits:
             results.append(_result(OUTCOME_VALUE["loss"], is_reference=1, parse_error=1))
         elif answer in references:
@@ -195,28 +213,6 @@ def _candidate_score(tally: _Tally, excused: set[str], on_parse_error: str, win_
     if win_rule == "consistent":
         return OUTCOME_VALUE["win"] if all(o == "win" for o in outcomes) else OUTCOME_VALUE["loss"]
     return sum(OUTCOME_VALUE[o] for o in outcomes) / len(outcomes)
-
-
-def _check_options(strategy: str, num_references: int, output: str, votes: int, win_rule: str, on_parse_error: str):
-    if strategy not in STRATEGIES:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}"
-        )
-    if num_references < 1:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.num_references must be >= 1, got {num_references}"
-        )
-    if output not in PAIRWISE_OUTPUTS:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {output!r}"
-        )
-    if votes < 1:
-        raise ValueError(f"reward.custom_reward_function.reward_kwargs.votes must be >= 1, got {votes}")
-    if win_rule not in WIN_RULES:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.win_rule must be one of {WIN_RULES}, got {win_rule!r}"
-        )
-    check_on_parse_error(on_parse_error)
 
 
 def _result(

@@ -33,15 +33,54 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
 
 from writing_rl import protocols
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, gqm, gqm_prompt, strip_think
-from writing_rl.reward_loop.contract import Member, check_on_parse_error, raise_if_asked, unreadable_flags
+from writing_rl.reward_loop.contract import Member, option, raise_if_asked, read_options, unreadable_flags
 
 EXTRACTIONS = ("full", "codeblock", "last_line")
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.group_ranking``."""
+
+    # The part of each rollout the GenRM judges: full (after the reasoning block), codeblock (the last
+    # fenced block) or last_line.
+    extraction: str = option("full", choices=EXTRACTIONS)
+    # reward = the GenRM's score (0-10) x score_scale - the overlong penalty.
+    score_scale: float = 0.1
+    # The reward when the group cannot be ranked for a reason other than the rollouts (a failed call, a
+    # prompt over max_prompt_tokens, over 26 or under 2 distinct answers), and under on_parse_error=tie.
+    default_reward: float = 0.0
+    # The reward of a rollout with no answer to extract.
+    format_error_reward: float = 0.0
+    # DAPO-style overlong penalty: linear over the last buffer_len tokens before max_resp_len, up to
+    # penalty_factor (null max_resp_len or buffer_len 0: off).
+    max_resp_len: int | None = option(None, minimum=1)
+    buffer_len: int = option(0, minimum=0)
+    penalty_factor: float = option(1.0, minimum=0)
+    # Skip (default_reward, prompt_too_long=1) a group whose GenRM request is longer than this many tokens;
+    # null: no limit. Needs the GenRM's tokenizer (judge_tokenizer_path, or the one verl hosts).
+    max_prompt_tokens: int | None = option(None, minimum=1)
+    judge_tokenizer_path: str | None = None
+    # With the group's uid, shuffles the order the candidates are shown in, reproducibly.
+    seed: int = 0
+    # The GenRM's system message and prompt template file; null: the GQM prompt (writing_rl/protocols/gqm_prompt.py).
+    system_prompt: str | None = None
+    template: str | None = None
+    # Between the fenced candidates in the prompt.
+    candidate_separator: str = "\n\n"
+    # Calls again, in a new order, when a ranking cannot be read.
+    parse_retries: int = option(1, minimum=0)
+    # With 3+ candidates and a ranking still unreadable: leave each out once to find the one that breaks it.
+    find_culprit: bool = True
+
+
 _FENCED = re.compile(r"(`{3,})[^\n]*\n(.*?)\n\1", re.S)
 
 
@@ -102,33 +141,12 @@ def prompt_tokens(messages: list[dict], tokenizer) -> int:
 
 
 async def compute_score(
-    members: list[Member],
-    *,
-    judge: SampleJudge,
-    judge_tokenizer=None,
-    extraction: str = "full",
-    score_scale: float = 0.1,
-    default_reward: float = 0.0,
-    format_error_reward: float = 0.0,
-    max_resp_len: int | None = None,
-    buffer_len: int = 0,
-    penalty_factor: float = 1.0,
-    max_prompt_tokens: int | None = None,
-    judge_tokenizer_path: str | None = None,
-    seed: int = 0,
-    system_prompt: str | None = None,
-    template: str | None = None,
-    candidate_separator: str = "\n\n",
-    parse_retries: int = 1,
-    find_culprit: bool = True,
-    on_parse_error: str = "loss",
+    members: list[Member], *, judge: SampleJudge, judge_tokenizer=None, on_parse_error: str = "loss", **given: Any
 ) -> list[dict]:
-    if extraction not in EXTRACTIONS:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.extraction must be one of {EXTRACTIONS}, got {extraction!r}"
-        )
-    check_on_parse_error(on_parse_error)
-    answers = [extract_answer(m.text, extraction) for m in members]
+    """``judge_tokenizer``: the GenRM's, passed when verl hosts it; ``on_parse_error``:
+    reward.reward_kwargs.on_parse_error, passed by the manager."""
+    options = read_options(RewardOptions, given)
+    answers = [extract_answer(m.text, options.extraction) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
     flags = {"num_candidates": len(candidates)}
     scores: dict[str, int] = {}
@@ -140,17 +158,18 @@ async def compute_score(
     elif len(candidates) < 2:
         flags["nothing_to_rank"] = 1
     else:
-        tokenizer = judge_tokenizer or (_load_tokenizer(judge_tokenizer_path) if judge_tokenizer_path else None)
-        if max_prompt_tokens and tokenizer is None:
+        path = options.judge_tokenizer_path
+        tokenizer = judge_tokenizer or (_load_tokenizer(path) if path else None)
+        if options.max_prompt_tokens and tokenizer is None:
             raise ValueError(
-                "reward.custom_reward_function.reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set judge_tokenizer_path "
-                "(verl passes it automatically when it hosts the GenRM)"
+                "reward.custom_reward_function.reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set "
+                "judge_tokenizer_path (verl passes it automatically when it hosts the GenRM)"
             )
-        layout = {"system": system_prompt, "template": template, "separator": candidate_separator,
-                  "special_tokens": markup_tokens(tokenizer)}  # fmt: skip
-        ranker = _Ranker(judge, members[0], seed, layout, tokenizer, max_prompt_tokens)
+        layout = {"system": options.system_prompt, "template": options.template,
+                  "separator": options.candidate_separator, "special_tokens": markup_tokens(tokenizer)}  # fmt: skip
+        ranker = _Ranker(judge, members[0], options.seed, layout, tokenizer, options.max_prompt_tokens)
         result = await ranker.rank(candidates, attempt=0)
-        for attempt in range(1, parse_retries + 1):
+        for attempt in range(1, options.parse_retries + 1):
             if not isinstance(result, Unreadable):
                 break
             failures.append(result)
@@ -158,7 +177,7 @@ async def compute_score(
         if isinstance(result, Unreadable):
             failures.append(result)
             raise_if_asked(result, on_parse_error)
-            if find_culprit and len(candidates) >= 3:
+            if options.find_culprit and len(candidates) >= 3:
                 culprit, scores = await ranker.find_culprit(candidates)
             if culprit is None:
                 flags["parse_error"] = 1
@@ -168,21 +187,25 @@ async def compute_score(
             scores = result
 
     # A group that could not be ranked: the lowest score (a loss) or, under on_parse_error=tie, the default.
-    unreadable = gqm.MIN_SCORE * score_scale if on_parse_error == "loss" else default_reward
+    unreadable = gqm.MIN_SCORE * options.score_scale if on_parse_error == "loss" else options.default_reward
     results = []
     for member, answer in zip(members, answers):
-        penalty = overlong_penalty(member.response_length, max_resp_len, buffer_len, penalty_factor)
+        penalty = overlong_penalty(
+            member.response_length, options.max_resp_len, options.buffer_len, options.penalty_factor
+        )
         if answer is None:
-            results.append(_result(format_error_reward - penalty, penalty, flags, format_error=1))
+            results.append(_result(options.format_error_reward - penalty, penalty, flags, format_error=1))
         elif answer == culprit:
-            result = _result(gqm.MIN_SCORE * score_scale - penalty, penalty, flags, rank_score=gqm.MIN_SCORE)
+            result = _result(gqm.MIN_SCORE * options.score_scale - penalty, penalty, flags, rank_score=gqm.MIN_SCORE)
             results.append({**result, **unreadable_flags(failures), "culprit": 1})
         elif answer in scores:
-            results.append(_result(scores[answer] * score_scale - penalty, penalty, flags, rank_score=scores[answer]))
+            results.append(
+                _result(scores[answer] * options.score_scale - penalty, penalty, flags, rank_score=scores[answer])
+            )
         elif flags.get("parse_error"):
             results.append({**_result(unreadable - penalty, penalty, flags), **unreadable_flags(failures)})
         else:
-            results.append(_result(default_reward - penalty, penalty, flags))
+            results.append(_result(options.default_reward - penalty, penalty, flags))
     return results
 
 

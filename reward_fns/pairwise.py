@@ -27,58 +27,55 @@ from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
 from writing_rl.reward_loop.contract import (
     Curriculum,
     Member,
-    check_on_parse_error,
     fallback_outcome,
     is_validation,
+    option,
+    read_options,
     unreadable_flags,
 )
 
 
 @dataclass(frozen=True)
-class Scoring:
-    """How one answer is judged against one reference: orders, scores, the failure policy, the template.
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.pairwise``."""
 
-    ``output``: what the judge ends with, ``verdict`` (``[[A]]``/``[[B]]``/``[[C]]``), ``scores``
-    (``A: 7, B: 4``; a tie within ``tie_margin``) or ``auto``. ``on_parse_error``: what an unreadable
-    reply counts as (``loss``, ``tie``, or ``raise`` to stop the step). ``neutral_reward``: the reward
-    after a judge *call* failure under ``on_judge_error=neutral`` (default: the tie score).
-    ``system_prompt``: the judge's system message (None: none, as in Writing-RL's own prompt)."""
-
-    strategy: str = "position-disadvantage"
+    # The orders the response is judged in against the reference: position-disadvantage (the reference
+    # first, Writing-RL's default), position-advantage (the response first) or both (2 calls; the mean).
+    strategy: str = option("position-disadvantage", choices=STRATEGIES)
+    # The reward of a win, a tie and a loss in one order.
     win_score: float = 1.0
     tie_score: float = 0.5
     loss_score: float = 0.0
+    # The reward after a judge call failure under reward.reward_kwargs.on_judge_error=neutral; null: tie_score.
     neutral_reward: float | None = None
+    # A pairwise judge prompt template file; null: the built-in one (writing_rl/protocols/prompts.py).
     template: str | None = None
+    # The judge's system message; null: none, as in Writing-RL's own prompt.
     system_prompt: str | None = PAIRWISE_SYSTEM
-    output: str = "verdict"
-    tie_margin: float = 0.0
-    on_parse_error: str = "loss"
-
-    def __post_init__(self):
-        if self.strategy not in STRATEGIES:
-            raise ValueError(
-                f"reward.custom_reward_function.reward_kwargs.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}"
-            )
-        if self.output not in PAIRWISE_OUTPUTS:
-            raise ValueError(
-                f"reward.custom_reward_function.reward_kwargs.output must be one of {PAIRWISE_OUTPUTS}, got {self.output!r}"
-            )
-        check_on_parse_error(self.on_parse_error)
+    # What the judge ends with: verdict ([[A]]/[[B]]/[[C]]), scores (A: 7, B: 4; a tie within tie_margin)
+    # or auto (a verdict token when the reply has one, else a score pair).
+    output: str = option("verdict", choices=PAIRWISE_OUTPUTS)
+    # Scores this close or closer are a tie (scores output).
+    tie_margin: float = option(0.0, minimum=0)
+    # With the curriculum: a group moves to its next reference when at least one rollout won and the share
+    # of its rollouts that won reaches this (0: any win, as in Writing-RL).
+    advance_threshold: float = option(0.0, minimum=0)
 
     @property
     def neutral(self) -> float:
         return self.tie_score if self.neutral_reward is None else self.neutral_reward
 
 
-async def judge_against(response: str, task: WritingRLTask, reference: str, judge: SampleJudge, how: Scoring) -> dict:
+async def judge_against(
+    response: str, task: WritingRLTask, reference: str, judge: SampleJudge, how: RewardOptions, on_parse_error: str
+) -> dict:
     """The reward of one response against ``reference``.
 
     - The response's closed ``<think>`` block is dropped; no answer (unclosed block, empty) = loss,
       ``format_error=1``, no judge call.
     - Each judged order gives win/tie/loss; the score is the mean over the orders.
     - An order whose reply cannot be read (no or conflicting verdicts, truncated, refused) counts as
-      ``how.on_parse_error`` says (a loss by default) and is counted (``parse_error``,
+      ``on_parse_error`` says (a loss by default) and is counted (``parse_error``,
       ``judge_truncated``, ``judge_refusal``).
     - A judge call failure gives the neutral reward; the manager marks it ``judge_error=1`` or fails
       the step, as ``reward.reward_kwargs.on_judge_error`` says.
@@ -110,7 +107,7 @@ async def judge_against(response: str, task: WritingRLTask, reference: str, judg
         read = judge.read(reply, read_comparison, how.output, how.tie_margin)
         if isinstance(read, Unreadable):
             unreadable.append(read)
-            outcomes.append(fallback_outcome(read, how.on_parse_error))
+            outcomes.append(fallback_outcome(read, on_parse_error))
         else:
             outcomes.append(outcome(read.verdict, slot))
 
@@ -132,12 +129,11 @@ async def compute_score(
     curriculum: Curriculum | None = None,
     uid: str | None = None,
     group_size: int = 1,
-    advance_threshold: float = 0.0,
-    **scoring: Any,
+    on_parse_error: str = "loss",
+    **given: Any,
 ) -> dict[str, float]:
     """Per-sample entry (``ParallelRewardManager``, hydra_configs/writing_rl.yaml): one response against
-    a reference, as soon as it arrives. ``scoring``: the fields of ``Scoring`` (strategy, win/tie/loss
-    scores, neutral_reward, template).
+    a reference, as soon as it arrives. ``given``: the ``RewardOptions``.
 
     With the curriculum (the manager passes ``curriculum``, ``uid`` and ``group_size``), the rollouts of
     one group (``uid``) share the level the first of them pinned, each reports whether it won, and the
@@ -146,14 +142,14 @@ async def compute_score(
     with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
     the first reference. ``reference_level`` reports the level judged at."""
     task = read_ground_truth(ground_truth, extra_info)
-    how = Scoring(**scoring)
+    how = read_options(RewardOptions, given)
     scheduled = curriculum is not None and uid is not None and len(task.references) > 1
     scheduled = scheduled and not is_validation(extra_info)
     key = curriculum_key(task)
     level = await curriculum.pin_group(key, len(task.references), uid, group_size) if scheduled else 0
-    result = await judge_against(solution_str, task, task.references[level], judge, how)
+    result = await judge_against(solution_str, task, task.references[level], judge, how, on_parse_error)
     if scheduled:
-        await curriculum.report(uid, result["win"] == 1.0, advance_threshold)
+        await curriculum.report(uid, result["win"] == 1.0, how.advance_threshold)
     return {**result, "reference_level": level}
 
 
@@ -162,8 +158,8 @@ async def compute_group_score(
     *,
     judge: SampleJudge,
     curriculum: Curriculum | None = None,
-    advance_threshold: float = 0.0,
-    **scoring: Any,
+    on_parse_error: str = "loss",
+    **given: Any,
 ) -> list[dict[str, float]]:
     """Group entry (``GroupRewardManager``): Writing-RL with its reference curriculum.
 
@@ -175,7 +171,7 @@ async def compute_group_score(
     """
     first = members[0]
     task = read_ground_truth(first.ground_truth, first.extra_info)
-    how = Scoring(**scoring)
+    how = read_options(RewardOptions, given)
     key = curriculum_key(task)
     level = 0
     validation = is_validation(first.extra_info)
@@ -185,13 +181,13 @@ async def compute_group_score(
         level = await curriculum.pin(key, len(task.references))
     reference = task.references[level]
     results = await asyncio.gather(
-        *(judge_against(m.text, task, reference, judge.member(i), how) for i, m in enumerate(members))
+        *(judge_against(m.text, task, reference, judge.member(i), how, on_parse_error) for i, m in enumerate(members))
     )
     # A rollout has won when it won in every order it was judged in: in both-order mode a win in one
     # order and a loss in the other is a position-biased judge, not progress.
     win_rate = sum(r["win"] == 1.0 for r in results) / len(results)
     if curriculum is not None and level + 1 < len(task.references) and not validation:
-        if win_rate > 0 and win_rate >= advance_threshold:
+        if win_rate > 0 and win_rate >= how.advance_threshold:
             await curriculum.advance(key, level)
     return [{**r, "reference_level": level} for r in results]
 

@@ -19,12 +19,27 @@ line holds). Malformed answers score 0 with ``valid_answer=0``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from writing_rl import protocols
+from writing_rl.reward_loop.contract import option, read_options
 
 OUTPUT_FORMATS = ("auto", "verdict", "scores")
 _VERDICT = re.compile(r"\[\[([ABC])\]\]")
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.preference``."""
+
+    # What the GenRM's answer ends with: verdict ([[A]]/[[B]]/[[C]]), scores (A: 7, B: 4) or auto (the
+    # row's extra_info.output_format, else whichever the last line holds).
+    output_format: str = option("auto", choices=OUTPUT_FORMATS)
+    # The reward of a tie verdict on a pair with a preferred response.
+    tie_score: float = 0.0
+    # false: a tie verdict is a malformed answer (0, valid_answer=0).
+    allow_tie: bool = True
 
 
 def compute_score(
@@ -33,11 +48,9 @@ def compute_score(
     ground_truth: Any,
     extra_info: Mapping | None = None,
     *,
-    output_format: str = "auto",
-    tie_score: float = 0.0,
-    allow_tie: bool = True,
     reward_router_address: str | None = None,  # passed by verl when it hosts a reward model; unused
     reward_model_tokenizer: Any = None,  # likewise
+    **given: Any,
 ) -> dict[str, float]:
     """Score one GenRM answer. Always the same keys: score, valid_answer, correct, predicted_tie.
 
@@ -46,10 +59,8 @@ def compute_score(
       ``allow_tie=False`` makes a tie verdict malformed instead (0, ``valid_answer=0``).
     - Otherwise 0.
     """
-    if output_format not in OUTPUT_FORMATS:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}"
-        )
+    options = read_options(RewardOptions, given)
+    output_format, allow_tie = options.output_format, options.allow_tie
     label = read_label(ground_truth, extra_info)
     if output_format == "auto":
         output_format = (extra_info or {}).get("output_format") or "auto"
@@ -59,7 +70,7 @@ def compute_score(
     if verdict == label:
         return _result(1.0, valid=1, correct=1, predicted_tie=int(verdict == "C"))
     if verdict == "C":
-        return _result(float(tie_score), valid=1, predicted_tie=1)
+        return _result(float(options.tie_score), valid=1, predicted_tie=1)
     return _result(0.0, valid=1)
 
 

@@ -21,7 +21,8 @@ ground truth, the reading and both terms are ``writing_rl.protocols.gqm_task``'s
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from writing_rl.protocols import gqm
 from writing_rl.protocols.gqm_task import (
@@ -33,10 +34,31 @@ from writing_rl.protocols.gqm_task import (
     read_answer,
     read_ground_truth,
 )
+from writing_rl.reward_loop.contract import option, read_options
 
 # The ground truth and the two terms live in writing_rl.protocols.gqm_task (writing-rl eval genrm-ranking
 # reports the same terms); re-exported here for code that imported them from this module.
 __all__ = ["MARGIN_REWARDS", "compute_score", "margin_score", "preflight_row", "ranking_agreement", "read_ground_truth"]
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.ranking_accuracy``."""
+
+    # The answer's format: default (reasoning, then the final block), no_cot (the final block only) or
+    # zero (reasoning about every candidate first; writing_rl/protocols/gqm.py).
+    variant: str = option("default", choices=gqm.VARIANTS)
+    # What the answer must end with: score, ranking or ranking_score; null: the row's
+    # extra_info.prompt_type, else ranking_score for a score-dict truth and ranking for a ranking truth.
+    prompt_type: str | None = option(None, choices=(None, *gqm.PROMPT_TYPES))
+    # score = (ranking reward + score reward) x score_scale.
+    score_scale: float = 1.0
+    # The score reward of a pair by |Δtruth − Δpredicted| (0, 1, 2, ...; larger: 0).
+    margin_rewards: list = option(list(MARGIN_REWARDS))
+    # The final block's section headers are required (GRRM's format).
+    require_headers: bool = True
+    # zero variant: reasoning characters required per candidate before the final block.
+    min_reasoning_chars: int = option(gqm.MIN_REASONING_CHARS, minimum=0)
 
 
 def compute_score(
@@ -45,35 +67,31 @@ def compute_score(
     ground_truth: Any,
     extra_info: Mapping | None = None,
     *,
-    variant: str = "default",
-    prompt_type: str | None = None,
-    score_scale: float = 1.0,
-    margin_rewards: Sequence[float] = MARGIN_REWARDS,
-    require_headers: bool = True,
-    min_reasoning_chars: int = gqm.MIN_REASONING_CHARS,
     reward_router_address: str | None = None,  # passed by verl when it hosts a reward model; unused
     reward_model_tokenizer: Any = None,  # likewise
+    **given: Any,
 ) -> dict[str, float]:
     """Score one GenRM answer. Always the same keys: score, valid_answer, ranking_reward, score_reward.
 
     ``prompt_type``: what the answer must end with; default ``extra_info["prompt_type"]`` when the row
     has it, else ``ranking_score`` for a score-dict truth and ``ranking`` for a ranking truth.
     """
+    options = read_options(RewardOptions, given)
     truth_scores, truth_ranking, labels = read_ground_truth(ground_truth, extra_info)
-    prompt_type = prompt_type_for(prompt_type, extra_info, truth_scores)
+    prompt_type = prompt_type_for(options.prompt_type, extra_info, truth_scores)
     answer = read_answer(
         solution_str,
         labels,
         prompt_type,
-        variant=variant,
-        require_headers=require_headers,
-        min_reasoning_chars=min_reasoning_chars,
+        variant=options.variant,
+        require_headers=options.require_headers,
+        min_reasoning_chars=options.min_reasoning_chars,
     )
     if isinstance(answer, str):
         return _result(0.0, valid=0)
-    ranking_reward, score_term = answer_terms(answer, truth_scores, truth_ranking, margin_rewards)
+    ranking_reward, score_term = answer_terms(answer, truth_scores, truth_ranking, options.margin_rewards)
     score_reward = score_term or 0.0
-    total = (ranking_reward + score_reward) * float(score_scale)
+    total = (ranking_reward + score_reward) * float(options.score_scale)
     return _result(total, valid=1, ranking_reward=ranking_reward, score_reward=score_reward)
 
 

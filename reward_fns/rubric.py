@@ -2,16 +2,15 @@
 Rewards, RLCF checklists, WritingBench's per-query criteria). hydra_configs/rubric.yaml runs it under
 ``ParallelRewardManager``; the formula and the reply formats are in writing_rl/protocols/rubric.py.
 
-Options (``reward.custom_reward_function.reward_kwargs``): ``per_criterion`` (false: one call scores every
-criterion; true: one call per criterion in WritingBench's critic format, so its critic model can serve),
-``system_prompt``, ``on_parse_error`` (``loss`` or ``raise``) and ``positions`` (criteria logged per
-position as ``rubric/c<i>``).
+Options: ``RewardOptions`` below. An unreadable reply is a loss (0), or stops the step under
+``reward.reward_kwargs.on_parse_error=raise``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, strip_think
@@ -26,10 +25,23 @@ from writing_rl.protocols.rubric import (
     rubric_messages,
     rubric_reward,
 )
-from writing_rl.reward_loop.contract import raise_if_asked, unreadable_flags
-from writing_rl.settings import require
+from writing_rl.reward_loop.contract import option, raise_if_asked, read_options, unreadable_flags
 
-ON_PARSE_ERROR = ("loss", "raise")
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.rubric``."""
+
+    # The values of reward.reward_kwargs.on_parse_error this reward supports (a rubric has no tie).
+    ON_PARSE_ERROR: ClassVar[tuple[str, ...]] = ("loss", "raise")
+
+    # false: one judge call scores every criterion; true: one call per criterion in WritingBench's critic
+    # format, so its critic model can serve.
+    per_criterion: bool = False
+    # The judge's system message; null: none.
+    system_prompt: str | None = RUBRIC_SYSTEM
+    # Criteria logged per position (rubric/c<i> in the extra info), the same keys on every sample.
+    positions: int = option(8, minimum=0)
 
 
 async def compute_score(
@@ -39,13 +51,11 @@ async def compute_score(
     extra_info: Mapping | None = None,
     *,
     judge: SampleJudge,
-    per_criterion: bool = False,
-    system_prompt: str | None = RUBRIC_SYSTEM,
     on_parse_error: str = "loss",
-    positions: int = 8,
-    **_: Any,
+    **given: Any,
 ) -> dict[str, float]:
-    require(on_parse_error in ON_PARSE_ERROR, f"reward_kwargs.on_parse_error must be one of {ON_PARSE_ERROR}")
+    options = read_options(RewardOptions, given)
+    positions, system_prompt = options.positions, options.system_prompt
     criteria = read_rubric(ground_truth)
     prompt = ground_truth.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
@@ -53,7 +63,7 @@ async def compute_score(
     answer = strip_think(solution_str)
     if answer is None:  # an unclosed reasoning block or no answer: a loss, no judge call
         return _result(0.0, positions, format_error=1)
-    if per_criterion:
+    if options.per_criterion:
         requests = [criterion_messages(prompt, answer, c, system_prompt) for c in criteria]
     else:
         requests = [rubric_messages(prompt, answer, criteria, system_prompt)]
@@ -64,7 +74,7 @@ async def compute_score(
         for call in calls:
             call.cancel()  # (the sample has failed: its other calls would hold judge slots for nothing)
         return _result(0.0, positions)
-    if per_criterion:
+    if options.per_criterion:
         read = [judge.read(reply, read_criterion_score) for reply in replies]
         unreadable = [r for r in read if isinstance(r, Unreadable)]
         scores = None if unreadable else read

@@ -2,7 +2,9 @@
 #   CONFIG_NAME      overlay in hydra_configs/ (set by the calling script)
 #   OVERRIDES        bash array of Hydra overrides (set by the calling script), "$@" is appended
 #   RAY_ADDRESS      when set: `ray job submit` to that cluster with this repo as the working dir
-#   DRY_RUN=1        print the composed config and run the preflight (writing-rl preflight), then exit
+#   DRY_RUN=1        write the composed config to DRY_RUN_OUT (default outputs/dry_run/), run the preflight
+#                    (writing-rl preflight), then exit; its verdict is the last line. DRY_RUN_PRINT=1 prints
+#                    the config too
 #   PREFLIGHT=0      skip the preflight a real run starts with (config, paths, data, lengths, judge)
 #   REMOTE_PATHS     variables whose paths only the cluster sees, not checked here, e.g. "MODEL_PATH TRAIN_FILES" or all
 #   FORWARD_JUDGE_API_KEY=1  copy the judge API key into the Ray job's env (visible in the dashboard)
@@ -38,8 +40,15 @@ preflight() {
 launch() {
   local args=(--config-name "$CONFIG_NAME" "${OVERRIDES[@]}" "$@")
   if [ "${DRY_RUN:-0}" = "1" ]; then
+    local dir="${DRY_RUN_OUT:-$REPO_DIR/outputs/dry_run}"
+    local composed="$dir/$CONFIG_NAME.yaml"
+    mkdir -p "$dir"
     echo "== python: $PYTHON" >&2
-    "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job
+    "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job > "$composed.tmp"
+    mv "$composed.tmp" "$composed"
+    if [ "${DRY_RUN_PRINT:-0}" = "1" ]; then cat "$composed"; fi
+    echo "== the composed config, as verl's main_ppo reads it: $composed ($(wc -l < "$composed") lines)"
+    echo "== preflight"
     preflight "${args[@]}"
     return
   fi

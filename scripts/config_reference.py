@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))  # run as a script from a checkout
 PAGE = REPO / "docs" / "reference" / "config.md"
 OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
+FN_PREFIX = "reward.custom_reward_function.reward_kwargs"  # each reward fn's RewardOptions
 SECTIONS = ("judge", "groups", "curriculum", "terms")  # ManagerConfig fields documented as sections of their own
 
 
@@ -40,6 +41,10 @@ class Section:
     source: str
     summary: str
     settings: tuple[Setting, ...]
+    title: str = ""  # the heading; default: the prefix
+
+
+REWARD_FNS = ("pairwise", "brpo", "group_ranking", "rubric", "preference", "ranking_accuracy")
 
 
 def code_sections() -> list[Section]:
@@ -57,11 +62,22 @@ def code_sections() -> list[Section]:
     return [section_of(prefix, cls) for prefix, cls in classes]
 
 
+def reward_fn_sections() -> list[Section]:
+    """Each shipped reward fn's options, from its ``RewardOptions``."""
+    import importlib
+
+    sections = []
+    for name in REWARD_FNS:
+        section = section_of(FN_PREFIX, importlib.import_module(f"reward_fns.{name}").RewardOptions)
+        sections.append(dataclasses.replace(section, title=f"pkg://reward_fns.{name}"))
+    return sections
+
+
 def section_of(prefix: str, cls: type) -> Section:
     notes = field_comments(cls)
     settings = []
     for f in dataclasses.fields(cls):
-        if f.metadata.get("from") == "trainer":  # filled from verl's trainer section, not a setting
+        if "from" in f.metadata:  # filled from another section (verl's trainer, ...), not a setting
             continue
         if f.name in SECTIONS:
             default, note = "", f"the section `{prefix}.{f.name}` below"
@@ -130,9 +146,7 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
             continue
         if stripped.startswith("#"):
             text = stripped.lstrip("#").strip()
-            if re.match(r"^[a-z_]+: ", text) and seen_key:
-                pending = []  # a key left commented out (e.g. "# model_path: set it ..."): not this key's note
-            elif not stripped.startswith("# @package"):
+            if not stripped.startswith("# @package"):
                 pending.append(text)
             continue
         match = KEY_LINE.match(line)
@@ -143,11 +157,11 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
         indent = len(match["indent"])
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        key = ".".join([k for _, k in stack] + [match["key"]])
-        stack.append((indent, match["key"]))
+        key = ".".join([k for _, k, _ in stack] + [match["key"]])
         value, _, inline = (match["rest"] or "").partition(" #")
         note = " ".join(pending + ([inline.strip()] if inline.strip() else []))
         pending = []
+        stack.append((indent, match["key"], note))
         if key == "defaults" or key.startswith("hydra"):
             continue
         if value.strip() or note:
@@ -158,14 +172,33 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
     return re.sub(r":$", ".", first_paragraph), settings
 
 
+def documented_in_code() -> dict[str, str]:
+    """Full key -> the comment of its field in the code: reward.reward_kwargs and each reward fn's options
+    (``reward.custom_reward_function.reward_kwargs.<option>@<fn>``)."""
+    notes = {f"{section.prefix}.{s.key}": s.note for section in code_sections() for s in section.settings}
+    for section in reward_fn_sections():
+        notes.update({f"{FN_PREFIX}.{s.key}@{section.title}": s.note for s in section.settings})
+    return notes
+
+
+def described(settings: list[Setting], code: dict[str, str]) -> list[Setting]:
+    """A key the overlay sets without a comment of its own is described by its field's comment in the code."""
+    fn = next((s.default for s in settings if s.key == "reward.custom_reward_function.path"), "pkg://reward_fns.pairwise")
+    return [
+        s if s.note else dataclasses.replace(s, note=code.get(f"{s.key}@{fn}", code.get(s.key, "")))
+        for s in settings
+    ]
+
+
 def overlay_sections() -> list[Section]:
     sections = []
+    code = documented_in_code()
     for path in sorted(OVERLAYS.rglob("*.yaml"), key=lambda p: (len(p.parts), p.name != "judge_base.yaml", p.name)):
         header, settings = overlay_settings(path)
         # judge_base.yaml lists every reward.reward_kwargs default (documented from the code above); the
         # other overlays' keys there are overrides of those defaults, shown with their overlay.
         base = path.name == "judge_base.yaml"
-        kept = tuple(s for s in settings if not (base and s.key.startswith(f"{CODE_PREFIX}.")))
+        kept = tuple(s for s in described(settings, code) if not (base and s.key.startswith(f"{CODE_PREFIX}.")))
         sections.append(
             Section(str(path.relative_to(OVERLAYS).with_suffix("")), str(path.relative_to(REPO)), header, kept)
         )
@@ -201,20 +234,20 @@ def render() -> str:
         "`writing-rl check-config` finds it before).",
         "",
     ]
-    for section in code_sections():
-        out += [f"### `{section.prefix}`", "", f"{section.summary} (`{section.source}`)", ""]
-        out += ["| key | default | |", "|---|---|---|"]
-        for run in runs(section.settings):
-            keys = ", ".join(f"`{s.key}`" for s in run)
-            defaults = ", ".join(f"`{cell(s.default)}`" for s in run if s.default)
-            out.append(f"| {keys} | {defaults} | {cell(run[0].note)} |")
-        out.append("")
+    out += code_tables(code_sections())
+    out += [
+        "## Method options: `reward.custom_reward_function.reward_kwargs`",
+        "",
+        "Each reward fn declares its options (`RewardOptions` in its module); `writing-rl check-config`, the",
+        "preflight and the reward workers' start refuse an unknown option or a value out of bounds.",
+        "",
+    ]
+    out += code_tables(reward_fn_sections())
     out += [
         "## The shipped overlays",
         "",
-        "What each file in `hydra_configs/` sets on top of verl's `ppo_trainer` (keys under",
-        "`reward.reward_kwargs` are above). Method options sit under",
-        "`reward.custom_reward_function.reward_kwargs`: keyword arguments of the reward fn.",
+        "What each file in `hydra_configs/` sets on top of verl's `ppo_trainer`, and why (the keys under",
+        "`reward.reward_kwargs` and each method's options are described above).",
         "",
     ]
     for section in overlay_sections():
@@ -229,6 +262,19 @@ def render() -> str:
             out += [f"| `{s.key}` | `{cell(s.default)}` | {cell(s.note)} |" for s in section.settings]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def code_tables(sections: list[Section]) -> list[str]:
+    out = []
+    for section in sections:
+        out += [f"### `{section.title or section.prefix}`", "", f"{section.summary} (`{section.source}`)", ""]
+        out += ["| key | default | |", "|---|---|---|"]
+        for run in runs(section.settings):
+            keys = ", ".join(f"`{s.key}`" for s in run)
+            defaults = ", ".join(f"`{cell(s.default)}`" for s in run if s.default)
+            out.append(f"| {keys} | {defaults} | {cell(run[0].note)} |")
+        out.append("")
+    return out
 
 
 def main(argv: list[str]) -> int:

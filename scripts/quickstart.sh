@@ -187,3 +187,5 @@ if [ "$TRAIN_STEPS" != "0" ]; then
   fi
   env "${train_env[@]}" python scripts/tiny_train.py writing_rl
 fi
+echo "done. Everything ran in .venv: run 'source .venv/bin/activate' before the README's other commands"
+echo "(writing-rl, data_prep/build_parquet.py, scripts/train_*.sh); next steps: docs/getting-started.md"

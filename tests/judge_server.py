@@ -144,6 +144,7 @@ class ScriptedJudgeServer:
         hold_until_in_flight: int | None = None,
         hold_deadline_s: float = 120.0,
         models: dict[str, int | None] | None = None,
+        tokens_per_message: int | None = None,
         refuse_over_capacity: bool = False,
         port: int = 0,
         keep_requests: bool = True,
@@ -161,6 +162,9 @@ class ScriptedJudgeServer:
         self.hold_deadline_s = hold_deadline_s
         # GET /v1/models: model name -> max_model_len (None: not reported), as vLLM lists them
         self.models = {"scripted-judge": None} if models is None else models
+        # POST /tokenize: served (vLLM-style) when set, counting this many tokens per message plus its words.
+        self.tokens_per_message = tokens_per_message
+        self.tokenized: list[dict] = []
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.max_in_flight = 0
@@ -236,6 +240,17 @@ class ScriptedJudgeServer:
         ]
         return web.json_response({"object": "list", "data": cards})
 
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        """vLLM's POST /tokenize (at the server root), when ``tokens_per_message`` is set: that many tokens
+        per message plus one per word; 404 otherwise, as a server without it answers."""
+        if self.tokens_per_message is None:
+            return web.Response(status=404, text="Not Found")
+        body = await request.json()
+        self.tokenized.append(body)
+        messages = body.get("messages") or []
+        count = sum(self.tokens_per_message + len(str(m.get("content", "")).split()) for m in messages)
+        return web.json_response({"count": count, "tokens": list(range(count)), "max_model_len": 0})
+
     async def _stats(self, request: web.Request) -> web.Response:
         return web.Response(text=str(self.count))
 
@@ -247,6 +262,7 @@ class ScriptedJudgeServer:
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        app.router.add_post("/tokenize", self._tokenize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port or 0)

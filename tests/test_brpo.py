@@ -217,6 +217,6 @@ def test_bad_options_are_rejected():
         run(members("a", "b"), strategy="all-pairs")
     with pytest.raises(ValueError, match="num_references"):
         run(members("a", "b"), num_references=0)
-    for option, value in [("output", "json"), ("votes", 0), ("win_rule", "max"), ("on_parse_error", "zero")]:
+    for option, value in [("output", "json"), ("votes", 0), ("win_rule", "max")]:
         with pytest.raises(ValueError, match=option):
             run(members("a", "b"), **{option: value})

@@ -23,7 +23,7 @@ from conftest import PER_SAMPLE, REPO_DIR
 from judge_server import Reply, default_script
 
 ROLLOUTS = REPO_DIR / "examples/rollouts.jsonl"
-SAMPLES = 12  # lines of examples/rollouts.jsonl
+SAMPLES = 16  # lines of examples/rollouts.jsonl
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 
@@ -456,14 +457,30 @@ def test_the_cli_exits_1_when_judge_calls_failed_and_writes_the_reports(tmp_path
     assert cli(args) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (
-        "writing-rl eval writingbench: error: 2 judge calls failed after retries; the report counts them and scores "
-        "none; rerun the same command to retry only those calls (or pass --allow-judge-errors to accept the report)"
+        "writing-rl eval writingbench: error: 2 judge calls failed after retries (the first: judge "
+        f"{server.base_url} answered HTTP 503: overloaded (the judge failed: check its logs, or retry later)); the "
+        "report counts them and scores none; rerun the same command to retry only those calls (or pass "
+        "--allow-judge-errors to accept the report)"
     )
     assert json.loads((out / "report.json").read_text())["failures"]["judge_error"] == 2
     assert (out / "scores.jsonl").exists() and (out / "report.md").exists()
     assert cli([*args, "--allow-judge-errors"]) == 0
     server.script = critic  # the endpoint recovers: the same command retries the failed calls and succeeds
     assert cli(args) == 0
+
+
+def test_an_unreachable_judge_stops_the_eval_before_any_call_naming_the_url(tmp_path, files, capsys):
+    with socket.socket() as reserved:  # bound, never listening: connections to it are refused
+        reserved.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{reserved.getsockname()[1]}/v1"
+        out = tmp_path / "out"
+        args = ["eval", "writingbench", "--benchmark", files[0], "--responses", files[1], "--out", str(out),
+                "--judge-url", url, "--judge-model", "critic", "--quiet"]  # fmt: skip
+        assert cli(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"writing-rl eval: error: judge {url}/models is unreachable (")
+    assert "start it, or fix --judge-url" in err and "no judge call was made" in err
+    assert not (out / "report.json").exists()
 
 
 def test_a_response_that_writes_a_critic_score_gains_nothing(tmp_path, judge_server):

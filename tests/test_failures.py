@@ -74,7 +74,7 @@ def test_each_kind_has_its_own_limit_and_names_an_example():
 def test_incomplete_groups_are_a_kind_of_their_own():
     guard = guard_of(min_samples=2, group_incomplete=0.4)
     guard.example("group_incomplete", "group u1: 3 of 8 rollouts arrived within groups.timeout_s=1800")
-    with pytest.raises(FailureRateExceeded, match="max_incomplete_rate=0.4.*group u1: 3 of 8"):
+    with pytest.raises(FailureRateExceeded, match="max_group_incomplete_rate=0.4.*group u1: 3 of 8"):
         feed(guard, [0, 1, 1], kind="group_incomplete")
 
 

@@ -116,8 +116,8 @@ def test_no_verdict_is_a_parse_error_that_pays_a_loss_by_default():
     assert result["score"] == 0.5 and result["tie"] == 1.0 and result["parse_error"] == 1
     with pytest.raises(UnreadableJudgeReply, match="on_parse_error=raise"):
         score("mine", ScriptedJudge("no verdict"), on_parse_error="raise")
-    with pytest.raises(ValueError, match="on_parse_error must be one of"):
-        score("mine", ScriptedJudge("[[A]]"), on_parse_error="neutral")
+    with pytest.raises(ValueError, match="on_parse_error='neutral': expected one of"):
+        score("mine", ScriptedJudge("no verdict"), on_parse_error="neutral")
 
 
 @pytest.mark.parametrize("finish_reason, key", [("length", "judge_truncated"), ("content_filter", "judge_refusal")])
@@ -212,7 +212,7 @@ def test_bad_ground_truth_names_the_sample_and_field(truth, message):
 
 
 def test_unknown_strategy_is_rejected():
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="strategy=.random.: expected one of"):
         score("mine", ScriptedJudge(), strategy="random")
 
 

@@ -157,6 +157,33 @@ def test_the_judge_prompt_at_max_response_length_must_fit_the_judges_context(tok
     assert report.problems == []
 
 
+def test_without_a_local_policy_tokenizer_the_judge_prompt_is_still_checked(data, judge_server):
+    # A hub id that is neither local nor cached, as in the docs' examples (the same with --remote).
+    hub_id = "writing-rl-tests/not-downloaded"
+    server = judge_server(models={"scripted-judge": 8192})
+    report = preflight(hub_id, *data, server.base_url)  # 8192 response tokens + 4096 judge tokens
+    assert any(f"prompt lengths not measured: no tokenizer for {hub_id} on this machine" in n for n in report.lines)
+    (problem,) = report.problems  # the responses alone overflow the judge: a problem however it was counted
+    assert "> the judge's context 8192" in problem and "an upper bound, one token per UTF-8 byte" in problem
+
+    # The rest of the prompt, bounded by its bytes, may overflow: a warning that says how to count exactly.
+    report = preflight(
+        hub_id, *data, server.base_url, "data.max_response_length=3900", "reward.reward_kwargs.judge.max_tokens=4096"
+    )
+    assert report.problems == []
+    (note,) = [line for line in report.lines if "judge prompt at max_response_length" in line]
+    assert note.startswith("note") and "counted as bytes: it may still fit" in note and "POST /tokenize" in note
+
+    # A judge server that counts tokens (vLLM's /tokenize) settles it.
+    counting = judge_server(models={"scripted-judge": 8192}, tokens_per_message=4)
+    report = preflight(
+        hub_id, *data, counting.base_url, "data.max_response_length=3900", "reward.reward_kwargs.judge.max_tokens=4096"
+    )
+    (line,) = [line for line in report.lines if "judge prompt at max_response_length" in line]
+    assert line.startswith("ok") and f"(counted by the judge server, {counting.base_url[:-3]}/tokenize)" in line
+    assert counting.tokenized and all(body["model"] == "scripted-judge" for body in counting.tokenized)
+
+
 def test_the_group_ranking_prompt_counts_every_rollout(tokenizer_dir, tmp_path, judge_server):
     server = judge_server(models={"scripted-judge": 100_000})
     rows = [writing_row(i) for i in range(3)]

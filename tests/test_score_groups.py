@@ -11,6 +11,8 @@ from writing_rl.tools.cli import main as cli
 
 from judge_server import quality
 
+TOKENS_PER_REPLY = 2  # the scripted judge reports usage.total_tokens=2 per reply
+
 
 def write_rows(path, rows):
     pq.write_table(pa.Table.from_pylist(rows), path)
@@ -65,7 +67,11 @@ def test_group_ranking_scores_mt_groups(ray_cluster, judge_server, tokenizer_dir
     assert [r["group_size"] for r in records] == [3, 3, 3, 2, 2]
     assert [r["num_candidates"] for r in records] == [2, 2, 2, 2, 2]
     assert len(server.requests) == 2  # one ranking call per group
-    assert [r["judge_calls"] for r in records] == [1] * 5  # each reward came from its group's one call
+    # Each group's one call is counted once (on its first member): the sums are what the judge served.
+    assert [r["judge_calls"] for r in records] == [1, 0, 0, 1, 0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["judge_calls"] == len(server.requests) == 2
+    assert sum(r["judge_tokens"] for r in records) == server.count * TOKENS_PER_REPLY
     assert "from German into English" in server.requests[0]["messages"][-1]["content"]
 
 
@@ -108,5 +114,7 @@ def test_brpo_scores_each_group_against_one_reference(ray_cluster, judge_server,
         assert record["reward"] == (0.0 if text == reference else float((diff > 0) - (diff < 0)))
     assert len(server.requests) == 2 * (len(texts) - 1)
     assert [r["judge_calls"] for r in records] == [0 if r["is_reference"] else 2 for r in records]
+    assert json.loads((out / "summary.json").read_text())["judge_calls"] == len(server.requests)
+    assert sum(r["judge_tokens"] for r in records) == server.count * TOKENS_PER_REPLY
     transcripts = [json.loads(line) for line in (out / "transcripts.jsonl").read_text().splitlines()]
     assert [len(t["calls"]) for t in transcripts] == [r["judge_calls"] for r in records]

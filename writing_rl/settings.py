@@ -77,6 +77,24 @@ def check_type(name: str, value: Any, default: Any) -> None:
         raise ConfigError(f"{name} must be of type {type(default).__name__} (like {default!r}), got {value!r}")
 
 
+def check_keywords(fn: Any, given: Mapping[str, Any], prefix: str, where: str, passed: tuple[str, ...] = ()) -> None:
+    """A ``ConfigError`` when ``fn`` would refuse one of the keyword arguments ``given`` (set under ``prefix``);
+    ``passed``: the arguments its caller passes, not settings."""
+    import inspect
+
+    parameters = inspect.signature(inspect.unwrap(fn)).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    known = [name for name in parameters if name not in passed]
+    for key in given:
+        if key not in parameters or key in passed:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {prefix}.{near[0]}?" if near else ""
+            raise ConfigError(
+                f"{prefix}.{key}: {where} has no such parameter{hint} (its parameters: {', '.join(known)})"
+            )
+
+
 def get(node: Any, key: str, default: Any) -> Any:
     if node is None:
         return default

@@ -233,7 +233,9 @@ class SampleJudge:
     """The judge as one sample (or one group) sees it: forwards calls and records them for its metrics.
 
     A group reward makes the calls of one member through ``judge.member(i)``; the group's record then
-    says which calls each member's reward came from (calls made without it count for every member).
+    says which calls each member's reward came from (calls made without it, for the whole group, count for
+    every member). Each call is *counted* once (calls, tokens, retries, 429s): a group-wide call on the
+    group's first member, so that sums over samples are what the judge served.
     """
 
     # The extra-info keys ``metrics`` measures for each sample.
@@ -296,20 +298,27 @@ class SampleJudge:
     def latencies(self) -> list[float]:
         return [call.latency_s for call in self.calls if call.error is None]
 
+    def counted_for(self, member: int | None = None) -> list[CallRecord]:
+        """The calls a member is counted for: its own, and the group-wide ones on member 0."""
+        if member is None:
+            return self.calls
+        return [c for c in self.calls if c.member == member or (c.member is None and member == 0)]
+
     def metrics(self, member: int | None = None) -> dict[str, float]:
-        """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call,
-        mean latency, number of calls, 429s met, retries, reply tokens, and the client's concurrency limit
-        when the last call was sent (with no call: the client's limit now; 0 for a judge without one)."""
-        calls = self.calls_for(member)
+        """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call
+        and the mean latency of the calls its reward came from; the number of calls, 429s met, retries and
+        reply tokens it is counted for; and the client's concurrency limit when the last call was sent (with
+        no call: the client's limit now; 0 for a judge without one)."""
+        calls, counted = self.calls_for(member), self.counted_for(member)
         latencies = [c.latency_s for c in calls if c.error is None]
         limit = calls[-1].concurrency_limit if calls else getattr(self.judge, "concurrency_limit", 0)
         return {
             "judge_error": int(any(c.error is not None for c in calls)),
             "judge_latency_s": sum(latencies) / len(latencies) if latencies else 0.0,
-            "judge_calls": len(calls),
-            "judge_rate_limited": sum(c.rate_limited for c in calls),
-            "judge_retries": sum(c.retries for c in calls),
-            "judge_tokens": sum(c.tokens for c in calls),
+            "judge_calls": len(counted),
+            "judge_rate_limited": sum(c.rate_limited for c in counted),
+            "judge_retries": sum(c.retries for c in counted),
+            "judge_tokens": sum(c.tokens for c in counted),
             "judge_concurrency_limit": int(limit or 0),
         }
 

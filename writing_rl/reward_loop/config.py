@@ -13,12 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.settings import ConfigError, build, get, plain, require
+from writing_rl.reward_loop.failures import ON_PARSE_ERROR, refuse_moved
+from writing_rl.settings import ConfigError, build, get, option, plain, require
 from writing_rl.terms import RewardTerms
 
 ON_JUDGE_ERROR = ("loss", "neutral", "raise")
-ON_INCOMPLETE = ("fail", "score")
+ON_GROUP_INCOMPLETE = ("fail", "score")
 FROM_TRAINER = {"from": "trainer"}  # a field filled from verl's trainer section, not a setting of ours
+# A field filled from reward.reward_kwargs.on_group_incomplete, not a setting of this section.
+FROM_FAILURE_SETTINGS = {"from": "reward.reward_kwargs"}
 
 
 @dataclass(frozen=True)
@@ -27,12 +30,10 @@ class GroupConfig:
     and the curriculum's group tallies (which use ``timeout_s`` and ``batch_window_s``)."""
 
     # A group whose rollouts have not all arrived this long after its first one (verl aborted a rollout,
-    # a worker died, a filter dropped one) is incomplete: see on_incomplete. Must exceed the spread of
-    # rollout finish times within a group.
+    # a worker died, a filter dropped one) is incomplete: see reward.reward_kwargs.on_group_incomplete.
+    # Must exceed the spread of rollout finish times within a group.
     timeout_s: float = 1800.0
-    # An incomplete group: "fail" gives each member that arrived the reward fn's failure score (no
-    # more than a loss) with group_incomplete=1; "score" scores the members that arrived (partial_group=1).
-    on_incomplete: str = "fail"
+    on_incomplete: str = field(default="fail", metadata=FROM_FAILURE_SETTINGS)
     # When a complete group holds identical responses, wait this long for more arrivals before sealing
     # it: verl pads batches by repeating samples, and a padded copy must not take a real member's place.
     settle_s: float = 0.2
@@ -56,13 +57,16 @@ class GroupConfig:
     @classmethod
     def from_verl(cls, config: Any) -> GroupConfig:
         kwargs = get(get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
-        settings = build(cls, plain(get(kwargs, "groups", {}) or {}), "reward.reward_kwargs.groups")
         prefix = "reward.reward_kwargs.groups"
-        require(settings.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {settings.timeout_s}")
+        raw = plain(get(kwargs, "groups", {}) or {})
+        refuse_moved(prefix, raw)
+        on_incomplete = get(kwargs, "on_group_incomplete", "fail")
         require(
-            settings.on_incomplete in ON_INCOMPLETE,
-            f"{prefix}.on_incomplete must be one of {ON_INCOMPLETE}, got {settings.on_incomplete!r}",
+            on_incomplete in ON_GROUP_INCOMPLETE,
+            f"reward.reward_kwargs.on_group_incomplete={on_incomplete!r}: expected one of {ON_GROUP_INCOMPLETE}",
         )
+        settings = build(cls, {**raw, "on_incomplete": on_incomplete}, prefix)
+        require(settings.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {settings.timeout_s}")
         require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
         require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
         require(settings.batch_window_s >= 0, f"{prefix}.batch_window_s must be >= 0, got {settings.batch_window_s}")
@@ -179,7 +183,13 @@ class ManagerConfig:
     # What a judge call that failed after all its retries does to its sample: "loss" pays the reward fn's
     # failure score (no more than a loss) with judge_error=1 and the run goes on; "neutral" pays the reward
     # fn's neutral reward (pairwise: a tie) with judge_error=1; "raise" fails the step.
-    on_judge_error: str = "loss"
+    on_judge_error: str = option("loss", choices=ON_JUDGE_ERROR)
+    # What a judge reply the reward cannot read (no or conflicting verdicts, cut at max_tokens, a refusal)
+    # counts as, with parse_error=1: "loss" (never more), "tie" (pairwise and BRPO), or "raise" (fail the step).
+    on_parse_error: str = option("loss", choices=ON_PARSE_ERROR)
+    # A group whose rollouts never all arrived (groups.timeout_s): "fail" pays each member that arrived the
+    # failure score with group_incomplete=1; "score" scores the members that arrived (partial_group=1).
+    on_group_incomplete: str = option("fail", choices=ON_GROUP_INCOMPLETE)
     # What a failed sample is paid (judge errors under on_judge_error=loss, incomplete groups); null = the
     # reward fn module's failure_score(**reward_kwargs) (our fns: their loss), else 0.0.
     failure_score: float | None = None
@@ -198,7 +208,7 @@ class ManagerConfig:
     # (group_incomplete). 1.0 turns a check off.
     max_judge_error_rate: float = 0.1
     max_parse_error_rate: float = 0.2
-    max_incomplete_rate: float = 0.1
+    max_group_incomplete_rate: float = 0.1
     # ... and more than this share had a reward term fail (term_error: it raised or gave no finite number).
     max_term_error_rate: float = 0.1
     # The window: a worker's last samples (verl sends each rollout to a random worker, so they are a
@@ -221,6 +231,7 @@ class ManagerConfig:
         """Read ``config.reward.reward_kwargs`` from verl's full config, filling GenRM defaults."""
         reward = get(config, "reward", {}) or {}
         raw = plain(get(reward, "reward_kwargs", {}) or {})
+        refuse_moved("reward.reward_kwargs", raw)
         judge_raw = dict(raw.pop("judge", None) or {})
         raw_terms = raw.pop("terms", None)
         raw["groups"] = GroupConfig.from_verl(config)
@@ -234,11 +245,7 @@ class ManagerConfig:
         settings = build(cls, {**raw, "judge": judge}, "reward.reward_kwargs")
         rollout = get(get(get(config, "actor_rollout_ref", {}) or {}, "rollout", {}) or {}, "response_length", None)
         settings = replace(settings, terms=RewardTerms.from_config(raw_terms, rollout))
-        if settings.on_judge_error not in ON_JUDGE_ERROR:
-            raise ConfigError(
-                f"reward.reward_kwargs.on_judge_error must be one of {ON_JUDGE_ERROR}, got {settings.on_judge_error!r}"
-            )
-        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_incomplete_rate", "max_term_error_rate"):
+        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_group_incomplete_rate", "max_term_error_rate"):
             value = getattr(settings, key)
             require(0.0 <= value <= 1.0, f"reward.reward_kwargs.{key} must be within 0-1, got {value}")
         require(

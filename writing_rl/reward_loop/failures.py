@@ -2,8 +2,8 @@
 
 An RL policy optimises against everything the reward path does, so a reply the rewards cannot read
 (no verdict, conflicting verdicts, cut at the token limit, a refusal) must never pay more than a loss:
-otherwise text that breaks the judge's format is a strategy. ``on_parse_error`` picks ``loss`` (the
-default), ``tie``, or ``raise`` (stop the step). The manager's guard (``FailureGuard``, kept by
+otherwise text that breaks the judge's format is a strategy. ``reward.reward_kwargs.on_parse_error`` picks
+``loss`` (the default), ``tie``, or ``raise`` (stop the step); the manager passes it to the reward fn. The manager's guard (``FailureGuard``, kept by
 writing_rl/reward_loop/scoring.py) stops a run whose recent samples fail too often.
 """
 
@@ -13,28 +13,41 @@ from collections import deque
 from typing import Iterable
 
 from writing_rl.protocols import Unreadable
+from writing_rl.settings import ConfigError
 
 ON_PARSE_ERROR = ("loss", "tie", "raise")
+# Every failure setting lives under reward.reward_kwargs, named after its failure kind (on_<kind>,
+# max_<kind>_rate). The keys they had before, refused with the new name.
+MOVED_KEYS = {
+    "reward.custom_reward_function.reward_kwargs.on_parse_error": "reward.reward_kwargs.on_parse_error",
+    "reward.reward_kwargs.groups.on_incomplete": "reward.reward_kwargs.on_group_incomplete",
+    "reward.reward_kwargs.max_incomplete_rate": "reward.reward_kwargs.max_group_incomplete_rate",
+}
+
+
+def refuse_moved(section: str, given) -> None:
+    """A ``ConfigError`` when ``given`` (the settings under ``section``) holds a key that moved."""
+    for key in given or {}:
+        new = MOVED_KEYS.get(f"{section}.{key}")
+        if new is not None:
+            raise ConfigError(
+                f"{section}.{key}={given[key]!r}: this setting is now {new} (every failure setting lives under "
+                f"reward.reward_kwargs, named after its failure kind); set {new}={given[key]} instead"
+            )
 
 
 class UnreadableJudgeReply(RuntimeError):
     """A judge reply could not be read and ``on_parse_error=raise``: the training step stops."""
 
 
-def check_on_parse_error(value: str) -> str:
-    if value not in ON_PARSE_ERROR:
-        raise ValueError(
-            f"reward.custom_reward_function.reward_kwargs.on_parse_error must be one of {ON_PARSE_ERROR}, got {value!r}"
-        )
-    return value
-
-
 def raise_if_asked(failure: Unreadable, on_parse_error: str) -> None:
     """Stop the step on an unreadable reply when ``on_parse_error=raise``."""
+    if on_parse_error not in ON_PARSE_ERROR:  # (a fn called directly; the managers pass a checked value)
+        raise ConfigError(f"reward.reward_kwargs.on_parse_error={on_parse_error!r}: expected one of {ON_PARSE_ERROR}")
     if on_parse_error == "raise":
         raise UnreadableJudgeReply(
             f"a judge reply could not be read ({failure.kind}: {failure}); stopping the step "
-            "(reward.custom_reward_function.reward_kwargs.on_parse_error=raise). Set on_parse_error=loss to score such replies as losses."
+            "(reward.reward_kwargs.on_parse_error=raise). Set it to loss to score such replies as losses."
         )
 
 
@@ -77,7 +90,7 @@ class FailureRateExceeded(RuntimeError):
 GUARDED = {
     "judge_error": ("max_judge_error_rate", "had a judge call fail after all its retries"),
     "parse_error": ("max_parse_error_rate", "got a judge reply the reward could not read"),
-    "group_incomplete": ("max_incomplete_rate", "belonged to a group whose rollouts never all arrived"),
+    "group_incomplete": ("max_group_incomplete_rate", "belonged to a group whose rollouts never all arrived"),
     "term_error": ("max_term_error_rate", "had a reward term fail"),
 }
 

@@ -6,7 +6,8 @@
   scheduler (``reward_loop/curriculum/scheduler.py``), when ``curriculum.enable``; its calls from this
   worker go in batches (``reward_loop/curriculum/groups.py``: ``Batched``);
 - ``uid`` and ``group_size``: the sample's group (verl's ``uid``) and how many rollouts it has
-  (``extra_info.group_size``, else ``rollout.val_kwargs.n`` for validation rows, else ``rollout.n``).
+  (``extra_info.group_size``, else ``rollout.val_kwargs.n`` for validation rows, else ``rollout.n``);
+- ``on_parse_error``: ``reward.reward_kwargs.on_parse_error``, what an unreadable judge reply counts as.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class FnExtras:
         """The keyword arguments for one call of the fn: ``fields``, verl's non-tensor fields of the
         sample (per-sample managers), give ``uid`` and ``group_size``."""
         extras: dict[str, Any] = {"judge": judge}
+        if "on_parse_error" in self.accepted:
+            extras["on_parse_error"] = self.scoring.settings.on_parse_error
         if "judge_tokenizer" in self.accepted:
             extras["judge_tokenizer"] = self.judge_tokenizer
         if "curriculum" in self.accepted:

@@ -27,7 +27,7 @@ Expected group size: ``extra_info.group_size`` when the row has one; ``rollout.v
 validation rows (``extra_info.split`` is ``test``, ``val`` or ``validation``: our builders and verl's
 example preprocessors write it); ``rollout.n`` otherwise. A group that never fills up within
 ``groups.timeout_s`` is a counted failure of each member that arrived (``group_incomplete=1``, the reward
-fn's failure score; ``groups.on_incomplete=score`` scores it partial instead, ``partial_group=1``).
+fn's failure score; ``on_group_incomplete=score`` scores it partial instead, ``partial_group=1``).
 """
 
 from __future__ import annotations

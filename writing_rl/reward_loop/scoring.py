@@ -20,6 +20,7 @@ from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.failures import FailureGuard
+from writing_rl.reward_loop.fn_options import check_configured_fn
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
 from writing_rl.reward_loop.sample_log import SampleLog
@@ -68,6 +69,7 @@ class WorkerScoring:
                 "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
             )
         self.settings = ManagerConfig.from_verl(config, reward_router_address)
+        check_configured_fn(config)  # a bad option stops the worker at start, not at the first sample
         reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)
         self.judge = OpenAIJudge(
@@ -82,7 +84,7 @@ class WorkerScoring:
         limits = {
             "judge_error": settings.max_judge_error_rate,
             "parse_error": settings.max_parse_error_rate,
-            "group_incomplete": settings.max_incomplete_rate,
+            "group_incomplete": settings.max_group_incomplete_rate,
             "term_error": settings.max_term_error_rate,
         }
         self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)

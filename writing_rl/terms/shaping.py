@@ -24,11 +24,12 @@ import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from writing_rl.settings import ConfigError, build, plain, require
+from writing_rl.settings import ConfigError, build, check_keywords, plain, require
 from writing_rl.terms.builtin import BUILTIN
 from writing_rl.terms.sample import TermInput
 
 PREFIX = "reward.reward_kwargs.terms"
+TERM_ARGUMENTS = ("data_source", "solution_str", "ground_truth", "extra_info")  # what FnTerm passes
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,9 @@ def _term(name: str, raw: Any, response_length: int | None):
             "a term of your own needs fn: {path, name}"
         )
     kwargs = {k: v for k, v in raw.items() if k not in ("weight", "fn")}
-    return FnTerm(float(weight), _load_fn(name, raw["fn"]), kwargs)
+    fn = _load_fn(name, raw["fn"])
+    check_keywords(fn, kwargs, key, f"{raw['fn']['path']}:{raw['fn']['name']}", TERM_ARGUMENTS)
+    return FnTerm(float(weight), fn, kwargs)
 
 
 class RewardTerms:

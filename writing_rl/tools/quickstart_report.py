@@ -162,7 +162,7 @@ def reward_text(record: dict, calls: list[dict]) -> str:
             return f"{reward}: the group's bootstrapped reference; no comparison with it could be read, so it loses"
         return f"{reward}: the group's bootstrapped reference, not judged"
     if calls and not any(map(has_verdict, calls)):
-        return f"{reward}: no verdict, counted as a loss (custom_reward_function.reward_kwargs.on_parse_error)"
+        return f"{reward}: no verdict, counted as a loss (reward.reward_kwargs.on_parse_error)"
     if brpo:
         meaning = {1.0: "preferred to the reference", -1.0: "the reference preferred", 0.0: "a tie"}
         return f"{reward}: " + meaning.get(record["reward"], "the mean over the judged orders")
@@ -232,7 +232,7 @@ def _parse_error_pay(records: list[dict]) -> str:
         return "an unreadable comparison counts as a loss (-1), and so does a reference none of whose comparisons reads"
     paid = {r["reward"] for r in records if r.get("parse_error") and r.get("judge_calls")}
     here = f", {paid.pop():g} here" if len(paid) == 1 else ""
-    return f"such a sample pays a loss{here} (custom_reward_function.reward_kwargs.on_parse_error=loss; tie pays the tie score)"
+    return f"such a sample pays a loss{here} (reward.reward_kwargs.on_parse_error=loss; tie pays the tie score)"
 
 
 def report(out_dir: str, responses: str, untrained: bool = False, max_tokens: int | None = None) -> str:

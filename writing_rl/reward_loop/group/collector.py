@@ -23,7 +23,7 @@ So a member that arrives alone costs a share of one call, not a call of its own.
 - An arrival after the group is sealed gets the result of the member with the same response (a padded
   copy or an identical rollout); an arrival with a new response is scored on its own (``late``).
 - A group still incomplete ``timeout_s`` after its first arrival fails every member that arrived with a
-  counted, named failure (``group_incomplete``; ``on_incomplete=score`` scores it partial instead); a
+  counted, named failure (``group_incomplete``; ``reward.reward_kwargs.on_group_incomplete=score`` scores it partial instead); a
   leader that publishes nothing within ``result_timeout_s`` fails its members too (an error).
 - Results of finished groups stay in a bounded cache for late copies, keyed by a digest of the response
   (long responses x thousands of groups would otherwise pin gigabytes in this actor); a failed group

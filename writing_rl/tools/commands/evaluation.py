@@ -367,10 +367,12 @@ def _printed(lines: list[str], args, kind: str) -> int:
     report = json.loads((Path(args.out) / "report.json").read_text(encoding="utf-8"))
     failed = (report.get("failures") or {}).get("judge_error") or 0
     if failed and not args.allow_judge_errors:
+        first = (report.get("judge") or {}).get("first_failure")
         print(
-            f"writing-rl eval {kind}: error: {failed} judge calls failed after retries; the report counts them and "
-            "scores none; rerun the same command to retry only those calls (or pass --allow-judge-errors to "
-            "accept the report)",
+            f"writing-rl eval {kind}: error: {failed} judge calls failed after retries"
+            + (f" (the first: {first})" if first else "")
+            + "; the report counts them and scores none; rerun the same command to retry only those calls (or "
+            "pass --allow-judge-errors to accept the report)",
             file=sys.stderr,
         )
         return 1

@@ -10,6 +10,7 @@ from typing import Callable, Sequence, TypeVar
 
 from writing_rl.files import atomic_write_text
 from writing_rl.protocols.prompts import Messages
+from writing_rl.tools.shared.errors import judge_error_line
 from writing_rl.tools.shared.judge_runner import judge_through_cache
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.judged_run import CACHE_FILE
@@ -39,7 +40,10 @@ def judge(
     judgments, judge_cache, wall_s = judge_through_cache(
         settings, jobs, build, cache_path, progress, read, stop_on_context_length=False
     )
-    return judgments, {"calls": len(jobs), "cache_hits": judge_cache.stats.hits, "wall_s": round(wall_s, 3)}
+    section = {"calls": len(jobs), "cache_hits": judge_cache.stats.hits, "wall_s": round(wall_s, 3)}
+    if judge_cache.first_error is not None:  # the URL and the cause, for the error line
+        section["first_failure"] = judge_error_line(judge_cache.first_error)
+    return judgments, section
 
 
 def write_jsonl(path: str | Path, records: Sequence[dict]) -> None:

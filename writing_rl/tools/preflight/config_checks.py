@@ -93,6 +93,7 @@ def check_config(config) -> list[str]:
 
     from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
     from writing_rl.reward_loop.fn_extras import reward_fn_parameters
+    from writing_rl.reward_loop.fn_options import check_configured_fn
     from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
     from writing_rl.reward_loop.health.metrics import reports_health
     from writing_rl.settings import ConfigError
@@ -106,6 +107,7 @@ def check_config(config) -> list[str]:
     if get_custom_reward_fn(config) is not None:
         fn = config.reward.custom_reward_function
         checked.append(f"reward fn {fn.path}:{fn.name}")
+        checked.append(check_configured_fn(config))
     if manager_cls.__module__.startswith("writing_rl."):
         hosted = bool(config.reward.reward_model.enable)
         if hosted and not config.reward.reward_model.get("model_path"):

@@ -1,13 +1,19 @@
 """Preflight checks of the judge: its endpoint (``GET /v1/models``), its model and key, and the judge
-prompt at ``max_response_length`` against its context (``runner.py`` runs them)."""
+prompt at ``max_response_length`` against its context (``runner.py`` runs them).
+
+The judge prompt is counted, best first, with the GenRM's own tokenizer (verl hosts it), the judge server's
+``POST /tokenize`` (vLLM serves it), the policy's tokenizer (local or in the Hugging Face cache), else
+bounded from above by its UTF-8 bytes (a byte-level BPE token is at least one byte): the line says which.
+"""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
+import re
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -15,32 +21,84 @@ import numpy as np
 
 from writing_rl.tools.preflight.data_checks import Row
 from writing_rl.tools.preflight.report import Report
+from writing_rl.tools.shared.endpoints import ping_judge, served_model
 
 MARKER = "\u2063RESPONSE\u2063"  # stands for a policy response in a rendered judge prompt
 
 
-def judge_prompt_tokens(tokenizer, messages: list[dict], max_response_length: int) -> int:
+# A chat template's tokens around each message (role markers, separators) when only bytes are counted.
+TEMPLATE_BYTES_PER_MESSAGE = 32
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Tokens of a chat prompt (with the generation prompt), and how they were counted."""
+
+    count: Callable[[list[dict]], int]
+    how: str  # shown after the count: "", " (counted with the policy tokenizer)", ...
+    upper_bound: bool = False  # counted as bytes: the true count is at most this
+
+
+def tokenizer_counter(tokenizer, how: str = "") -> TokenCounter:
+    def count(messages: list[dict]) -> int:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return TokenCounter(count, how)
+
+
+def server_counter(base_url: str, model: str, api_key: str | None, timeout_s: float = 10.0) -> TokenCounter | None:
+    """The judge server's own count (vLLM: ``POST /tokenize`` at the server root); None where it has none."""
+    url = re.sub(r"/v1/?$", "", base_url.rstrip("/")) + "/tokenize"
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+
+    def count(messages: list[dict]) -> int:
+        body = json.dumps({"model": model, "messages": messages, "add_generation_prompt": True}).encode()
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return int(json.load(response)["count"])
+
+    try:
+        count([{"role": "user", "content": "hello"}])
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+        return None
+    return TokenCounter(count, f" (counted by the judge server, {url})")
+
+
+def byte_counter() -> TokenCounter:
+    def count(messages: list[dict]) -> int:
+        return sum(len(m["content"].encode("utf-8")) + TEMPLATE_BYTES_PER_MESSAGE for m in messages)
+
+    return TokenCounter(count, " (no tokenizer here: an upper bound, one token per UTF-8 byte)", upper_bound=True)
+
+
+def response_tokens(messages: list[dict], max_response_length: int) -> int:
+    """The tokens of a judge prompt's policy responses, each ``max_response_length`` long."""
+    return sum(m["content"].count(MARKER) for m in messages) * max_response_length
+
+
+def judge_prompt_tokens(counter: TokenCounter, messages: list[dict], max_response_length: int) -> int:
     """Tokens of a judge prompt whose policy responses are each ``max_response_length`` long."""
-    responses = sum(m["content"].count(MARKER) for m in messages)
     empty = [{**m, "content": m["content"].replace(MARKER, "")} for m in messages]
-    text = tokenizer.apply_chat_template(empty, add_generation_prompt=True, tokenize=False)
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + responses * max_response_length
+    return counter.count(empty) + response_tokens(messages, max_response_length)
 
 
-def longest_judge_prompt(tokenizer, rows: Sequence[Row], lengths: np.ndarray, build: Callable, config) -> int:
-    """The longest judge prompt over the rows with the longest prompts and ground truths."""
+def judge_prompts(rows: Sequence[Row], lengths: np.ndarray | None, build: Callable, config) -> list[list[dict]]:
+    """The judge prompts of the rows with the longest prompts (in tokens, else characters) and ground truths,
+    each policy response a ``MARKER``."""
+    if lengths is None:
+        lengths = np.array([sum(len(str(m.get("content", ""))) for m in r.messages) for r in rows])
     by_prompt = np.argsort(lengths)[::-1][:20]
     by_truth = sorted(range(len(rows)), key=lambda i: -len(json.dumps(rows[i].ground_truth, default=str)))[:20]
     group_size = int(config.actor_rollout_ref.rollout.n)
     kwargs = dict(config.reward.custom_reward_function.get("reward_kwargs") or {})
-    longest = 0
-    for index in {*map(int, by_prompt), *by_truth}:
+    prompts = []
+    for index in sorted({*map(int, by_prompt), *by_truth}):
         try:
-            messages = build(rows[index], MARKER, group_size, kwargs)
+            prompts.append(build(rows[index], MARKER, group_size, kwargs))
         except ValueError:  # a bad row: reported by check_rows
             continue
-        longest = max(longest, judge_prompt_tokens(tokenizer, messages, int(config.data.max_response_length)))
-    return longest
+    return prompts
 
 
 def _model_context(model_path: str | None) -> int | None:
@@ -50,35 +108,6 @@ def _model_context(model_path: str | None) -> int | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, int) else None
-
-
-def ping_judge(base_url: str, api_key: str | None, timeout_s: float = 10.0) -> list[dict]:
-    """The model cards of ``GET {base_url}/models``; raises ``ValueError`` saying what to change."""
-    url = base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = json.load(response)
-    except urllib.error.HTTPError as err:
-        hint = {
-            401: "the key was refused: check the variable reward.reward_kwargs.judge.api_key_env names "
-            "(JUDGE_API_KEY_ENV in the train scripts)",
-            403: "the key was refused: check the variable reward.reward_kwargs.judge.api_key_env names "
-            "(JUDGE_API_KEY_ENV in the train scripts)",
-            404: "no /models there: base_url should end with the API root, e.g. http://host:8000/v1",
-        }.get(err.code, "is it an OpenAI-compatible server?")
-        raise ValueError(f"judge {url} answered HTTP {err.code}: {hint}") from None
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        raise ValueError(
-            f"judge {url} is unreachable ({reason}): start it, or fix reward.reward_kwargs.judge.base_url (JUDGE_BASE_URL)"
-        ) from None
-    except ValueError:
-        raise ValueError(f"judge {url} did not answer JSON: is it an OpenAI-compatible server?") from None
-    cards = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(cards, list):
-        raise ValueError(f"judge {url} answered without a 'data' list of models: is it an OpenAI-compatible server?")
-    return [c for c in cards if isinstance(c, dict)]
 
 
 def check_judge(config, settings, report: Report, ping: bool) -> int | None:
@@ -113,30 +142,32 @@ def _check_endpoint(base_url: str, model: str | None, key: str | None, report: R
         report.note(f"judge {base_url}: not pinged (--no-ping)")
         return None
     try:
-        cards = ping_judge(base_url, key)
+        card = served_model(base_url, model, ping_judge(base_url, key))
     except ValueError as err:
         report.problem(str(err))
         return None
-    served = {str(card.get("id")): card for card in cards}
-    if model not in served:
-        near = difflib.get_close_matches(str(model), list(served), n=1)
-        report.problem(
-            f"judge {base_url} serves {', '.join(served) or 'no model'}, not '{model}': set "
-            f"reward.reward_kwargs.judge.model (JUDGE_MODEL)" + (f" to '{near[0]}'" if near else "")
-        )
-        return None
-    context = served[model].get("max_model_len")  # vLLM and serve-judge report it
+    context = card.get("max_model_len")  # vLLM and serve-judge report it
     context = context if isinstance(context, int) else None
     report.ok(f"judge {base_url} serves '{model}'" + (f", context {context} tokens" if context else ""))
     return context
 
 
-def check_judge_prompt(longest: int, max_tokens: int, context: int | None, approximate: bool, report: Report) -> None:
+def check_judge_prompt(
+    longest: int, responses: int, max_tokens: int, context: int | None, counter: TokenCounter, report: Report
+) -> None:
+    """``longest``: the longest judge prompt's tokens; ``responses``: the most its policy responses alone take
+    (max_response_length each), a floor that holds however the rest was counted."""
     need = longest + max_tokens
-    how = " (counted with the policy tokenizer)" if approximate else ""
+    how = counter.how
     text = f"judge prompt at max_response_length: up to {longest} tokens{how} + judge.max_tokens {max_tokens} = {need}"
     if context is None:
         report.note(f"{text}; the judge's context is not known here: make sure it holds {need} tokens")
+    elif need > context and counter.upper_bound and responses + max_tokens <= context:
+        report.note(
+            f"{text} > the judge's context {context}, counted as bytes: it may still fit. To count tokens, make the "
+            "policy tokenizer local (a path, or huggingface-cli download MODEL --include 'tokenizer*') or serve the "
+            "judge with vLLM (POST /tokenize)"
+        )
     elif need > context:
         report.problem(
             f"{text} > the judge's context {context}: long samples would fail or be cut; lower "

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 from typing import Iterable, Sequence
 
 from writing_rl.settings import ConfigError
-from writing_rl.tools.preflight.config_checks import GENRM_KEY, HUB_ID, MODEL_KEY, check_paths
+from writing_rl.tools.preflight.config_checks import GENRM_KEY, check_paths
 from writing_rl.tools.preflight.data_checks import (
     check_prompt_lengths,
     check_rows,
@@ -29,7 +30,17 @@ from writing_rl.tools.preflight.data_checks import (
     prompt_token_lengths,
     read_rows,
 )
-from writing_rl.tools.preflight.judge_checks import check_judge, check_judge_prompt, longest_judge_prompt
+from writing_rl.tools.preflight.judge_checks import (
+    TokenCounter,
+    byte_counter,
+    check_judge,
+    check_judge_prompt,
+    judge_prompt_tokens,
+    judge_prompts,
+    response_tokens,
+    server_counter,
+    tokenizer_counter,
+)
 from writing_rl.tools.preflight.report import Report
 
 
@@ -44,6 +55,21 @@ def reward_module(config):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
+    """The best way this machine has to count the judge prompt (judge_checks.py); ``judge``: the endpoint's
+    settings when it may be asked (not hosted by verl, pinging allowed)."""
+    if genrm_tokenizer is not None:
+        return tokenizer_counter(genrm_tokenizer)
+    if judge is not None and judge.base_url:
+        key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
+        counter = server_counter(judge.endpoints[0], str(judge.model), key)
+        if counter is not None:
+            return counter
+    if policy_tokenizer is not None:
+        return tokenizer_counter(policy_tokenizer, " (counted with the policy tokenizer)")
+    return byte_counter()
 
 
 def run_preflight(
@@ -68,44 +94,50 @@ def run_preflight(
 
     tokenizer = None
     model_path = config.actor_rollout_ref.model.get("tokenizer_path") or config.actor_rollout_ref.model.path
-    if MODEL_KEY in found or (model_path and HUB_ID.match(str(model_path))):
+    if model_path:
         try:
             tokenizer = load_tokenizer(str(model_path), bool(config.data.get("trust_remote_code", False)))
         except (OSError, ValueError) as err:
-            report.note(f"prompt lengths not measured: no tokenizer at {model_path} here ({str(err).splitlines()[0]})")
-
-    judge_tokenizer, approximate = tokenizer, True
+            report.note(
+                f"prompt lengths not measured: no tokenizer for {model_path} on this machine "
+                f"({str(err).splitlines()[0]}); to measure them, give a local path or run "
+                f"huggingface-cli download {model_path} --include 'tokenizer*' here"
+            )
+    genrm_tokenizer = None
     if GENRM_KEY in found:  # verl hosts a local GenRM: count the judge prompt with its own tokenizer
         try:
-            judge_tokenizer, approximate = load_tokenizer(str(found[GENRM_KEY][0]), False), False
+            genrm_tokenizer = load_tokenizer(str(found[GENRM_KEY][0]), False)
         except (OSError, ValueError) as err:
-            report.note(f"judge prompt counted with the policy tokenizer: none at {found[GENRM_KEY][0]} ({err})")
+            report.note(f"no GenRM tokenizer at {found[GENRM_KEY][0]} ({err})")
 
     check_row = getattr(module, "preflight_row", None)
     build_judge = getattr(module, "preflight_judge_messages", None) if ours else None
     where = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
     template_kwargs = dict(config.data.get("apply_chat_template_kwargs") or {})
-    longest = 0
+    prompts: list[list[dict]] = []
     for key in ("data.train_files", "data.val_files"):
         for path in found.get(key, []):
             rows = read_rows(path, config.data.get("prompt_key", "prompt"), max_rows, report)
             if not rows:
                 continue
             check_rows(path, rows, check_row, where, report)
-            if tokenizer is None:
-                continue
             usable = [r for r in rows if message_problem(r.messages) is None]
-            lengths = prompt_token_lengths(tokenizer, usable, template_kwargs)
-            check_prompt_lengths(path, lengths, config.data, max_drop, report)
+            lengths = None
+            if tokenizer is not None:
+                lengths = prompt_token_lengths(tokenizer, usable, template_kwargs)
+                check_prompt_lengths(path, lengths, config.data, max_drop, report)
             if build_judge is not None:
-                longest = max(longest, longest_judge_prompt(judge_tokenizer, usable, lengths, build_judge, config))
+                prompts += judge_prompts(usable, lengths, build_judge, config)
     if ours and build_judge is not None:
-        settings = ManagerConfig.from_verl(
-            config, "verl-reward-router:0" if config.reward.reward_model.get("enable") else None
-        )
+        hosted = bool(config.reward.reward_model.get("enable"))
+        settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
         context = check_judge(config, settings, report, ping)
-        if longest:
-            check_judge_prompt(longest, int(settings.judge.max_tokens), context, approximate, report)
+        if prompts:
+            counter = judge_counter(genrm_tokenizer, tokenizer, None if hosted or not ping else settings.judge)
+            response_length = int(config.data.max_response_length)
+            longest = max(judge_prompt_tokens(counter, messages, response_length) for messages in prompts)
+            responses = max(response_tokens(messages, response_length) for messages in prompts)
+            check_judge_prompt(longest, responses, int(settings.judge.max_tokens), context, counter, report)
     return report
 
 

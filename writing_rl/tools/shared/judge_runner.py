@@ -20,6 +20,7 @@ from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, Judge
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.protocols import Unreadable, read_reply
+from writing_rl.tools.shared.endpoints import CheckedJudge
 from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment, read_verdict
@@ -43,8 +44,8 @@ class ToolJudge(CachedJudge):
 
 
 def open_judge(settings: JudgeConfig, cache_path: str | Path) -> ToolJudge:
-    """The HTTP judge behind an on-disk cache at ``cache_path``."""
-    return ToolJudge.for_config(OpenAIJudge(settings), settings, cache_path)
+    """The HTTP judge, its endpoints checked before its first call, behind an on-disk cache at ``cache_path``."""
+    return ToolJudge.for_config(CheckedJudge(OpenAIJudge(settings), settings), settings, cache_path)
 
 
 def judge_through_cache(
