@@ -87,7 +87,8 @@ class Runs:
         self.processes: set[subprocess.Popen] = set()
         self.lock = threading.Lock()
         self.closed = False
-        self.prepared = ThreadPoolExecutor(max_workers=1).submit(self._build_artifacts)
+        self.preparing = ThreadPoolExecutor(max_workers=1)
+        self.prepared = self.preparing.submit(self._build_artifacts)
         self.pool = ThreadPoolExecutor(max_workers=PARALLEL)
         self.futures = {key: self.pool.submit(self._run, key, RUNS[key]) for key in keys}
 
@@ -158,6 +159,7 @@ class Runs:
         for process in running:
             stop(process)
         self.pool.shutdown(wait=True)
+        self.preparing.shutdown(wait=True)
         self.dead_judge.stop()
         if keep:
             print(f"\ntrainer runs kept in {self.root}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 from typing import Any, Mapping, Sequence
 
 
@@ -80,8 +81,6 @@ def check_type(name: str, value: Any, default: Any) -> None:
 def check_keywords(fn: Any, given: Mapping[str, Any], prefix: str, where: str, passed: tuple[str, ...] = ()) -> None:
     """A ``ConfigError`` when ``fn`` would refuse one of the keyword arguments ``given`` (set under ``prefix``);
     ``passed``: the arguments its caller passes, not settings."""
-    import inspect
-
     parameters = inspect.signature(inspect.unwrap(fn)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return

@@ -224,13 +224,18 @@ class TransformersServerAdapter(BaseRollout):
             self._server = ray.get_actor(server_name(self.replica_rank, is_reward_model=False))
         return self._server
 
-    async def resume(self, tags: list[str]) -> None: ...
+    async def resume(self, tags: list[str]) -> None:
+        """Nothing to bring back: the CPU server keeps its weights in memory between steps."""
 
-    async def release(self) -> None: ...
+    async def release(self) -> None:
+        """Nothing to free: there is no accelerator memory to hand back to the trainer."""
 
     async def update_weights(self, weights, global_steps: int | None = None, wire_format="named_tensors", **kwargs):
-        if wire_format != "named_tensors":
-            raise NotImplementedError(f"the CPU rollout takes full tensors, not {wire_format!r}")
+        if wire_format != "named_tensors":  # what verl's default (naive) checkpoint engine sends
+            raise ValueError(
+                f"the CPU rollout takes weights as named tensors, not {wire_format!r}: keep "
+                "actor_rollout_ref.rollout.checkpoint_engine.backend=naive (verl's default)"
+            )
         start = time.perf_counter()
         state = {}
         for name, tensor in weights:  # every rank walks the generator: FSDP gathers each tensor collectively
