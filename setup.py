@@ -35,15 +35,21 @@ setup(
         "psutil",  # the CPU backend's host memory figures
     ],
     extras_require={
-        # matplotlib: the tests draw the real plots (the [plot] extra). mkdocs: the docs build.
+        # matplotlib: the tests draw the real plots (the [plot] extra). The docs extra: the docs build;
+        # selenium: tests/test_docs.py looks at the built site in headless Chromium (Debian's chromium and
+        # chromium-driver, which .ci/run installs).
         "test": [
             "pytest>=7",
             "openai>=1.0",
             "matplotlib>=3.7",
-            "mkdocs>=1.6,<2",  # tests/test_docs.py builds the site with --strict
+            "mkdocs>=1.6,<2",
+            "mkdocs-material>=9.5,<10",
+            "latex2mathml>=3.77",
+            "selenium>=4.10",
         ],
-        # The documentation site: mkdocs serve / mkdocs build --strict (mkdocs.yml).
-        "docs": ["mkdocs>=1.6,<2"],
+        # The documentation site: mkdocs serve / mkdocs build --strict (mkdocs.yml; the Material theme, and
+        # formulas turned into MathML at build time by scripts/mkdocs_math.py).
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "latex2mathml>=3.77"],
         # PNG plots of `writing-rl select`, `curriculum show --plot` and `eval`; without it they are skipped.
         "plot": ["matplotlib>=3.7"],
         # GPU-only: never needed on CPU machines, imported lazily.

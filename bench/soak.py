@@ -333,7 +333,7 @@ def report(history: list[Minute]) -> dict:
 
 def plot(result: dict, path: Path) -> str:
     """Throughput (left axis) and the actors' RSS (right axis) per minute; the line to print about it."""
-    from writing_rl.tools.shared.plot import PALETTE, plot
+    from writing_rl.tools.shared.plot import PALETTE, legend_above, plot
 
     minutes = result["minutes"]
     xs = list(range(1, len(minutes) + 1))
@@ -351,7 +351,7 @@ def plot(result: dict, path: Path) -> str:
             rss.plot(xs, [m["rss"].get(name, float("nan")) for m in minutes], color=colour, label=name)
         rss.set_ylabel("RSS MB")
         rss.set_ylim(bottom=0)
-        rss.legend(fontsize="small", loc="lower right")
+        legend_above(rss)
 
     return plot(path, draw)
 

@@ -84,7 +84,9 @@ PY
 #   MODEL_PATH TRAIN_FILES VAL_FILES, then the judge: JUDGE_BASE_URL + JUDGE_MODEL (an endpoint), or
 #   GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM: hydra_configs/genrm/*.yaml);
 #   optional JUDGE_API_KEY_ENV, N_GPUS (the policy's GPUs per node; default: the config's, 8, or 4 with
-#   GENRM=standalone, whose GenRM takes reward.reward_model.n_gpus_per_node=4 more), NNODES
+#   GENRM=standalone, whose GenRM takes reward.reward_model.n_gpus_per_node=4 more), NNODES,
+#   NODE_PRESET=one_gpu|eight_gpus (+node=...: lengths, batch sizes and memory for a first run on one
+#   node, hydra_configs/node/*.yaml, docs/one-node.md)
 train_with_judge() {
   CONFIG_NAME="$1"
   local train_hint="$2" judge_hint="$3"
@@ -109,6 +111,17 @@ train_with_judge() {
   # Only when set: a default here would override the standalone preset's split of the node.
   if [ -n "${N_GPUS:-}" ]; then
     OVERRIDES+=("trainer.n_gpus_per_node=$N_GPUS")
+  fi
+  if [ -n "${NODE_PRESET:-}" ]; then
+    case "$NODE_PRESET" in
+      one_gpu|eight_gpus) ;;
+      *) echo "error: NODE_PRESET must be one_gpu or eight_gpus (hydra_configs/node/), got '$NODE_PRESET'" >&2; exit 2 ;;
+    esac
+    if [ "$NODE_PRESET" = one_gpu ] && [ "${GENRM:-}" = standalone ]; then
+      echo "error: NODE_PRESET=one_gpu has one GPU and GENRM=standalone needs GPUs of its own: use GENRM=colocated (the GenRM sleeps on the same GPU) or a judge endpoint" >&2
+      exit 2
+    fi
+    OVERRIDES+=("+node=$NODE_PRESET")
   fi
   if [ -n "${GENRM:-}" ]; then
     OVERRIDES+=("+genrm=$GENRM" "reward.reward_model.model_path=$GENRM_PATH")

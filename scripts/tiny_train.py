@@ -229,28 +229,20 @@ def report(steps: dict[int, dict], out: Path) -> None:
 
 
 def plot(steps: dict[int, dict], path: Path) -> None:
-    try:
-        import matplotlib
+    from writing_rl.tools.shared.plot import BLUE, legend_above, plot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        say("   (no reward.png: matplotlib is missing; pip install -e '.[plot]')")
-        return
     xs = sorted(steps)
-    figure, axis = plt.subplots(figsize=(5, 3))
-    axis.plot(xs, [steps[x].get("critic/score/mean") for x in xs], marker="o", label="mean reward")
-    axis.fill_between(
-        xs, [steps[x].get("critic/score/min") for x in xs], [steps[x].get("critic/score/max") for x in xs], alpha=0.2
-    )
-    axis.set_xlabel("training step")
-    axis.set_ylabel("reward (verl's critic/score)")
-    axis.set_xticks(xs)
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    say(f"   reward per step: {path}")
+
+    def draw(axes) -> None:
+        axes.plot(xs, [steps[x].get("critic/score/mean") for x in xs], marker="o", color=BLUE, label="mean reward")
+        low, high = ([steps[x].get(f"critic/score/{end}") for x in xs] for end in ("min", "max"))
+        axes.fill_between(xs, low, high, color=BLUE, alpha=0.2, label="min to max")
+        axes.set_xlabel("training step")
+        axes.set_ylabel("reward (verl's critic/score)")
+        axes.set_xticks(xs)
+        legend_above(axes)
+
+    say(f"   reward per step: {plot(path, draw)}")
 
 
 def main(argv: list[str]) -> int:

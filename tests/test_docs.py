@@ -9,12 +9,14 @@ import argparse
 import dataclasses
 import functools
 import importlib.util
+import os
 import re
 import shlex
 import subprocess
 import sys
 
 import pytest
+from markdown import markdown as markdown_to_html
 from omegaconf import OmegaConf
 
 from conftest import REPO_DIR
@@ -73,13 +75,64 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
     assert "bash scripts/quickstart.sh" in first_screen and "bash scripts/test.sh" in first_screen
 
 
-def test_the_site_builds_strict(tmp_path):
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    site = tmp_path_factory.mktemp("docs") / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
         cwd=REPO_DIR, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    assert (tmp_path / "site" / "reference" / "config" / "index.html").is_file()
+    return site
+
+
+def test_the_site_builds_strict(built_site):
+    assert (built_site / "reference" / "config" / "index.html").is_file()
+    brpo = (built_site / "methods" / "brpo" / "index.html").read_text(encoding="utf-8")
+    assert '<div class="formula"><math' in brpo and "<mfrac>" in brpo  # formulas built into MathML
+    assert '<span class="c1">' in (built_site / "getting-started" / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_site_reads_well_in_a_browser(built_site, tmp_path):
+    """Every page in headless Chromium at a laptop's and a narrow window's width: nothing wider than the
+    page, code highlighted with a copy button and not cut, formulas laid out, images loaded. .ci/run installs
+    Chromium and sets WRITING_RL_REQUIRE_BROWSER=1 so that CI fails rather than skips here."""
+    checker = load_script("scripts/check_docs_site.py")
+    try:
+        checker.find(checker.CHROMIUM, "chromium")
+        checker.find(checker.DRIVER, "chromedriver")
+        import selenium  # noqa: F401
+    except (FileNotFoundError, ImportError) as missing:
+        if os.environ.get("WRITING_RL_REQUIRE_BROWSER") == "1":
+            raise
+        pytest.skip(f"no headless browser here ({missing}): apt-get install chromium chromium-driver")
+    problems = checker.check(built_site, screenshots=tmp_path / "screenshots")
+    assert not problems, f"{len(problems)} problem(s), screenshots in {tmp_path / 'screenshots'}:\n" + "\n".join(
+        problems
+    )
+
+
+def page_formulas(markdown: str, name: str = "page.md"):
+    hook = load_script("scripts/mkdocs_math.py")
+    page = type("Page", (), {"file": type("File", (), {"src_uri": name})()})()
+    html = hook.on_page_markdown(markdown, page=page)
+    return hook, page, html
+
+
+def test_formulas_become_mathml_and_code_is_left_alone():
+    markdown = "Inline $`y_i`$ here.\n\n$$\n\\frac{1}{K}\n$$\n\n```bash\necho $$\n$$\nx\n$$\necho $`y`$\n```\n"
+    hook, page, stashed = page_formulas(markdown)
+    assert "```bash\necho $$\n$$\nx\n$$\necho $`y`$\n```" in stashed  # the fence untouched
+    html = hook.on_page_content(markdown_to_html(stashed, extensions=["fenced_code"]), page=page)
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow><msub><mi>y</mi>' in html
+    assert '<div class="formula"><math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><mrow><mfrac>' in html
+    assert "WRLMATH" not in html and "echo $$\n$$\nx\n$$\necho $`y`$" in html
+
+
+@pytest.mark.parametrize("latex", [r"\fraction{1}{2}", r"x^"])
+def test_a_formula_that_cannot_render_fails_the_build_naming_the_page(latex):
+    with pytest.raises(ValueError, match=r"methods/x\.md: cannot render the formula"):
+        page_formulas(f"$$\n{latex}\n$$\n", "methods/x.md")
 
 
 def test_the_configuration_reference_is_current():

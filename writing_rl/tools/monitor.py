@@ -175,7 +175,7 @@ PLOTTED = (
 
 def plot_health(steps: list[StepHealth], path: str | Path) -> str:
     """A line per health number over the steps; the line to print about the PNG."""
-    from writing_rl.tools.shared.plot import PALETTE, plot
+    from writing_rl.tools.shared.plot import PALETTE, legend_above, plot
 
     def draw(axes) -> None:
         for (label, key), color in zip(PLOTTED, PALETTE):
@@ -187,6 +187,6 @@ def plot_health(steps: list[StepHealth], path: str | Path) -> str:
         axes.set_title("judge health per training step")
         axes.set_xlabel("step")
         axes.set_ylabel("share / correlation / reward")
-        axes.legend(loc="best", fontsize="small")
+        legend_above(axes, columns=3)
 
     return plot(path, draw)

@@ -7,6 +7,7 @@ loads the reward manager and reward fn the way verl's reward workers will and va
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -85,6 +86,45 @@ def check_backend(config) -> str | None:
     return f"CPU backend: VERL_PLATFORM={PLATFORM}, rollout {ROLLOUT}"
 
 
+def _replica_gpus(rollout) -> int:
+    """GPUs one vLLM replica takes, as verl counts them (workers/rollout/llm_server.py)."""
+    sizes = ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    return math.prod(int(rollout.get(size) or 1) for size in sizes)
+
+
+def check_gpu_layout(config) -> list[str]:
+    """Each vLLM replica fits the GPUs it is given. With fewer, verl starts no policy replica (the run
+    hangs at its first rollout) or stops at a GenRM's start, both on the cluster."""
+    from writing_rl.settings import ConfigError
+
+    trainer, genrm = config.trainer, config.reward.reward_model
+    pools = [("the policy", "actor_rollout_ref.rollout", int(trainer.n_gpus_per_node) * int(trainer.nnodes),
+              "trainer.n_gpus_per_node x trainer.nnodes", config.actor_rollout_ref.rollout)]  # fmt: skip
+    if genrm.get("enable"):
+        if genrm.get("enable_resource_pool"):
+            gpus, source = (
+                int(genrm.n_gpus_per_node) * int(genrm.nnodes),
+                "its pool, reward.reward_model.n_gpus_per_node x nnodes",
+            )
+        else:
+            gpus, source = pools[0][2], "the policy's, colocated"
+        pools.append(("the GenRM", "reward.reward_model.rollout", gpus, source, genrm.rollout))
+    lines = []
+    for who, key, gpus, source, rollout in pools:
+        size = _replica_gpus(rollout)
+        if gpus < size:
+            raise ConfigError(
+                f"{key}: a replica takes {size} GPUs (tensor x data x pipeline parallel sizes) but {who} has "
+                f"{gpus} ({source}): no replica could start. Set {key}.tensor_model_parallel_size to at most {gpus}"
+            )
+        spare = gpus % size
+        if spare:
+            lines.append(f"WARNING {spare} of {who}'s {gpus} GPUs serve no replica ({key}: {size} GPUs each)")
+        else:
+            lines.append(f"{who}: {gpus // size} vLLM replica(s) of {size} GPU(s) on {gpus} GPU(s)")
+    return lines
+
+
 def check_config(config) -> list[str]:
     """Raise on the first problem; return what was checked."""
     from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
@@ -99,7 +139,7 @@ def check_config(config) -> list[str]:
     from writing_rl.settings import ConfigError
 
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    checked = ["verl validate_config"]
+    checked = ["verl validate_config", *check_gpu_layout(config)]
     trainer = [check_trainer_packages(config), check_backend(config)]
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)

@@ -38,6 +38,11 @@ def render(draw: Callable[[Any], None], figsize: tuple[float, float] = (8, 4.5),
     return buffer.getvalue()
 
 
+def legend_above(axes, columns: int = 4) -> None:
+    """The legend in a row above the axes, where it covers no data (tight_layout keeps room for it)."""
+    axes.legend(fontsize="small", loc="lower left", bbox_to_anchor=(0, 1.01), ncol=columns, frameon=False)
+
+
 def plot(path: str | Path, draw: Callable[[Any], None]) -> str:
     """Draw with ``draw(axes)`` into a PNG at ``path`` (written atomically); the line to print about it."""
     png = render(draw)
