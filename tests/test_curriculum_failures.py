@@ -258,3 +258,47 @@ def test_a_disk_that_stays_full_fails_every_call_with_a_clear_error(ray_cluster,
         return False
 
     assert wait_until(dead_with_the_reason)
+
+
+def test_a_worker_finds_a_new_scheduler_when_the_old_one_is_gone_without_a_new_batch(
+    ray_cluster, tokenizer_dir, tmp_path
+):
+    """Under continuous streaming no batch ever starts again, so a worker cannot wait for one to look the
+    scheduler up: after a call fails on a scheduler that is gone for good (its owner died), a later call
+    finds or creates another, which starts from the disk. Both ways a fn reaches it: the group manager's
+    direct calls and the per-sample managers' batched ones."""
+    from types import SimpleNamespace
+
+    from writing_rl.reward_loop.config import ManagerConfig
+    from writing_rl.reward_loop.fn_extras import FnExtras
+
+    from conftest import compose_writing_rl
+
+    state = f"reward.reward_kwargs.curriculum.state_dir={tmp_path / 'state'}"
+    config = compose_writing_rl(tokenizer_dir, "http://127.0.0.1:9/v1", state, per_sample=False)
+    scoring = SimpleNamespace(settings=ManagerConfig.from_verl(config, None), batches_started=1)  # never changes
+    extras = FnExtras(config, scoring)
+
+    def kill_the_scheduler() -> None:
+        ray.kill(extras.scheduler.get(scoring.batches_started), no_restart=True)
+
+    async def after_a_kill(call) -> int:
+        kill_the_scheduler()
+        with pytest.raises(ray.exceptions.RayActorError):
+            await call()
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:  # the dead actor's name is freed once no handle to it is left
+            try:
+                return await call()
+            except ray.exceptions.RayActorError:
+                assert asyncio.get_running_loop().time() < deadline, "the worker never found a live scheduler"
+                await asyncio.sleep(0.1)
+
+    async def stream() -> tuple[int, int]:
+        assert await extras.curriculum().advance("row-1", await extras.curriculum().pin("row-1", 3))
+        direct = await after_a_kill(lambda: extras.curriculum().pin("row-1", 3))
+        batched = await after_a_kill(lambda: extras.curriculum().pin_group("row-1", 3, "uid-1", 1))
+        return direct, batched
+
+    assert asyncio.run(stream()) == (1, 1)  # each new scheduler read row-1's advance from the disk
+    kill_the_scheduler()

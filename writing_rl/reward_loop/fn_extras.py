@@ -15,6 +15,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import ray
+
 from writing_rl.reward_loop.actors import SharedActor
 from writing_rl.reward_loop.contract import is_validation
 from writing_rl.reward_loop.curriculum.groups import Batched
@@ -47,7 +49,17 @@ class FnExtras:
             self.batched = Batched(self._send, settings.groups.batch_window_s)
 
     async def _send(self, requests: list) -> list:
-        return await self.scheduler.get(self.scoring.batches_started).batch.remote(requests)
+        try:
+            return await self.scheduler.get(self.scoring.batches_started).batch.remote(requests)
+        except Exception as err:
+            self._scheduler_failed(err)
+            raise
+
+    def _scheduler_failed(self, err: Exception) -> None:
+        # Gone for good (its owner, a reward worker, died): the next call looks it up or creates another,
+        # also when no new batch ever starts (continuous streaming).
+        if isinstance(err, ray.exceptions.RayActorError):
+            self.scheduler.forget()
 
     def expected_size(self, extra_info: dict) -> int:
         if extra_info.get("group_size") is not None:
@@ -60,7 +72,8 @@ class FnExtras:
         if self.scheduler is None:
             return None
         handle = self.scheduler.get(self.scoring.batches_started)
-        return Curriculum(handle, can_advance, self.batched, self.scoring.settings.groups.timeout_s)
+        timeout_s = self.scoring.settings.groups.timeout_s
+        return Curriculum(handle, can_advance, self.batched, timeout_s, failed=self._scheduler_failed)
 
     def for_call(
         self, judge, fields: dict | None = None, late: bool = False, curriculum: bool = True

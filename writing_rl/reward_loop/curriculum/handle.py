@@ -6,6 +6,8 @@ contract (reward_loop/contract.py) can name it without bringing Ray into a rewar
 
 from __future__ import annotations
 
+from typing import Callable
+
 from writing_rl.reward_loop.curriculum.groups import Batched
 
 
@@ -17,19 +19,35 @@ class Curriculum:
     group: its group already had its one chance to move the level.
     """
 
-    def __init__(self, handle, can_advance: bool = True, batched: Batched | None = None, timeout_s: float = 1800.0):
+    def __init__(
+        self,
+        handle,
+        can_advance: bool = True,
+        batched: Batched | None = None,
+        timeout_s: float = 1800.0,
+        failed: Callable[[Exception], None] | None = None,
+    ):
         self.handle = handle
         self.can_advance = can_advance
         self.batched = batched
         self.timeout_s = timeout_s
+        self.failed = failed  # told of a call's error (the worker then looks the actor up again)
 
     async def pin(self, key: str, references: int) -> int:
-        return await self.handle.pin.remote(key, references)
+        return await self._call("pin", key, references)
 
     async def advance(self, key: str, pinned: int) -> bool:
         if not self.can_advance:
             return False
-        return await self.handle.advance.remote(key, pinned)
+        return await self._call("advance", key, pinned)
+
+    async def _call(self, method: str, *args):
+        try:
+            return await getattr(self.handle, method).remote(*args)
+        except Exception as err:
+            if self.failed is not None:
+                self.failed(err)
+            raise
 
     async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
         """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""
