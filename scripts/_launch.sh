@@ -5,6 +5,9 @@
 #   DRY_RUN=1        write the composed config to DRY_RUN_OUT (default outputs/dry_run/), run the preflight
 #                    (writing-rl preflight), then exit; its verdict is the last line. DRY_RUN_PRINT=1 prints
 #                    the config too
+#   TRAINER          which of verl's trainers runs it: v1-sync, v1-colocate-async, v1-separate-async, legacy,
+#                    fully-async, one-step-off (writing_rl/tools/shared/trainers.py; docs/trainers.md); default:
+#                    the overlay's (v1-sync)
 #   PREFLIGHT=0      skip the preflight a real run starts with (config, paths, data, lengths, judge)
 #   REMOTE_PATHS     variables whose paths only the cluster sees, not checked here, e.g. "MODEL_PATH TRAIN_FILES" or all
 #   FORWARD_JUDGE_API_KEY=1  copy the judge API key into the Ray job's env (visible in the dashboard)
@@ -38,16 +41,22 @@ preflight() {
 }
 
 launch() {
-  local args=(--config-name "$CONFIG_NAME" "${OVERRIDES[@]}" "$@")
+  local module=verl.trainer.main_ppo spec selected=()
+  if [ -n "${TRAINER:-}" ]; then
+    spec="$("$PYTHON" -m writing_rl.tools.shared.trainers "$TRAINER")" || exit 2
+    module="$(head -n 1 <<< "$spec")"
+    mapfile -t selected < <(tail -n +2 <<< "$spec")
+  fi
+  local args=(--config-name "$CONFIG_NAME" "${selected[@]}" "${OVERRIDES[@]}" "$@")
   if [ "${DRY_RUN:-0}" = "1" ]; then
     local dir="${DRY_RUN_OUT:-$REPO_DIR/outputs/dry_run}"
     local composed="$dir/$CONFIG_NAME.yaml"
     mkdir -p "$dir"
     echo "== python: $PYTHON" >&2
-    "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job > "$composed.tmp"
+    "$PYTHON" -m "$module" --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job > "$composed.tmp"
     mv "$composed.tmp" "$composed"
     if [ "${DRY_RUN_PRINT:-0}" = "1" ]; then cat "$composed"; fi
-    echo "== the composed config, as verl's main_ppo reads it: $composed ($(wc -l < "$composed") lines)"
+    echo "== the composed config, as $module reads it: $composed ($(wc -l < "$composed") lines)"
     echo "== preflight"
     preflight "${args[@]}"
     return
@@ -56,7 +65,7 @@ launch() {
     preflight "${args[@]}"
   fi
   if [ -z "${RAY_ADDRESS:-}" ]; then
-    exec "$PYTHON" -m verl.trainer.main_ppo --config-path "$REPO_DIR/hydra_configs" "${args[@]}"
+    exec "$PYTHON" -m "$module" --config-path "$REPO_DIR/hydra_configs" "${args[@]}"
   fi
   # On the cluster the job runs inside a copy of this repo, so the config path is taken from its $PWD.
   local env_json='{}'
@@ -76,7 +85,7 @@ PY
   local quoted
   quoted="$(printf ' %q' "${args[@]}")"
   exec ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$runtime_env" -- \
-    bash -c "python -m verl.trainer.main_ppo --config-path \"\$PWD/hydra_configs\"$quoted"
+    bash -c "python -m $module --config-path \"\$PWD/hydra_configs\"$quoted"
 }
 
 # train_with_judge CONFIG "what TRAIN_FILES holds" "what the judge is" [overrides...]: the policy

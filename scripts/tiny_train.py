@@ -22,6 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from writing_rl.tools.shared.trainers import MAIN_PPO, TRAINERS, unsupported
+from writing_rl.tools.shared.verl_config import compose
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the stand-ins the tests build: tests/tiny.py, tests/stand_in_judge.py
 
@@ -42,10 +45,6 @@ METHODS = {
     "rubric": Method("rubric", "examples/tiny/rubric_rows.jsonl", judged=True),
     "grrm_rlvr": Method("gqm-rl", "examples/tiny/ranking_groups.jsonl", judged=False, prompt_length=2048),
     "genrm_pairwise_rl": Method("pref-rl", "examples/tiny/preference_pairs.jsonl", judged=False),
-}
-TRAINERS = {
-    "v1-sync": ["trainer.use_v1=true", "trainer.v1.trainer_mode=sync"],
-    "legacy": ["trainer.use_v1=false"],
 }
 BATCH, ROLLOUTS = 4, 4  # prompts per step, rollouts per prompt
 # What the per-step table shows, besides the reward: (metric, column heading).
@@ -172,7 +171,7 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
             args.append(f"reward.reward_kwargs.judge.max_tokens={os.environ['JUDGE_MAX_TOKENS']}")
     trainer = os.environ.get("TRAINER", "")
     if trainer:
-        args += TRAINERS[trainer]
+        args += TRAINERS[trainer].overrides
     return args
 
 
@@ -253,7 +252,7 @@ def main(argv: list[str]) -> int:
     steps = int(os.environ.get("STEPS", "3"))
     trainer = os.environ.get("TRAINER", "")
     if trainer and trainer not in TRAINERS:
-        fail(f"TRAINER={trainer}: expected one of {', '.join(TRAINERS)} (the asynchronous trainers: not yet)")
+        fail(f"TRAINER={trainer}: expected one of {', '.join(TRAINERS)}")
     genrm = os.environ.get("GENRM", "")
     if genrm not in ("", "colocated", "standalone"):
         fail(f"GENRM={genrm}: expected colocated or standalone")
@@ -287,9 +286,12 @@ def main(argv: list[str]) -> int:
     metrics = out / "metrics.jsonl"
     if metrics.exists():
         shutil.move(metrics, out / "metrics.previous.jsonl")
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", "--config-path", str(REPO / "hydra_configs")]
-    command += ["--config-name", name, *overrides(name, method, out, artifacts, train, steps, judge)]
-    command += ["+backend=cpu", *user_overrides]
+    module = TRAINERS[trainer].module if trainer else MAIN_PPO
+    args = [*overrides(name, method, out, artifacts, train, steps, judge), "+backend=cpu", *user_overrides]
+    refused = unsupported(compose(name, args))
+    if refused:
+        fail(refused)
+    command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]
     # A Ray of its own, with the logical GPUs +backend=cpu asks for, even inside another Ray job or beside a
     # cluster `ray start` left running (ray.init would join either).
     env = {**os.environ, "RAY_ADDRESS": "local", "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}

@@ -9,8 +9,9 @@
 #
 #   STEPS              training steps (default 3); a checkpoint is saved at the last one, and a rerun with
 #                      more STEPS and the same OUT resumes from it (trainer.resume_mode=auto)
-#   TRAINER            v1-sync or legacy (trainer.use_v1=false); default: the overlay's (v1-sync, or
-#                      legacy with GENRM=colocated)
+#   TRAINER            v1-sync, v1-colocate-async or legacy (trainer.use_v1=false); default: the overlay's
+#                      (v1-sync, or legacy with GENRM=colocated). v1-separate-async, fully-async and
+#                      one-step-off need GPUs (a checkpoint engine between processes): refused here, naming why
 #   OUT                where everything goes (default runs/tiny/METHOD): metrics.jsonl (verl's file
 #                      tracker), reward.png, train.log, samples/ (each reward our manager returned),
 #                      rollouts/ (verl's dump), checkpoints/, summary.json

@@ -187,7 +187,8 @@ def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
 
 @functools.lru_cache(maxsize=None)
 def composed_keys() -> frozenset[str]:
-    """Every key of every shipped overlay's composed config (with each genrm preset and the preset), and of
+    """Every key of every shipped overlay's composed config (with each genrm, entry and node preset, and the
+    preset), and of
     verl's SFT trainer config (``scripts/train_genrm_sft.sh``)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
@@ -208,6 +209,8 @@ def composed_keys() -> frozenset[str]:
     variants = [(name, ()) for name in overlays]
     variants += [("writing_rl", (f"+genrm={g}",)) for g in ("colocated", "standalone")]
     variants += [("writing_rl", ("+preset=writing_rl_original",)), ("writing_rl", ("+backend=cpu",))]
+    variants += [("writing_rl", (f"+entry={e}",)) for e in ("fully_async", "one_step_off")]
+    variants += [("writing_rl", (f"+node={n}",)) for n in ("one_gpu", "eight_gpus")]
     for name, overrides in variants:
         walk(OmegaConf.to_container(compose(name, overrides), resolve=False), "")
     GlobalHydra.instance().clear()
@@ -275,7 +278,9 @@ def test_each_hydra_key_shown_exists():
 def test_each_config_group_shown_exists():
     shown = set()
     for page in PAGES:
-        shown |= {(page.name, *m) for m in re.findall(r"\+(genrm|preset)=(\w+)", page.read_text(encoding="utf-8"))}
+        shown |= {
+            (page.name, *m) for m in re.findall(r"\+(genrm|preset|node|entry)=(\w+)", page.read_text(encoding="utf-8"))
+        }
     assert shown, "the docs show the genrm presets"
     for page, group, name in shown:
         assert (REPO_DIR / "hydra_configs" / group / f"{name}.yaml").is_file(), f"{page}: +{group}={name}"

@@ -158,7 +158,7 @@ def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, 
             "reward.reward_kwargs.judge.model=m",
         ],
     )
-    assert checked[0] == "verl validate_config"
+    assert checked[:2] == ["trainer v1-sync", "verl validate_config"]
     assert any(line.endswith(manager) for line in checked) and f"reward fn {fn}" in checked
 
 
@@ -203,7 +203,7 @@ def test_script_dry_run_writes_the_config_and_ends_with_the_preflights_verdict(j
     assert f"judge {server.base_url} serves 'judge-model'" in result.stdout
     assert "/models/policy: remote, not checked here" in result.stdout
     composed = tmp_path / "writing_rl.yaml"
-    assert f"== the composed config, as verl's main_ppo reads it: {composed} (" in result.stdout
+    assert f"== the composed config, as verl.trainer.main_ppo reads it: {composed} (" in result.stdout
     config_text = composed.read_text()
     assert "strategy: both" in config_text and "path: /models/policy" in config_text
 

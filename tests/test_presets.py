@@ -41,7 +41,7 @@ def test_preset_composes_and_passes_verl_and_our_checks(preset):
 
     config = preset_config(preset)
     checked = check_config(config)  # verl's validate_config, manager + reward fn loading, our settings
-    assert checked[0] == "verl validate_config"
+    assert "verl validate_config" in checked
     assert any("verl's reward router" in line and GENRM in line for line in checked)
 
     use_v1, own_pool, free_cache = PRESETS[preset]

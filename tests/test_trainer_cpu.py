@@ -21,7 +21,7 @@ from writing_rl.reward_loop.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR
-from trainer_runs import DEAD_JUDGE, uses
+from trainer_runs import COLOCATE_ASYNC, DEAD_JUDGE, uses
 
 pytestmark = pytest.mark.trainer
 
@@ -116,6 +116,37 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     resumed = read_state(out / "checkpoints" / "curriculum").table.as_dict()
     assert all(resumed[key] >= level for key, level in saved.items())
     assert any(record["reference_level"] > 0 for record in step3) == any(saved.values())
+
+
+@uses(COLOCATE_ASYNC)
+def test_under_the_colocate_async_trainer_verl_trains_on_rewards_our_manager_returned(runs):
+    """verl's v1 colocate_async mode judges a warm-up batch ahead, so the rewards logged in time order are
+    not the steps in order: each step's dumped rollouts are matched to what our manager returned for the
+    same response, and the curriculum's levels only ever went up from what a rollout was judged at."""
+    (output,), out = runs.get(COLOCATE_ASYNC)
+    assert finished(output), output[-3000:]
+    logged = metrics(out)
+    assert sorted(logged) == [1, 2]
+    ours = read_sample_logs(out / "samples")
+    assert len(ours) >= 3 * PER_STEP  # the warm-up batch, then one ahead of each step
+    paid: dict[str, list[float]] = {}
+    for record in ours:
+        paid.setdefault(record["response"], []).append(record["reward"])
+    for step in (1, 2):
+        rows = dumped(out, step)
+        assert len(rows) == PER_STEP
+        for row in rows:
+            assert any(abs(reward - row["score"]) < 1e-5 for reward in paid.get(row["output"], [])), row["output"]
+        assert logged[step]["critic/score/mean"] == pytest.approx(statistics.mean(r["score"] for r in rows), abs=1e-5)
+        assert logged[step]["actor/grad_norm"] > 0
+        for key in JUDGE_KEYS:
+            assert key in logged[step], f"step {step}: no {key} in verl's metrics"
+    assert_terms_reached_verl({1: ours[:PER_STEP]}, logged)
+    levels = read_state(out / "checkpoints" / "curriculum").table.as_dict()
+    rows = pq.read_table(out / "data" / "train.parquet").to_pylist()
+    row_id = {r["reward_model"]["ground_truth"]["prompt"]: str(r["reward_model"]["ground_truth"]["id"]) for r in rows}
+    for record in ours:
+        assert record["reference_level"] <= levels.get(row_id[record["prompt"]], 0)
 
 
 @pytest.mark.parametrize("method", [pytest.param(m, marks=uses(m)) for m in ("grrm_rlvr", "genrm_pairwise_rl")])

@@ -29,9 +29,11 @@ PARALLEL = 1
 RUN_TIMEOUT_S = 900
 TERM = ("reward.reward_kwargs.terms.repetition.weight=0.5",)
 DEAD_JUDGE = "dead-judge"
-# Two verl runs on one machine can race for the port each picked for torch.distributed: such a run stops
-# before its first step, and is started again once.
-PORT_RACE = ("EADDRINUSE", "Address already in use")
+COLOCATE_ASYNC = "writing_rl-colocate-async"
+# Stops before the first step that are the machine's, not the run's, and start it again once: two verl runs
+# racing for the port each picked for torch.distributed; Ray giving up on starting a worker process while
+# the machine's two cores are saturated.
+NOT_STARTED = ("EADDRINUSE", "Address already in use", "Failed to startup worker")
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,11 @@ class Run:
     overrides: tuple[str, ...] = ()
     genrm: str = ""
     steps: tuple[int, ...] = (2,)  # STEPS of each invocation, one after the other in one OUT (2, 3: a resume)
+    trainer: str = ""  # TRAINER (writing_rl/tools/shared/trainers.py); "": the overlay's
 
 
-# The longest first. Each method runs under verl's v1 trainer (its default), +genrm=colocated under the
-# legacy trainer (that preset's), and every judged method with the stand-in judge over HTTP except BRPO,
+# The longest first. Each method runs under verl's v1 trainer (its default; Writing-RL also under its
+# colocate_async mode), +genrm=colocated under the legacy trainer (that preset's), and every judged method with the stand-in judge over HTTP except BRPO,
 # which the GenRM verl hosts judges.
 RUNS = {
     "writing_rl": Run("writing_rl", steps=(2, 3)),
@@ -54,6 +57,8 @@ RUNS = {
     "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
     "rubric": Run("rubric", TERM),
     "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
+    # verl's v1 colocate_async trainer: the next step's rollouts are judged before this step trains.
+    COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
@@ -106,12 +111,14 @@ class Runs:
         self.prepared.result()
         out = self.root / key
         env = {"GENRM": run.genrm} if run.genrm else {}
+        if run.trainer:
+            env["TRAINER"] = run.trainer
         if key == DEAD_JUDGE:
             env.update(JUDGE_BASE_URL=self.dead_judge.base_url, JUDGE_MODEL="m")
         outputs = []
         for i, steps in enumerate(run.steps, start=1):
             output = self._invoke(run.method, out, steps, run.overrides, env)
-            if any(sign in output for sign in PORT_RACE) and not (out / "metrics.jsonl").exists():
+            if any(sign in output for sign in NOT_STARTED) and not (out / "metrics.jsonl").exists():
                 output = self._invoke(run.method, out, steps, run.overrides, env)
             outputs.append(output)
             curriculum = out / "checkpoints" / "curriculum"

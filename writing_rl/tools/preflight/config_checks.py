@@ -96,19 +96,22 @@ def check_gpu_layout(config) -> list[str]:
     """Each vLLM replica fits the GPUs it is given. With fewer, verl starts no policy replica (the run
     hangs at its first rollout) or stops at a GenRM's start, both on the cluster."""
     from writing_rl.settings import ConfigError
+    from writing_rl.tools.shared.trainers import trainer_of
 
-    trainer, genrm = config.trainer, config.reward.reward_model
-    pools = [("the policy", "actor_rollout_ref.rollout", int(trainer.n_gpus_per_node) * int(trainer.nnodes),
-              "trainer.n_gpus_per_node x trainer.nnodes", config.actor_rollout_ref.rollout)]  # fmt: skip
+    trainer, rollout, genrm = config.trainer, config.actor_rollout_ref.rollout, config.reward.reward_model
+    if "rollout" in config:  # fully-async, one-step-off: the rollout's own GPUs
+        pool = (config.rollout.n_gpus_per_node, config.rollout.nnodes, "rollout.n_gpus_per_node x rollout.nnodes")
+    elif trainer_of(config) == "v1-separate-async":
+        pool = (rollout.n_gpus_per_node, rollout.nnodes, "actor_rollout_ref.rollout.n_gpus_per_node x nnodes")
+    else:
+        pool = (trainer.n_gpus_per_node, trainer.nnodes, "trainer.n_gpus_per_node x trainer.nnodes")
+    pools = [("the policy", "actor_rollout_ref.rollout", int(pool[0]) * int(pool[1]), pool[2], rollout)]
     if genrm.get("enable"):
         if genrm.get("enable_resource_pool"):
-            gpus, source = (
-                int(genrm.n_gpus_per_node) * int(genrm.nnodes),
-                "its pool, reward.reward_model.n_gpus_per_node x nnodes",
-            )
+            pool = (genrm.n_gpus_per_node, genrm.nnodes, "its pool, reward.reward_model.n_gpus_per_node x nnodes")
         else:
-            gpus, source = pools[0][2], "the policy's, colocated"
-        pools.append(("the GenRM", "reward.reward_model.rollout", gpus, source, genrm.rollout))
+            pool = (trainer.n_gpus_per_node, trainer.nnodes, "the policy's, colocated")
+        pools.append(("the GenRM", "reward.reward_model.rollout", int(pool[0]) * int(pool[1]), pool[2], genrm.rollout))
     lines = []
     for who, key, gpus, source, rollout in pools:
         size = _replica_gpus(rollout)
@@ -137,9 +140,16 @@ def check_config(config) -> list[str]:
     from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
     from writing_rl.reward_loop.health.metrics import reports_health
     from writing_rl.settings import ConfigError
+    from writing_rl.tools.shared.trainers import trainer_of, unmet, unsupported
 
+    refused = unsupported(config)
+    if refused:
+        raise ConfigError(refused)
+    problems = unmet(config)
+    if problems:
+        raise ConfigError("; ".join(problems))
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    checked = ["verl validate_config", *check_gpu_layout(config)]
+    checked = [f"trainer {trainer_of(config)}", "verl validate_config", *check_gpu_layout(config)]
     trainer = [check_trainer_packages(config), check_backend(config)]
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)

@@ -1,0 +1,133 @@
+"""The trainers verl 0.9.1 offers, by the name ``TRAINER`` gives them in the scripts: the module each runs
+(``python -m <module>``), the overrides that select it on top of one of our overlays, and the combinations
+verl cannot run, refused by the preflight before any GPU is asked for (docs/trainers.md).
+
+    python -m writing_rl.tools.shared.trainers NAME    # the module, then one override per line (for bash)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+MAIN_PPO = "verl.trainer.main_ppo"
+FULLY_ASYNC_MAIN = "verl.experimental.fully_async_policy.fully_async_main"
+ONE_STEP_OFF_MAIN = "verl.experimental.one_step_off_policy.main_ppo"
+
+
+@dataclass(frozen=True)
+class Trainer:
+    name: str
+    module: str
+    overrides: tuple[str, ...]
+    about: str
+
+
+TRAINERS = {
+    t.name: t
+    for t in (
+        Trainer("v1-sync", MAIN_PPO, ("trainer.use_v1=true", "trainer.v1.trainer_mode=sync"),
+                "verl's default: generate a step's rollouts, score, train, repeat"),
+        Trainer("v1-colocate-async", MAIN_PPO, ("trainer.use_v1=true", "trainer.v1.trainer_mode=colocate_async"),
+                "the next step's rollouts start before this step trains (partial rollouts), on the same GPUs"),
+        Trainer("v1-separate-async", MAIN_PPO, ("trainer.use_v1=true", "trainer.v1.trainer_mode=separate_async",
+                                                "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"),
+                "rollout GPUs apart from training GPUs, weights sent every parameter_sync_step mini-batches"),
+        Trainer("legacy", MAIN_PPO, ("trainer.use_v1=false",), "verl's previous (v0) trainer"),
+        Trainer("fully-async", FULLY_ASYNC_MAIN, ("+entry=fully_async",),
+                "verl.experimental.fully_async_policy: rollouts stream without pause, trained as they come"),
+        Trainer("one-step-off", ONE_STEP_OFF_MAIN, ("+entry=one_step_off",),
+                "verl.experimental.one_step_off_policy: step n+1 is generated while step n trains"),
+    )
+}  # fmt: skip
+
+
+def trainer_of(config) -> str:
+    """The TRAINER name of a composed config."""
+    if "async_training" in config:
+        return "fully-async"
+    if "rollout" in config:  # the top-level section one_step_off_ppo_trainer adds
+        return "one-step-off"
+    if not config.trainer.get("use_v1", True):
+        return "legacy"
+    return "v1-" + str(config.trainer.v1.trainer_mode).replace("_", "-")
+
+
+def unsupported(config) -> str | None:
+    """Why verl 0.9.1 cannot run this trainer with this config, and what to use instead; None when it can."""
+    name = trainer_of(config)
+    genrm = config.reward.reward_model
+    hosted = bool(genrm.get("enable"))
+    colocated = hosted and not genrm.get("enable_resource_pool")
+    if name == "one-step-off" and hosted:
+        return (
+            "TRAINER=one-step-off with a GenRM verl hosts (reward.reward_model.enable=true): verl 0.9.1's one-step-off "
+            "entry point never maps Role.RewardModel and stops with a KeyError at start. Use a judge endpoint "
+            "(reward.reward_kwargs.judge.base_url), or TRAINER=fully-async / v1-separate-async with GENRM=standalone"
+        )
+    if name in ("fully-async", "v1-separate-async") and colocated:
+        return (
+            f"TRAINER={name} with a colocated GenRM (reward.reward_model.enable_resource_pool=false): its rollouts "
+            "never pause, so the GenRM never gets the GPUs it shares. Use GENRM=standalone "
+            "(reward.reward_model.enable_resource_pool=true) or a judge endpoint"
+        )
+    backend = str(config.trainer.get("device", "cuda"))
+    if name in ("fully-async", "v1-separate-async", "one-step-off") and backend == "cpu":
+        return (
+            f"TRAINER={name} on the CPU backend: it sends weights between processes through a checkpoint engine "
+            f"(actor_rollout_ref.rollout.checkpoint_engine.backend, nccl by default), which needs GPUs; on a CPU use "
+            "TRAINER=v1-sync, v1-colocate-async or legacy"
+        )
+    return None
+
+
+def unmet(config) -> list[str]:
+    """What the chosen trainer asserts at start, on the cluster, that this config does not meet."""
+    name, data = trainer_of(config), config.data
+    rollout, actor = config.actor_rollout_ref.rollout, config.actor_rollout_ref.actor
+    problems = []
+    if name == "v1-separate-async":
+        if int(rollout.n_gpus_per_node) * int(rollout.nnodes) == 0:
+            problems.append(
+                "TRAINER=v1-separate-async generates on GPUs of its own: set actor_rollout_ref.rollout.n_gpus_per_node "
+                "and actor_rollout_ref.rollout.nnodes (verl: 0), beside trainer.n_gpus_per_node for training"
+            )
+        sync = int(config.trainer.v1.separate_async.parameter_sync_step)
+        if int(data.train_batch_size) != sync * int(actor.ppo_mini_batch_size):
+            problems.append(
+                f"TRAINER=v1-separate-async needs data.train_batch_size = trainer.v1.separate_async.parameter_sync_step "
+                f"x actor_rollout_ref.actor.ppo_mini_batch_size: {data.train_batch_size} != {sync} x "
+                f"{actor.ppo_mini_batch_size}"
+            )
+    if name in ("v1-separate-async", "fully-async", "one-step-off") and rollout.checkpoint_engine.backend == "naive":
+        problems.append(
+            f"TRAINER={name} sends weights to the rollout's own GPUs: actor_rollout_ref.rollout.checkpoint_engine.backend "
+            "must be nccl (or nixl, mooncake), not naive"
+        )
+    if name == "fully-async":
+        asserted = {
+            "data.train_batch_size": (data.train_batch_size, 0),
+            "data.gen_batch_size": (data.get("gen_batch_size"), 1),
+            "actor_rollout_ref.hybrid_engine": (config.actor_rollout_ref.hybrid_engine, False),
+            "actor_rollout_ref.rollout.calculate_log_probs": (rollout.calculate_log_probs, True),
+        }
+        problems += [
+            f"TRAINER=fully-async needs {key}={want} (its rollouter asserts it; hydra_configs/entry/fully_async.yaml "
+            f"sets it), got {got}"
+            for key, (got, want) in asserted.items()
+            if got != want
+        ]
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in TRAINERS:
+        print(f"TRAINER must be one of {', '.join(TRAINERS)}; got {' '.join(argv) or 'nothing'}", file=sys.stderr)
+        return 2
+    trainer = TRAINERS[argv[0]]
+    print("\n".join((trainer.module, *trainer.overrides)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
