@@ -47,7 +47,8 @@ launch() {
     module="$(head -n 1 <<< "$spec")"
     mapfile -t selected < <(tail -n +2 <<< "$spec")
   fi
-  local args=(--config-name "$CONFIG_NAME" "${selected[@]}" "${OVERRIDES[@]}" "$@")
+  # The trainer's overrides after the script's (a +node preset's batch sizes yield to +entry=fully_async's).
+  local args=(--config-name "$CONFIG_NAME" "${OVERRIDES[@]}" "${selected[@]}" "$@")
   if [ "${DRY_RUN:-0}" = "1" ]; then
     local dir="${DRY_RUN_OUT:-$REPO_DIR/outputs/dry_run}"
     local composed="$dir/$CONFIG_NAME.yaml"

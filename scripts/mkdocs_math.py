@@ -2,7 +2,7 @@
 current browser with no script and no network (the same source renders on GitHub).
 
 Display formulas are a ``$$`` line, the LaTeX, and a closing ``$$`` line; inline formulas are
-``$`...`$`` (GitHub's syntax). Code blocks are left alone. A formula latex2mathml cannot read fails
+``$`...`$`` (GitHub's syntax). Code blocks and code spans are left alone. A formula latex2mathml cannot read fails
 the build, naming the page and the formula."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import re
 
 from latex2mathml.converter import convert
 
-FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
+# What is left alone: fenced blocks (indented too, in a list) and code spans of two or more backticks (one
+# backtick cannot hold the inline syntax, which has backticks of its own).
+CODE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$|(``+)(?!`).+?(?<!`)\2(?!`)", re.M | re.S)
 DISPLAY = re.compile(r"^\$\$[ \t]*\n(.+?)\n\$\$[ \t]*$", re.M | re.S)
 INLINE = re.compile(r"\$`([^`\n]+)`\$")
 TOKEN = "WRLMATH{:04d}X"
@@ -49,9 +51,9 @@ def on_page_markdown(markdown: str, page, **_) -> str:
         return INLINE.sub(lambda m: stash(_mathml(m[1], "inline", page.file.src_uri)), text)
 
     parts, last = [], 0
-    for fence in FENCE.finditer(markdown):
-        parts += [outside_code(markdown[last : fence.start()]), fence[0]]
-        last = fence.end()
+    for code in CODE.finditer(markdown):
+        parts += [outside_code(markdown[last : code.start()]), code[0]]
+        last = code.end()
     parts.append(outside_code(markdown[last:]))
     return "".join(parts)
 

@@ -224,10 +224,10 @@ def report(steps: dict[int, dict], out: Path) -> None:
         cells = [f"{step:>12}", f"{data.get('critic/score/mean', float('nan')):>12.4f}"]
         cells += [f"{data.get(key, float('nan')):>12.4g}" for key, _ in present]
         say("   " + "  ".join(cells))
-    plot(steps, out / "reward.png")
+    plot_rewards(steps, out / "reward.png")
 
 
-def plot(steps: dict[int, dict], path: Path) -> None:
+def plot_rewards(steps: dict[int, dict], path: Path) -> None:
     from writing_rl.tools.shared.plot import BLUE, legend_above, plot
 
     xs = sorted(steps)

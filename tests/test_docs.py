@@ -120,9 +120,13 @@ def page_formulas(markdown: str, name: str = "page.md"):
 
 
 def test_formulas_become_mathml_and_code_is_left_alone():
-    markdown = "Inline $`y_i`$ here.\n\n$$\n\\frac{1}{K}\n$$\n\n```bash\necho $$\n$$\nx\n$$\necho $`y`$\n```\n"
+    markdown = (
+        "Inline $`y_i`$ here, and the syntax itself: `` $`...`$ ``.\n\n$$\n\\frac{1}{K}\n$$\n\n"
+        "```bash\necho $$\n$$\nx\n$$\necho $`y`$\n```\n\n- a list\n\n  ```\n  $`z`$\n  ```\n"
+    )
     hook, page, stashed = page_formulas(markdown)
     assert "```bash\necho $$\n$$\nx\n$$\necho $`y`$\n```" in stashed  # the fence untouched
+    assert "`` $`...`$ ``" in stashed and "  ```\n  $`z`$\n  ```" in stashed  # a code span, an indented fence
     html = hook.on_page_content(markdown_to_html(stashed, extensions=["fenced_code"]), page=page)
     assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow><msub><mi>y</mi>' in html
     assert '<div class="formula"><math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><mrow><mfrac>' in html

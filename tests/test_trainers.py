@@ -30,6 +30,8 @@ HOSTING = {
 }
 # The settings a fully-async run needs beyond verl's file: its rollouter asserts them.
 FULLY_ASYNC_REQUIRED = {"data.train_batch_size": 0, "actor_rollout_ref.hybrid_engine": False}
+# verl's 100 counts prompts (gen_batch_size 1): one training step with our overlays. Ours: the data's epochs.
+OURS_INSTEAD = {"rollout.total_rollout_steps": None}
 
 
 # v1-separate-async generates on GPUs of its own, which the user names.
@@ -66,9 +68,10 @@ def test_an_entry_point_adds_what_verls_own_config_adds(entry, verl_config):
     theirs.pop("hydra")
     theirs.pop("defaults")
     ours = flat(OmegaConf.load(REPO_DIR / "hydra_configs" / "entry" / f"{entry}.yaml"))
-    assert {key: ours.get(key, "<missing>") for key in flat(theirs)} == flat(theirs)
-    extra = {key: value for key, value in ours.items() if key not in flat(theirs)}
-    assert extra == (FULLY_ASYNC_REQUIRED if entry == "fully_async" else {})
+    theirs = {key: value for key, value in flat(theirs).items() if key not in OURS_INSTEAD}
+    assert {key: ours.get(key, "<missing>") for key in theirs} == theirs
+    extra = {key: value for key, value in ours.items() if key not in theirs}
+    assert extra == ({**FULLY_ASYNC_REQUIRED, **OURS_INSTEAD} if entry == "fully_async" else {})
 
 
 @pytest.mark.parametrize("trainer", TRAINERS)
@@ -119,7 +122,8 @@ def script(tmp_path, name: str, **env) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("TRAINER", "GENRM", "RAY_ADDRESS")}
     base.update(MODEL_PATH="/models/policy", TRAIN_FILES="/data/t.parquet", VAL_FILES="/data/v.parquet",
                 JUDGE_BASE_URL="http://127.0.0.1:9/v1", JUDGE_MODEL="m", REMOTE_PATHS="all", DRY_RUN="1",
-                DRY_RUN_OUT=str(tmp_path), PYTHON=sys.executable, **env)  # fmt: skip
+                DRY_RUN_OUT=str(tmp_path), PYTHON=sys.executable)  # fmt: skip
+    base.update(env)
     return subprocess.run(["bash", str(REPO_DIR / "scripts" / name)], env=base, capture_output=True, text=True)
 
 
@@ -177,3 +181,22 @@ def test_what_a_trainer_asserts_at_start_is_checked_before(trainer, override, pr
     with pytest.raises(ConfigError) as refused:
         check_config(composed("writing_rl", trainer, "endpoint", override))
     assert str(refused.value).startswith(problem)
+
+
+def test_fully_async_with_a_node_preset_keeps_the_batch_sizes_it_asserts(tmp_path, judge_server):
+    judge = judge_server(models={"scripted-judge": 32_768}).base_url
+    done = script(tmp_path, "train_writing_rl.sh", TRAINER="fully-async", NODE_PRESET="eight_gpus",
+                  JUDGE_BASE_URL=judge, JUDGE_MODEL="scripted-judge")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    config = OmegaConf.load(tmp_path / "writing_rl.yaml")
+    assert config.data.train_batch_size == 0 and config.data.max_response_length == 4096  # both presets applied
+
+
+def test_a_misspelt_v1_mode_is_named():
+    config = compose(
+        "writing_rl", ["actor_rollout_ref.model.path=/m", *ENDPOINT, "trainer.v1.trainer_mode=colocate-async"]
+    )
+    with pytest.raises(
+        ConfigError, match="trainer.v1.trainer_mode=colocate-async: expected one of sync, colocate_async"
+    ):
+        check_config(config)

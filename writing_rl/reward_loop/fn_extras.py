@@ -58,7 +58,7 @@ class FnExtras:
     def _scheduler_failed(self, err: Exception) -> None:
         # Gone for good (its owner, a reward worker, died): the next call looks it up or creates another,
         # also when no new batch ever starts (continuous streaming).
-        if isinstance(err, ray.exceptions.RayActorError):
+        if isinstance(err, ray.exceptions.ActorDiedError):  # not ActorUnavailableError: a restart under way
             self.scheduler.forget()
 
     def expected_size(self, extra_info: dict) -> int:

@@ -99,7 +99,7 @@ def check_gpu_layout(config) -> list[str]:
     from writing_rl.tools.shared.trainers import trainer_of
 
     trainer, rollout, genrm = config.trainer, config.actor_rollout_ref.rollout, config.reward.reward_model
-    if "rollout" in config:  # fully-async, one-step-off: the rollout's own GPUs
+    if trainer_of(config) in ("fully-async", "one-step-off"):  # the rollout's own GPUs, a top-level section
         pool = (config.rollout.n_gpus_per_node, config.rollout.nnodes, "rollout.n_gpus_per_node x rollout.nnodes")
     elif trainer_of(config) == "v1-separate-async":
         pool = (rollout.n_gpus_per_node, rollout.nnodes, "actor_rollout_ref.rollout.n_gpus_per_node x nnodes")
@@ -113,8 +113,10 @@ def check_gpu_layout(config) -> list[str]:
             pool = (trainer.n_gpus_per_node, trainer.nnodes, "the policy's, colocated")
         pools.append(("the GenRM", "reward.reward_model.rollout", int(pool[0]) * int(pool[1]), pool[2], genrm.rollout))
     lines = []
-    for who, key, gpus, source, rollout in pools:
-        size = _replica_gpus(rollout)
+    for who, key, gpus, source, engine in pools:
+        size = _replica_gpus(engine)
+        if gpus == 0:
+            raise ConfigError(f"{key}: {who} has no GPUs ({source} = 0): no replica could start; set them")
         if gpus < size:
             raise ConfigError(
                 f"{key}: a replica takes {size} GPUs (tensor x data x pipeline parallel sizes) but {who} has "
@@ -163,13 +165,6 @@ def check_config(config) -> list[str]:
         if hosted and not config.reward.reward_model.get("model_path"):
             raise ConfigError(
                 "reward.reward_model.enable=true: set reward.reward_model.model_path to the GenRM to host"
-            )
-        if hosted and not config.reward.reward_model.enable_resource_pool and config.trainer.get("use_v1", False):
-            # verl's v1 trainer gives a colocated reward model only prompts/responses (no ground truth, uid).
-            raise ConfigError(
-                "a colocated GenRM (reward.reward_model.enable=true, enable_resource_pool=false) needs "
-                "trainer.use_v1=false: verl's v1 trainer drops reward_model/data_source/extra_info/uid in that "
-                "mode. Use +genrm=colocated, or +genrm=standalone (streaming, works with v1)"
             )
         # When verl hosts the GenRM its router address is only known at run time; any address will do here.
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)

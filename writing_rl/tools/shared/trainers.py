@@ -10,9 +10,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from writing_rl.settings import ConfigError
+
 MAIN_PPO = "verl.trainer.main_ppo"
 FULLY_ASYNC_MAIN = "verl.experimental.fully_async_policy.fully_async_main"
 ONE_STEP_OFF_MAIN = "verl.experimental.one_step_off_policy.main_ppo"
+V1_MODES = ("sync", "colocate_async", "separate_async")  # trainer.v1.trainer_mode
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,10 @@ def trainer_of(config) -> str:
         return "one-step-off"
     if not config.trainer.get("use_v1", True):
         return "legacy"
-    return "v1-" + str(config.trainer.v1.trainer_mode).replace("_", "-")
+    mode = str(config.trainer.v1.trainer_mode)
+    if mode not in V1_MODES:
+        raise ConfigError(f"trainer.v1.trainer_mode={mode}: expected one of {', '.join(V1_MODES)}")
+    return "v1-" + mode.replace("_", "-")
 
 
 def unsupported(config) -> str | None:
@@ -71,8 +77,15 @@ def unsupported(config) -> str | None:
             "never pause, so the GenRM never gets the GPUs it shares. Use GENRM=standalone "
             "(reward.reward_model.enable_resource_pool=true) or a judge endpoint"
         )
-    backend = str(config.trainer.get("device", "cuda"))
-    if name in ("fully-async", "v1-separate-async", "one-step-off") and backend == "cpu":
+    if name.startswith("v1-") and colocated:
+        # verl's v1 trainer gives a colocated reward model only prompts/responses (no ground truth, uid).
+        return (
+            "a colocated GenRM (reward.reward_model.enable=true, enable_resource_pool=false) needs "
+            "trainer.use_v1=false: verl's v1 trainer drops reward_model/data_source/extra_info/uid in that "
+            "mode. Use TRAINER=legacy (what +genrm=colocated selects), or +genrm=standalone (streaming, works with v1)"
+        )
+    device = str(config.trainer.get("device", "cuda"))
+    if name in ("fully-async", "v1-separate-async", "one-step-off") and device == "cpu":
         return (
             f"TRAINER={name} on the CPU backend: it sends weights between processes through a checkpoint engine "
             f"(actor_rollout_ref.rollout.checkpoint_engine.backend, nccl by default), which needs GPUs; on a CPU use "
