@@ -17,6 +17,19 @@ from judge_server import ScriptedJudgeServer  # noqa: E402
 TRAINER_RUNS = pytest.StashKey[trainer_runs.Runs]()
 
 
+RELEASE_SUITE = "WRITING_RL_RELEASE"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``release`` (more trainer runs: docs/trainers.md) run only with WRITING_RL_RELEASE=1."""
+    if os.environ.get(RELEASE_SUITE) == "1":
+        return
+    later = [item for item in items if item.get_closest_marker("release")]
+    if later:
+        config.hook.pytest_deselected(items=later)
+        items[:] = [item for item in items if not item.get_closest_marker("release")]
+
+
 def pytest_collection_finish(session):
     """The trainer runs the selected tests read start now, in the background (tests/trainer_runs.py)."""
     keys = trainer_runs.wanted(session.items)

@@ -118,6 +118,7 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     assert any(record["reference_level"] > 0 for record in step3) == any(saved.values())
 
 
+@pytest.mark.release
 @uses(COLOCATE_ASYNC)
 def test_under_the_colocate_async_trainer_verl_trains_on_rewards_our_manager_returned(runs):
     """verl's v1 colocate_async mode judges a warm-up batch ahead, so the rewards logged in time order are

@@ -74,8 +74,9 @@ def test_an_entry_point_adds_what_verls_own_config_adds(entry, verl_config):
     assert extra == ({**FULLY_ASYNC_REQUIRED, **OURS_INSTEAD} if entry == "fully_async" else {})
 
 
-@pytest.mark.parametrize("trainer", TRAINERS)
-@pytest.mark.parametrize("overlay", JUDGED)
+@pytest.mark.parametrize(
+    "overlay, trainer", [*(("writing_rl", trainer) for trainer in TRAINERS), *((o, "fully-async") for o in JUDGED[1:])]
+)
 def test_every_trainer_composes_onto_every_judged_overlay_and_is_recognised(overlay, trainer):
     config = composed(overlay, trainer)
     assert trainer_of(config) == trainer
@@ -127,14 +128,6 @@ def script(tmp_path, name: str, **env) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(REPO_DIR / "scripts" / name)], env=base, capture_output=True, text=True)
 
 
-def test_dry_run_composes_for_the_entry_point_the_trainer_runs(tmp_path):
-    done = script(tmp_path, "train_writing_rl.sh", TRAINER="fully-async")
-    assert "== the composed config, as verl.experimental.fully_async_policy.fully_async_main reads it" in done.stdout
-    config = OmegaConf.load(tmp_path / "writing_rl.yaml")
-    assert "async_training" in config and config.data.train_batch_size == 0
-    assert "ok       trainer fully-async" in done.stdout
-
-
 def test_dry_run_refuses_one_step_off_with_a_genrm_verl_hosts_in_one_line(tmp_path):
     done = script(tmp_path, "train_brpo.sh", TRAINER="one-step-off", GENRM="colocated", GENRM_PATH="/models/genrm")
     assert done.returncode == 1
@@ -183,13 +176,17 @@ def test_what_a_trainer_asserts_at_start_is_checked_before(trainer, override, pr
     assert str(refused.value).startswith(problem)
 
 
-def test_fully_async_with_a_node_preset_keeps_the_batch_sizes_it_asserts(tmp_path, judge_server):
+def test_dry_run_composes_for_the_entry_point_the_trainer_runs(tmp_path, judge_server):
+    """fully-async's own module and keys, and a +node preset under it that does not undo what it asserts."""
     judge = judge_server(models={"scripted-judge": 32_768}).base_url
     done = script(tmp_path, "train_writing_rl.sh", TRAINER="fully-async", NODE_PRESET="eight_gpus",
                   JUDGE_BASE_URL=judge, JUDGE_MODEL="scripted-judge")  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "== the composed config, as verl.experimental.fully_async_policy.fully_async_main reads it" in done.stdout
+    assert "ok       trainer fully-async" in done.stdout
     config = OmegaConf.load(tmp_path / "writing_rl.yaml")
-    assert config.data.train_batch_size == 0 and config.data.max_response_length == 4096  # both presets applied
+    assert "async_training" in config and config.data.train_batch_size == 0
+    assert config.data.max_response_length == 4096  # the node preset applied too
 
 
 def test_a_misspelt_v1_mode_is_named():

@@ -57,7 +57,8 @@ RUNS = {
     "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
     "rubric": Run("rubric", TERM),
     "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
-    # verl's v1 colocate_async trainer: the next step's rollouts are judged before this step trains.
+    # verl's v1 colocate_async trainer: the next step's rollouts are judged before this step trains (the
+    # release suite: WRITING_RL_RELEASE=1).
     COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
