@@ -188,7 +188,7 @@ async def compute_group_score(
     win_rate = sum(r["win"] == 1.0 for r in results) / len(results)
     if curriculum is not None and level + 1 < len(task.references) and not validation:
         if win_rate > 0 and win_rate >= how.advance_threshold:
-            await curriculum.advance(key, level)
+            await curriculum.advance(key, level, first.uid)
     return [{**r, "reference_level": level} for r in results]
 
 

@@ -1,6 +1,7 @@
 """Writing-RL's reference curriculum: scheduler semantics, persistence, resume, crash safety."""
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -39,9 +40,9 @@ class LocalCurriculum:
     async def pin(self, key, references):
         return await self.scheduler.pin(key, references)
 
-    async def advance(self, key, pinned):
+    async def advance(self, key, pinned, uid=None):
         self.advances += 1
-        return await self.scheduler.advance(key, pinned)
+        return await self.scheduler.advance(key, pinned, uid)
 
 
 class PreferenceJudge:
@@ -117,6 +118,64 @@ def test_concurrent_groups_of_different_ids(tmp_path):
 
     asyncio.run(many())
     assert scheduler.table.as_dict() == {str(g): g % 2 for g in range(40)}
+
+
+def test_a_group_verl_dropped_untrained_takes_its_move_back_durably(tmp_path):
+    """verl evicts a judged group (stale, failed, filtered: JudgeHealthSampler calls ``withdraw``): the level
+    it moved goes back, unless another group has moved it since; a restarted scheduler sees the same."""
+    scheduler = ReferenceScheduler(settings(tmp_path))
+    curriculum = LocalCurriculum(scheduler)
+    score(group(["good story"], gid=1), curriculum)
+    score(group(["good story"], gid=2), curriculum)
+    assert scheduler.table.as_dict() == {"1": 1, "2": 1}
+    assert asyncio.run(scheduler.withdraw(["uid-1", "uid-unknown"])) == 1
+    assert scheduler.table.as_dict() == {"1": 0, "2": 1}
+    assert asyncio.run(scheduler.withdraw(["uid-1"])) == 0  # told twice: moved back once
+    # A group dropped after a later group (another uid, the same id) moved the level on leaves it alone.
+    later = [dataclasses.replace(m, uid="uid-2-later") for m in group(["good good good story"], gid=2)]
+    score(later, curriculum)
+    assert scheduler.table.level("2") == 2
+    assert asyncio.run(scheduler.withdraw(["uid-2"])) == 0 and scheduler.table.level("2") == 2
+    scheduler.close()
+    assert ReferenceScheduler(settings(tmp_path)).table.as_dict() == {"1": 0, "2": 2}
+
+
+def test_an_open_group_verl_dropped_can_no_longer_move_its_level(tmp_path):
+    scheduler = ReferenceScheduler(settings(tmp_path))
+
+    async def run():
+        pin = ("pin", "9", 3, "u9", 2, 60.0)
+        assert await scheduler.batch([pin, ("report", "u9", True, 0.0)]) == [0, False]  # one of two reported
+        assert await scheduler.withdraw(["u9"]) == 0
+        return await scheduler.batch([("report", "u9", True, 0.0)])  # its last member, after the drop
+
+    assert asyncio.run(run()) == [False]
+    assert scheduler.table.level("9") == 0 and scheduler.stats()["withdrawn_groups"] == 1
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_a_group_open_when_the_scheduler_restarts_keeps_its_level(tmp_path, compacted):
+    """Ray restarts a dead scheduler within the run: a group being judged then keeps the level its first
+    rollouts were judged at, even when another group of its id has moved the level since (from the WAL,
+    or from the snapshot's meta once a compaction folded the WAL). Its earlier reports are gone with the
+    old process, so it cannot move the level; a new run starts with no open group."""
+    config = settings(tmp_path)
+
+    async def before():
+        scheduler = ReferenceScheduler(config, run="r")
+        assert await scheduler.batch([("pin", "7", 3, "slow", 2, 60.0), ("report", "slow", True, 0.0)]) == [0, False]
+        assert await scheduler.batch([("pin", "7", 3, "fast", 1, 60.0)]) == [0]
+        assert await scheduler.batch([("report", "fast", True, 0.0)]) == [True]  # 7 moves to level 1
+        await (scheduler.compact() if compacted else scheduler.flush())
+        scheduler.close()
+
+    async def after(run):
+        scheduler = ReferenceScheduler(config, run=run)
+        return await scheduler.batch([("pin", "7", 3, "slow", 2, 60.0), ("report", "slow", True, 0.0)])
+
+    asyncio.run(before())
+    assert asyncio.run(after("r")) == [0, False]  # its level; its one report after the restart moves nothing
+    assert asyncio.run(after("another run")) == [1, False]  # a new group to a new run: the current level
 
 
 @pytest.mark.parametrize("threshold, wins, moves", [(0.0, 1, True), (0.0, 0, False), (0.5, 1, False), (0.5, 2, True)])

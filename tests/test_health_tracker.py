@@ -156,3 +156,65 @@ def test_the_old_sampler_path_loads_the_same_sampler():
 
     old = load_extern_type("pkg://writing_rl.reward_loop.health_sampler", "JudgeHealthSampler")
     assert old is JudgeHealthSampler
+
+
+def put_group(uid: str, status: str, judge_calls: list[int], tokenizer, global_steps: int = 1) -> None:
+    """A prompt group as verl's v1 agent loop leaves it in the TransferQueue: its status, its scored rollouts."""
+    tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": status, "global_steps": global_steps})
+    response = tokenizer.encode("a story")
+    fields = [
+        AgentLoopOutput(
+            prompt_ids=[1, 2, 3],
+            response_ids=response,
+            response_mask=[1] * len(response),
+            reward_score=1.0,
+            extra_fields={"reward_extra_info": {"judge_calls": calls, "judge_error": 0}},
+            metrics=AgentLoopMetrics(),
+        ).as_dict()
+        for calls in judge_calls
+    ]
+    tags = {"status": "success", "global_steps": global_steps, "min_global_steps": 1, "max_global_steps": 1}
+    tq.kv_batch_put(
+        keys=[f"{uid}_{i}_0" for i in range(len(judge_calls))],
+        partition_id="train",
+        fields=list_of_dict_to_tensordict(fields),
+        tags=[tags] * len(judge_calls),
+    )
+
+
+def test_groups_verl_evicts_untrained_report_their_judge_calls_and_take_their_curriculum_move_back(
+    ray_cluster, tokenizer, tmp_path
+):
+    """verl's async replay buffer evicts a failed group and a stale one (judged, never trained): the step's
+    metrics count their samples and judge calls, and the level the stale group moved goes back down."""
+    from curriculum_helpers import settings
+
+    from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
+
+    scheduler = get_or_create_scheduler(settings(tmp_path))
+    try:
+        assert ray.get(scheduler.batch.remote([("pin", "7", 3, "stale", 2, 60.0)])) == [0]
+        assert ray.get(scheduler.batch.remote([("report", "stale", True, 0.0)] * 2)) == [False, True]
+        with transfer_queue():
+            put_group("trained", "finished", [2, 2], tokenizer, global_steps=3)
+            put_group("failed", "failure", [2], tokenizer, global_steps=3)
+            put_group("stale", "finished", [1, 3], tokenizer, global_steps=1)
+            refilled = []
+            sampler = JudgeHealthSampler(
+                trainer_mode="async",
+                trainer_config={},
+                max_off_policy_threshold=1,
+                max_off_policy_strategy="drop",
+                sampler_kwargs={},
+                refill_fn=refilled.append,
+            )
+            with ThreadPoolExecutor(1) as pool:
+                call = pool.submit(sampler.sample, global_steps=3, partition_id="train", batch_size=1)
+                sampled, metrics = call.result(timeout=DEADLINE_S)
+        assert sorted(sampled.keys) == ["trained_0_0", "trained_1_0"] and refilled == [2]
+        assert metrics["judge/samples_total"] == 2 and metrics["judge/calls_total"] == 4
+        assert metrics["judge/dropped_samples_total"] == 3 and metrics["judge/dropped_calls_total"] == 6
+        assert metrics["curriculum/withdrawn_advances_total"] == 1
+        assert ray.get(scheduler.snapshot.remote())["levels"] == {"7": 0}
+    finally:
+        ray.kill(scheduler)

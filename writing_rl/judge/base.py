@@ -329,5 +329,6 @@ class SampleJudge:
         ]
 
 
-# The judge keys of a sample that made no judge call (``SampleJudge.METRIC_KEYS``).
-NO_CALLS = dict.fromkeys(SampleJudge.METRIC_KEYS, 0)
+# The judge keys of a sample that made no judge call (``SampleJudge.METRIC_KEYS``), of the types a sample
+# that made calls has: verl builds each extra-info column from its first sample.
+NO_CALLS = {**dict.fromkeys(SampleJudge.METRIC_KEYS, 0), "judge_latency_s": 0.0}

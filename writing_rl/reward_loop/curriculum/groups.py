@@ -27,8 +27,13 @@ class GroupTally:
     level: int  # pinned for every rollout of the group
     expected: int
     deadline: float
+    timeout_s: float = 0.0
     wins: int = 0
     reported: int = 0
+
+    def pin(self) -> list:
+        """What the WAL keeps of the group (log.py): a restarted scheduler judges its rollouts at its level."""
+        return [self.key, self.level, self.expected, self.timeout_s]
 
     def add(self, won: bool) -> bool:
         """One rollout's outcome; True once every expected rollout has reported."""
@@ -47,7 +52,9 @@ class OpenGroups:
 
     open: OrderedDict[str, GroupTally] = field(default_factory=OrderedDict)
     finished: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    advanced: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)  # uid -> (key, level it set)
     dropped: int = 0  # groups that never completed
+    withdrawn: int = 0  # groups verl dropped untrained (ReferenceScheduler.withdraw)
 
     def get(self, uid: str) -> GroupTally | None:
         return self.open.get(uid)
@@ -56,7 +63,7 @@ class OpenGroups:
         self.expire()
         tally = self.open.get(uid)
         if tally is None:
-            tally = self.open[uid] = GroupTally(key, level, max(1, expected), time.monotonic() + timeout_s)
+            tally = self.open[uid] = GroupTally(key, level, max(1, expected), time.monotonic() + timeout_s, timeout_s)
         return tally
 
     def finish(self, uid: str) -> GroupTally:
@@ -65,6 +72,20 @@ class OpenGroups:
         while len(self.finished) > FINISHED_GROUPS:
             self.finished.popitem(last=False)
         return tally
+
+    def moved(self, uid: str, key: str, level: int) -> None:
+        """Group ``uid`` moved ``key`` up to ``level`` (taken back if verl drops the group untrained)."""
+        self.advanced[uid] = (key, level)
+        while len(self.advanced) > FINISHED_GROUPS:
+            self.advanced.popitem(last=False)
+
+    def withdraw(self, uid: str) -> tuple[str, int] | None:
+        """Group ``uid`` will not be trained on: it can no longer move a level; returns the move it made."""
+        if uid in self.open:
+            del self.open[uid]
+            self.finished[uid] = -1
+        self.withdrawn += 1
+        return self.advanced.pop(uid, None)
 
     def expire(self) -> None:
         now = time.monotonic()

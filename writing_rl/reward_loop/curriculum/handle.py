@@ -36,10 +36,12 @@ class Curriculum:
     async def pin(self, key: str, references: int) -> int:
         return await self._call("pin", key, references)
 
-    async def advance(self, key: str, pinned: int) -> bool:
+    async def advance(self, key: str, pinned: int, uid: str | None = None) -> bool:
+        """Moves ``key`` up one from ``pinned``; ``uid`` names the group, so the move is taken back if verl
+        drops the group without training on it."""
         if not self.can_advance:
             return False
-        return await self._call("advance", key, pinned)
+        return await self._call("advance", key, pinned, uid)
 
     async def _call(self, method: str, *args):
         try:

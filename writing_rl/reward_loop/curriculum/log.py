@@ -6,10 +6,15 @@ Files in ``state_dir``:
   (int32), and ``meta``, a JSON string: ``seq`` (the last WAL record the snapshot includes), ``checkpoint``
   (the last verl checkpoint step seen when it was taken, null before the first), ``marker`` ([step,
   mtime_ns] of verl's tracker file when last seen, or null) and ``run`` (the trainer run that wrote it).
-- ``levels.wal``: JSON lines, appended; one record a line, two kinds::
+- ``levels.wal``: JSON lines, appended; one record a line, three kinds::
 
       {"seq": 12, "ckpt": 40, "id": "17", "level": 2, "refs": 3}        id 17 is now at level 2 of 3 references
       {"seq": 13, "ckpt": 50, "checkpoint": 50, "mtime_ns": 17...}      verl wrote checkpoint 50 (a cut)
+      {"seq": 14, "ckpt": 50, "group": "9f2c", "pin": ["17", 2, 8, 1800.0]}
+                                      group 9f2c (8 rollouts, open for 1800 s) is judged at id 17's level 2
+
+  Group pins matter only to a scheduler restarted within the run: the groups being judged when it died
+  keep their level (the snapshot's ``meta`` holds the pins of the groups open when it was taken).
 
   ``seq`` grows by one per record (a record whose write failed leaves a gap); ``ckpt`` is the last
   checkpoint step seen when the record was written, so the records after the cut of step S carry S.
@@ -134,6 +139,7 @@ class Meta:
     checkpoint: int | None = None
     marker: tuple[int, int] | None = None
     run: str | None = None
+    groups: dict[str, list] = field(default_factory=dict)  # uid -> [id, level, expected, timeout_s]: open groups
 
 
 def save_levels(path: str | Path, arrays: tuple[np.ndarray, np.ndarray, np.ndarray], meta: Meta | None = None) -> None:
@@ -150,7 +156,9 @@ def load_snapshot(path: str | Path) -> tuple[LevelTable, Meta]:
         table = LevelTable(data["ids"].tolist(), data["levels"], data["references"])
         raw = json.loads(str(data["meta"])) if "meta" in data.files else {}  # snapshots before the WAL: no meta
     marker = raw.get("marker")
-    return table, Meta(int(raw.get("seq", 0)), raw.get("checkpoint"), tuple(marker) if marker else None, raw.get("run"))
+    meta = Meta(int(raw.get("seq", 0)), raw.get("checkpoint"), tuple(marker) if marker else None, raw.get("run"))
+    meta.groups = dict(raw.get("groups") or {})
+    return table, meta
 
 
 def load_levels(path: str | Path) -> LevelTable:
@@ -198,6 +206,7 @@ class LogState:
     applied: int = 0
     torn: bool = False
     records: list[dict] = field(default_factory=list)
+    groups: dict[str, list] = field(default_factory=dict)  # group pins (uid -> [id, level, expected, timeout_s])
 
 
 def checkpoint_tag(step: int | None) -> int:
@@ -212,6 +221,7 @@ def read_state(state_dir: str | Path, before_checkpoint: int | None = None) -> L
     table, meta = load_snapshot(latest) if latest.exists() else (LevelTable(), Meta())
     records, torn = read_wal(state_dir / WAL, meta.seq)
     state = LogState(table, meta, meta.seq, meta.checkpoint, meta.marker, torn=torn, records=records)
+    state.groups = dict(meta.groups)
     for record in records:
         state.seq = max(state.seq, int(record["seq"]))
         if before_checkpoint is not None and checkpoint_tag(record.get("ckpt")) >= before_checkpoint:
@@ -227,6 +237,8 @@ def apply_record(state: LogState, record: dict) -> None:
     elif "checkpoint" in record:
         state.checkpoint = int(record["checkpoint"])
         state.marker = (state.checkpoint, int(record["mtime_ns"]))
+    elif "group" in record:
+        state.groups[str(record["group"])] = list(record["pin"])
     state.applied += 1
 
 

@@ -6,7 +6,8 @@ named Ray actor that every reward worker talks to; levels start at 0 the first t
 index-file step). The Writing-RL group reward (``reward_fns.pairwise.compute_group_score``) pins the
 level once per group, judges every rollout of the group against that reference, then asks to advance:
 the level moves one step when the group qualified, only if it still equals the pinned level (two groups
-of one id in flight move it once), and never past the last reference.
+of one id in flight move it once), and never past the last reference. A group verl evicts without
+training on it (its replay buffer, under the v1 trainers) takes its move back (``withdraw``).
 
 Durability: an advance returns only once its record is in the write-ahead log and fsynced, so a reward
 that reflects a level change is never paid for a change a crash can lose (file formats, group commit and
@@ -97,13 +98,15 @@ class ReferenceScheduler:
         start = recover(settings, self.run)
         self.table, self.seq, self.checkpoint, self.marker = start.table, start.seq, start.checkpoint, start.marker
         self.source = start.source
+        self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (groups.py)
+        for uid, (key, level, expected, timeout_s) in start.groups.items():
+            self.groups.start(uid, str(key), int(level), int(expected), float(timeout_s))
         try:
             self._begin(start, fsync)
         except OSError as err:  # e.g. a restart after a WAL failure, on a disk that is still full
             raise WALWriteError(f"curriculum: cannot start the scheduler over {self.state_dir} ({err})") from err
         self._compacting = False
         self._unsaved_steps: dict[int, tuple] = {}  # step snapshots whose write failed, retried before compaction
-        self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (groups.py)
 
     def _begin(self, start: Start, fsync) -> None:
         """Make the state dir hold exactly ``start``: a kill at any point leaves a dir that recovers to it."""
@@ -119,7 +122,8 @@ class ReferenceScheduler:
         logger.info("curriculum: %d ids from %s", len(self.table), self.source)
 
     def _meta(self) -> Meta:
-        return Meta(self.seq, self.checkpoint, self.marker, self.run)
+        groups = {uid: t.pin() for uid, t in self.groups.open.items()}
+        return Meta(self.seq, self.checkpoint, self.marker, self.run, groups)
 
     def close(self) -> None:
         """Release the WAL's file and the state dir (idempotent); the scheduler takes no more requests."""
@@ -139,20 +143,41 @@ class ReferenceScheduler:
             self._record(key, row, wait=False)  # durable with the next batch; level 0 is also the default
         return min(int(self.table.levels[row]), references - 1)
 
-    async def advance(self, key: str, pinned: int) -> bool:
-        """One step up, if ``key`` is still at the level the group was judged against; returns once the
-        change is durable (``WALWriteError`` if it could not be written: module docstring)."""
+    async def advance(self, key: str, pinned: int, uid: str | None = None) -> bool:
+        """One step up, if ``key`` is still at the level the group ``uid`` was judged against; returns once
+        the change is durable (``WALWriteError`` if it could not be written: module docstring)."""
         self._usable()
         self._observe_checkpoint()
         row = self.table.index.get(key)
         if row is None or self.table.levels[row] != pinned or pinned + 1 >= self.table.references[row]:
             return False
-        self.table.levels[row] = pinned + 1
+        if uid is not None:
+            self.groups.moved(uid, key, pinned + 1)
+        await asyncio.shield(self._set_level(key, row, pinned + 1))
+        return True
+
+    async def withdraw(self, uids: list[str]) -> int:
+        """Groups verl dropped without training on them (evicted from its replay buffer: stale, failed or
+        filtered; JudgeHealthSampler calls this): a group still open can no longer move its level, and a
+        level a group moved goes back down while nothing has moved it since. Returns how many went back,
+        once durable."""
+        self._usable()
+        self._observe_checkpoint()
+        writes = []
+        for uid in uids:
+            moved = self.groups.withdraw(uid)
+            row = None if moved is None else self.table.index.get(moved[0])
+            if row is not None and self.table.levels[row] == moved[1]:
+                writes.append(self._set_level(moved[0], row, moved[1] - 1))
+        await asyncio.gather(*(asyncio.shield(written) for written in writes))
+        return len(writes)
+
+    def _set_level(self, key: str, row: int, level: int) -> asyncio.Future:
+        self.table.levels[row] = level
         written = self._record(key, row)
         self._unacked[key] = written
         written.add_done_callback(functools.partial(self._acknowledged, key))
-        await asyncio.shield(written)
-        return True
+        return written
 
     async def batch(self, requests: list[tuple]) -> list:
         """A reward worker's requests of one batch window, answered in order (an error in its place):
@@ -168,7 +193,12 @@ class ReferenceScheduler:
             return level if level >= 0 else await self.pin(key, references)
         if tally is None:
             level = await self.pin(key, references)
-            tally = self.groups.start(uid, key, level, expected, timeout_s)  # (another pin may have won)
+            if self.groups.get(uid) is None:  # (another pin may have won meanwhile)
+                tally = self.groups.start(uid, key, level, expected, timeout_s)
+                # Durable with the next batch: a level change after this pin is written after it.
+                self.seq += 1
+                self.log.append({"seq": self.seq, "ckpt": self.checkpoint, "group": uid, "pin": tally.pin()}, False)
+            tally = self.groups.get(uid)
         return tally.level
 
     async def _report(self, uid: str, won: bool, threshold: float) -> bool:
@@ -176,7 +206,7 @@ class ReferenceScheduler:
         if tally is None or not tally.add(won):  # finished or expired; or more rollouts to come
             return False
         self.groups.finish(uid)
-        return tally.qualifies(threshold) and await self.advance(tally.key, tally.level)
+        return tally.qualifies(threshold) and await self.advance(tally.key, tally.level, uid)
 
     def _acknowledged(self, key: str, written: asyncio.Future) -> None:
         if self._unacked.get(key) is written:
@@ -203,6 +233,7 @@ class ReferenceScheduler:
             "fsyncs": self.log.fsyncs,
             "seq": self.seq,
             "open_groups": len(self.groups.open),
+            "withdrawn_groups": self.groups.withdrawn,
         }
 
     async def flush(self) -> None:

@@ -62,6 +62,7 @@ class Start:
     source: str
     drop_steps: list[int] = field(default_factory=list)  # step snapshots of a discarded history
     save_step: int | None = None  # the state at this step has no step snapshot yet
+    groups: dict[str, list] = field(default_factory=dict)  # a restart within the run: the open groups' pins
 
 
 def recover(settings: CurriculumConfig, run: str) -> Start:
@@ -72,7 +73,8 @@ def recover(settings: CurriculumConfig, run: str) -> Start:
     steps = step_snapshots(state_dir)
     replayed = f"{LATEST} + {log.applied} WAL records"
     if log.meta.run == run:
-        return Start(log.table, log.seq, log.checkpoint, log.marker, f"{replayed} (restarted within the run)")
+        source = f"{replayed} (restarted within the run)"
+        return Start(log.table, log.seq, log.checkpoint, log.marker, source, groups=log.groups)
     if not settings.resume:
         return Start(LevelTable(), log.seq, None, current, "fresh (trainer.resume_mode=disable)", list(steps))
     step = settings.resume_step if settings.resume_step is not None else (current[0] if current else None)

@@ -14,6 +14,8 @@ then ``metrics.update(off_policy_metrics)``), and it takes a user's replay buffe
 ``ReplayBufferAsync`` otherwise) with one addition: after each training sample it reads the sampled
 trajectories' reward extra info, rewards and response lengths back from the TransferQueue (the way verl's
 own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health/metrics.py) to the metrics.
+Groups verl evicts without training on them (stale, failed, filtered) are read before verl clears them: the
+step's metrics count them and their judge calls, and Writing-RL's curriculum takes back the moves they made.
 
 Streaming rewards only (an external judge, or ``reward.reward_model.enable_resource_pool=true``): there the
 agent loop scores each sample before it enters the TransferQueue. With a colocated GenRM verl scores after
@@ -28,14 +30,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import ray
 import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
-from writing_rl.reward_loop.health.metrics import judge_health
+from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
+from writing_rl.reward_loop.health.metrics import PREFIX, judge_health
 
 logger = logging.getLogger("writing_rl")
 
 TRAIN_PARTITION = "train"
+WITHDRAW_TIMEOUT_S = 120.0  # the scheduler may be restarting (Ray restarts it from the disk)
 
 
 def trajectory_health(keys: list[str], partition_id: str) -> dict[str, float]:
@@ -57,7 +62,34 @@ def _reward_extra_info(value: Any) -> dict:
     return info if isinstance(info, dict) else {}
 
 
+def dropped_cost(keys: list[str], partition_id: str) -> dict[str, float]:
+    """What the judge spent on the trajectories ``keys``, read from the TransferQueue before verl clears them."""
+    if not keys:
+        return {}
+    data = tq.kv_batch_get(keys=keys, partition_id=partition_id, select_fields=["extra_fields"])
+    calls = [_reward_extra_info(value).get("judge_calls") for value in data["extra_fields"]]
+    return {
+        f"{PREFIX}dropped_samples_total": float(len(keys)),
+        f"{PREFIX}dropped_calls_total": float(sum(c for c in calls if isinstance(c, (int, float)))),
+    }
+
+
+def withdraw_from_curriculum(uids: list[str]) -> dict[str, float]:
+    """Tells the run's reference scheduler (if the run has one) that groups ``uids`` will not be trained on."""
+    try:
+        scheduler = ray.get_actor(scheduler_name())
+    except ValueError:  # no curriculum in this run
+        return {}
+    withdrawn = ray.get(scheduler.withdraw.remote(uids), timeout=WITHDRAW_TIMEOUT_S)
+    return {"curriculum/withdrawn_advances_total": float(withdrawn)}
+
+
 class _JudgeHealth:
+    """Judge health of each trained sample, and what verl evicted untrained: the judge calls it cost
+    (``judge/dropped_*_total``) and the curriculum moves it made, taken back."""
+
+    _dropped: dict[str, float] | None = None
+
     def sample(self, global_steps: int, partition_id: str, batch_size: int):
         batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
         if partition_id == TRAIN_PARTITION:
@@ -65,7 +97,27 @@ class _JudgeHealth:
                 metrics = {**metrics, **trajectory_health(list(batch.keys), batch.partition_id)}
             except Exception as err:  # a health report must never stop a training step
                 logger.warning("judge health: no judge/ metrics this step (%s: %s)", type(err).__name__, err)
+            metrics = {**metrics, **(self._dropped or {})}
+            self._dropped = None
         return batch, metrics
+
+    def _clear_groups(self, partition_id: str, uids: set[str]) -> None:
+        """verl's eviction (staleness, a failed or filtered group, a surplus): every group ends up here."""
+        if partition_id == TRAIN_PARTITION and uids:
+            keys = [key for key in self.partitions[partition_id] if key.split("_")[0] in uids]
+            self._count_dropped(dropped_cost, keys, partition_id)
+            self._count_dropped(withdraw_from_curriculum, sorted(uids))
+        super()._clear_groups(partition_id, uids)
+
+    def _count_dropped(self, measure, *args) -> None:
+        try:
+            counts = measure(*args)
+        except Exception as err:  # a report must never stop a training step
+            logger.warning("judge health: %s failed (%s: %s)", measure.__name__, type(err).__name__, err)
+            return
+        self._dropped = self._dropped or {}
+        for name, value in counts.items():
+            self._dropped[name] = self._dropped.get(name, 0.0) + value
 
 
 class RewardFailedError(RuntimeError):
