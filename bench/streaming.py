@@ -9,9 +9,14 @@ sends each finished rollout *alone* to a *random* reward worker
 bench builds verl's own ``RewardLoopWorker`` actors (through ``RewardLoopManager``) and calls them exactly
 so, one ``compute_score.remote`` per sample, in two arrival patterns:
 
-  burst   every sample sent at once, in shuffled order (members of a group interleaved)
-  spread  one sample every ``--interval-ms``, in shuffled order (members of a group far apart, as
-          rollouts finishing over a step)
+  burst       every sample sent at once, in shuffled order (members of a group interleaved)
+  spread      one sample every ``--interval-ms``, in shuffled order (members of a group far apart, as
+              rollouts finishing over a step)
+  continuous  (``--continuous-s`` > 0) verl's asynchronous trainers: ``--rate`` samples a second for
+              ``--continuous-s`` seconds without pause, step after step (each step's order shuffled, a new
+              step sent as soon as the last one is, so steps overlap at the workers). Besides samples/s it
+              reports the reward latency that matters there: from a group's last rollout sent to its last
+              reward back (p50 / p99), and p99 over the per-sample path's (``ours``) at the same load
 
 Variants (the simulated judge, tests/judge_server.py in its own process, answers after ``--latency-ms``,
 at most ``--capacity`` at a time; pairwise calls as in bench/judge_throughput.py):
@@ -147,6 +152,42 @@ async def _call(handle, item):
     return await handle.compute_score.remote(item)
 
 
+async def continuous(handles, step: Step, rate: float, duration_s: float, rng: random.Random) -> dict:
+    """``rate`` samples a second for ``duration_s``, steps back to back; samples/s, group latencies."""
+    sent: dict[str, float] = {}  # uid -> when its last rollout was sent
+    back: dict[str, float] = {}  # uid -> when its last reward came back
+    calls = []
+
+    async def one(reward, uid: str):
+        output = await reward
+        back[uid] = time.perf_counter()
+        return output
+
+    start = time.perf_counter()
+    number = 0
+    while time.perf_counter() - start < duration_s:
+        items = step.renew()
+        order = list(range(len(items)))
+        rng.shuffle(order)
+        for index in order:
+            uid = str(items[index].non_tensor_batch["uid"][0])
+            delay = start + number / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent[uid] = time.perf_counter()
+            # Sent now (the call takes its argument now: the next step renews these items' uids).
+            calls.append(asyncio.ensure_future(one(rng.choice(handles).compute_score.remote(items[index]), uid)))
+            number += 1
+    outputs = await asyncio.gather(*calls)
+    latencies = sorted(back[uid] - sent[uid] for uid in sent)
+    return {
+        "rate": len(calls) / (max(back.values()) - start),
+        "p50": latencies[len(latencies) // 2],
+        "p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "outputs": outputs,
+    }
+
+
 def judge_calls(judge_url: str) -> int:
     import urllib.request
 
@@ -182,7 +223,7 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
     rng = random.Random(0)
     result = {"name": name}
     try:
-        for pattern in PATTERNS:
+        for pattern in args.patterns:
             asyncio.run(stream(handles, warmup.renew(), "burst", 0, rng))
             pids = worker_pids()
             best = None
@@ -207,6 +248,10 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
                     best = run
             result[pattern] = best
             print(f"  {name} {pattern}: {best['rate']:.0f} samples/s", file=sys.stderr)
+        if args.continuous_s > 0:
+            asyncio.run(stream(handles, warmup.renew(), "burst", 0, rng))
+            result["continuous"] = measure_continuous(handles, step, judge_url, args, rng)
+            print(f"  {name} continuous: p99 {result['continuous']['p99'] * 1000:.0f} ms", file=sys.stderr)
         return result
     finally:
         for worker in handles:
@@ -220,6 +265,19 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
         time.sleep(1)
 
 
+def measure_continuous(handles, step: Step, judge_url: str, args, rng: random.Random) -> dict:
+    calls_before, pids = judge_calls(judge_url), worker_pids()
+    cpu_before = cpu_seconds(pids)
+    run = asyncio.run(continuous(handles, step, args.rate, args.continuous_s, rng))
+    outputs = run.pop("outputs")
+    run["calls"] = (judge_calls(judge_url) - calls_before) / len(outputs)
+    run["cpu_ms"] = 1000 * (cpu_seconds(pids) - cpu_before) / len(outputs)
+    run["failed"] = sum(int(o["reward_extra_info"].get("judge_error", 0)) for o in outputs)
+    run["partial"] = sum(int(o["reward_extra_info"].get("partial_group", 0)) for o in outputs)
+    run["samples"] = len(outputs)
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=2048)
@@ -228,6 +286,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--interval-ms", type=float, default=1.0, help="spread: one sample every this many ms")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--patterns", nargs="*", default=list(PATTERNS), choices=PATTERNS)
+    parser.add_argument("--continuous-s", type=float, default=0.0, help="continuous pattern: seconds (0: off)")
+    parser.add_argument("--rate", type=float, default=250.0, help="continuous pattern: samples sent per second")
     parser.add_argument("--variants", nargs="+", default=list(ALL_VARIANTS), choices=ALL_VARIANTS)
     args = parser.parse_args()
 
@@ -267,7 +328,7 @@ def report(results: list[dict], args) -> None:
     header = f"{'variant':<18}{'pattern':<8}{'samples/s':>10}{'vs floor':>9}{'vs lean':>8}{'calls/sample':>13}"
     print(header + f"{'worker CPU ms':>14}{'failed':>7}{'partial':>8}  all CPU ms/sample by role")
     for r in results:
-        for pattern in PATTERNS:
+        for pattern in args.patterns:
             m = r[pattern]
             floor = by_name.get("floor", {}).get(pattern, {}).get("rate")
             lean = by_name.get("lean", {}).get(pattern, {}).get("rate")
@@ -278,6 +339,31 @@ def report(results: list[dict], args) -> None:
                 f"{m['cpu_ms']:>14.2f}{m['failed']:>7}{m['partial']:>8}  "
                 + " ".join(f"{role} {ms:.2f}" for role, ms in sorted(m["roles"].items()))
             )
+    if args.continuous_s > 0:
+        report_continuous(results, args)
+
+
+def report_continuous(results: list[dict], args) -> None:
+    by_name = {r["name"]: r["continuous"] for r in results}
+    print(
+        f"\ncontinuous: {args.rate:g} samples/s sent for {args.continuous_s:g} s, steps of {args.samples} back to "
+        "back; latency: a group's last rollout sent -> its last reward back"
+    )
+    print(
+        f"{'variant':<18}{'samples/s':>10}{'vs floor':>9}{'vs lean':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 vs ours':>12}"
+        f"{'calls/sample':>13}{'worker CPU ms':>14}{'failed':>7}{'partial':>8}"
+    )
+    for name, m in by_name.items():
+        floor, lean, ours = (by_name.get(k, {}) for k in ("floor", "lean", "ours"))
+
+        def ratio(other: dict, key: str, m=m) -> str:
+            return f"{m[key] / other[key]:.2f}" if other else "-"
+
+        print(
+            f"{name:<18}{m['rate']:>10.0f}{ratio(floor, 'rate'):>9}{ratio(lean, 'rate'):>8}{m['p50'] * 1000:>8.0f}"
+            f"{m['p99'] * 1000:>8.0f}{ratio(ours, 'p99'):>12}{m['calls']:>13.2f}{m['cpu_ms']:>14.2f}"
+            f"{m['failed']:>7}{m['partial']:>8}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ FROM_FAILURE_SETTINGS = {"from": "reward.reward_kwargs"}
 @dataclass(frozen=True)
 class GroupConfig:
     """``reward.reward_kwargs.groups``: how the rollouts of one prompt meet: GroupRewardManager's rendezvous,
-    and the curriculum's group tallies (which use ``timeout_s`` and ``batch_window_s``)."""
+    and the curriculum's group tallies (which use ``timeout_s``)."""
 
     # A group whose rollouts have not all arrived this long after its first one (verl aborted a rollout,
     # a worker died, a filter dropped one) is incomplete: see reward.reward_kwargs.on_group_incomplete.
@@ -40,6 +40,7 @@ class GroupConfig:
     # A reward worker gathers the members and results it sends to a collector for this long before a
     # call (one call in flight at a time), and a collector gathers a worker's results this long before
     # answering its poll: fewer, larger calls in verl's streaming mode, at the cost of this much latency.
+    # (The curriculum's scheduler calls wait for no window: one in flight carries what arrived meanwhile.)
     batch_window_s: float = 0.02
     # How long members wait for the group's leader to publish the results.
     result_timeout_s: float = 3600.0

@@ -46,7 +46,8 @@ class FnExtras:
         if "curriculum" in self.accepted and settings.curriculum.enable:
             curriculum = settings.curriculum.for_scheduler()
             self.scheduler = SharedActor(lambda: get_or_create_scheduler(curriculum))
-            self.batched = Batched(self._send, settings.groups.batch_window_s)
+            # No window: a pin or report waits only for the call in flight (the group's reward waits for both).
+            self.batched = Batched(self._send, window_s=0.0)
 
     async def _send(self, requests: list) -> list:
         try:

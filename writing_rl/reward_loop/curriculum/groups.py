@@ -7,7 +7,8 @@ whichever reward worker verl picked: the first rollout of a group (verl's ``uid`
 pins the level for all of them (``GroupTally``), each reports whether it won, and the last report decides
 the advance. A group whose rollouts do not all report within ``groups.timeout_s`` is dropped unadvanced.
 
-Reward workers send these requests through ``Batched``: every request of a batch window in one call.
+Reward workers send these requests through ``Batched``: one call in flight, carrying every request that
+arrived while the previous one was out.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class OpenGroups:
 
 
 class Batched:
-    """Requests to one actor method gathered for ``window_s``: one call in flight carries them all.
+    """Requests to one actor method, one call in flight: the requests that arrive while it is out go
+    together in the next (after ``window_s`` more, when above 0).
 
     ``send(requests) -> answers`` makes the call (one answer per request, in order)."""
 
