@@ -195,15 +195,16 @@ def judge_calls(judge_url: str) -> int:
         return int(resp.read())
 
 
-def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, workers: int, state_dir: str):
+def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, args, state_dir: str):
+    """The variant's config; the clients may keep as many requests in flight as the judge serves."""
     from writing_rl.tools.shared.verl_config import compose
 
     common = [
         f"actor_rollout_ref.model.path={tokenizer_dir}",
-        f"reward.num_workers={workers}",
+        f"reward.num_workers={args.workers}",
         f"reward.reward_kwargs.judge.base_url={judge_url}",
         "reward.reward_kwargs.judge.model=sim-judge",
-        "reward.reward_kwargs.judge.max_concurrency=64",
+        f"reward.reward_kwargs.judge.max_concurrency={args.capacity}",
     ]
     if name in GROUP_VARIANTS:
         overlay, n, terms = GROUP_VARIANTS[name]
@@ -211,7 +212,8 @@ def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, worke
         if overlay == "writing_rl":
             extra.append(f"reward.reward_kwargs.curriculum.state_dir={state_dir}/{uuid.uuid4().hex[:6]}")
         return compose(overlay, common + extra), n
-    return compose("writing_rl", common + variant_overrides(name, judge_url, latency_s, state_dir)), 8
+    variant = [o for o in variant_overrides(name, judge_url, latency_s, state_dir) if "max_concurrency" not in o]
+    return compose("writing_rl", common + variant), 8
 
 
 def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
@@ -308,7 +310,7 @@ def main() -> None:
     results = []
     try:
         for name in args.variants:
-            config, n = config_for(name, tokenizer_dir, judge_url, latency_s, args.workers, f"{tmp}/curriculum")
+            config, n = config_for(name, tokenizer_dir, judge_url, latency_s, args, f"{tmp}/curriculum")
             step, warmup = Step(tokenizer, args.samples, n), Step(tokenizer, 16 * n, n)
             results.append(measure(name, config, step, warmup, judge_url, args))
     finally:

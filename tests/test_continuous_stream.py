@@ -23,7 +23,7 @@ import ray
 from verl_streaming import Continuous, overlapping
 
 from reward_fns.brpo import choose_references
-from writing_rl.reward_loop.batch import streaming_samples
+from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
 from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.tools.shared.verl_config import compose
@@ -236,8 +236,22 @@ def test_brpo_groups_under_a_stream_that_never_pauses(ray_cluster, server, token
         results = Continuous(manager.reward_loop_workers, samples, IN_FLIGHT, seed=6).run()
         collector = ray.get_actor(collector_name())
         assert wait_until(lambda: ray.get(collector.stats.remote())["open"] == 0)
+        # The batch path (a GenRM verl hosts: verl's manager splits one batch over the workers) reports the
+        # same keys, failures included: the first groups of the plan again (retold: not counted above), a
+        # faulty one among them.
+        batch_groups = [
+            (uuid.uuid4().hex, [t.replace(" story", " tale") for t in texts]) for *_, texts, _ in groups[:4]
+        ]
+        batch = build_reward_batch(
+            tokenizer,
+            [row] * GROUP * len(batch_groups),
+            [t for _, texts in batch_groups for t in texts],
+            [uid for uid, texts in batch_groups for _ in texts],
+        )
+        batch_keys = manager.compute_rm_score(batch).meta_info["reward_extra_keys"]
 
     check_same_keys(results)
+    assert set(batch_keys) == set(results[0]["reward_extra_info"])
     judged = judged_counts(server)
     for (g, _), text, result in zip(flat, texts, results, strict=True):
         uid, _, group_texts, complete = groups[g]
