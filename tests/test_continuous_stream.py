@@ -33,12 +33,13 @@ from judge_server import Reply, ScriptedJudgeServer, default_script, quality
 from waiting import wait_until
 
 GROUP = 4
-REFERENCES = ["a plain story", "a good plain story", "a good good plain story"]  # easiest first
+# Easiest first, each one "good" better than the last: levels keep moving all through the stream.
+REFERENCES = [f"a {'good ' * k}plain story" for k in range(24)]
 TERMS_ON = [f"reward.reward_kwargs.terms.{t}.weight=0.1" for t in ("overlong", "length", "repetition", "format")]
 # A rollout showing one of these words gets that failure from the judge, every time it is shown.
 FAULTS = {"poison": "judge_error", "garble": "parse_error", "cutoff": "judge_truncated", "refuse": "judge_refusal"}
 FAILURE_KEYS = set(FAULTS.values()) | {"group_incomplete"}
-STEPS, GROUPS_PER_STEP = 20, 50  # 4,000 rollouts
+STEPS, GROUPS_PER_STEP = 40, 25  # 4,000 rollouts
 
 
 def faulty(request, index):
@@ -56,7 +57,7 @@ def faulty(request, index):
 
 def rollout_texts(rng: random.Random, tag: str, fault: str | None) -> list[str]:
     """A group's rollouts, each unique (``tag``), of mixed quality; ``fault`` goes into one of them."""
-    texts = [f"{tag}-{r} story " + "good " * rng.randrange(3) + "bad " * rng.randrange(2) for r in range(GROUP)]
+    texts = [f"{tag}-{r} story " + "good " * rng.randrange(26) + "bad " * rng.randrange(2) for r in range(GROUP)]
     if fault:
         texts[rng.randrange(GROUP)] += fault
     return texts
@@ -64,17 +65,18 @@ def rollout_texts(rng: random.Random, tag: str, fault: str | None) -> list[str]:
 
 def plan(seed: int):
     """(steps of group indices, groups): each group a (uid, id, texts, complete) tuple; 1 in 50 groups is
-    missing its last rollout, 1 in 8 has a rollout the judge fails on. Writing-RL ids repeat every third
-    step, so an id's second group is judged at the level its first one left."""
+    missing its last rollout, 1 in 8 has a rollout the judge fails on. Every step asks the same prompts
+    (ids), so groups of one id from two steps are judged at once, and a group's level may have been moved
+    by another while it is judged."""
     rng = random.Random(seed)
     groups, order = [], []
-    for step in range(STEPS):
+    for _ in range(STEPS):
         order.append([])
         for g in range(GROUPS_PER_STEP):
             index = len(groups)
             fault = list(FAULTS)[index % len(FAULTS)] if index % 8 == 3 else None
             texts = rollout_texts(rng, uuid.uuid4().hex[:8], fault)
-            groups.append((uuid.uuid4().hex, (step % 3) * GROUPS_PER_STEP + g, texts, index % 50 != 7))
+            groups.append((uuid.uuid4().hex, g, texts, index % 50 != 7))
             order[-1] += [(index, r) for r in range(GROUP if groups[-1][3] else GROUP - 1)]
     return order, groups
 
@@ -120,7 +122,9 @@ LENIENT = [  # the failures here are planned: the guard must not stop the stream
     "reward.reward_kwargs.max_parse_error_rate=1.0",
     "reward.reward_kwargs.max_group_incomplete_rate=1.0",
     "reward.reward_kwargs.judge.max_retries=1",
-    "reward.reward_kwargs.groups.timeout_s=10",
+    # A group's rollouts go out within IN_FLIGHT (200) sends of each other, about a second of the stream
+    # here: far inside this bound on how long a group may take to gather.
+    "reward.reward_kwargs.groups.timeout_s=30",
     "reward.num_workers=2",
     f"actor_rollout_ref.rollout.n={GROUP}",
 ]
@@ -174,7 +178,8 @@ def test_writing_rl_under_a_stream_that_never_pauses(ray_cluster, server, tokeni
     for position, (g, _) in enumerate(flat):
         positions.setdefault(g, []).append(position)
     # Groups open when the scheduler died (a rollout sent before, one back after): the restarted scheduler
-    # keeps every acknowledged level, not the open groups' tallies, so their move may be lost.
+    # keeps every acknowledged level and each open group's pinned level, not the reports it had received,
+    # so their move may be lost.
     straddled = {
         g for g, at in positions.items() if min(at) < killed["sent"] and any(p not in killed["returned"] for p in at)
     }

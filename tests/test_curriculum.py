@@ -166,16 +166,21 @@ def test_a_group_open_when_the_scheduler_restarts_keeps_its_level(tmp_path, comp
         assert await scheduler.batch([("pin", "7", 3, "slow", 2, 60.0), ("report", "slow", True, 0.0)]) == [0, False]
         assert await scheduler.batch([("pin", "7", 3, "fast", 1, 60.0)]) == [0]
         assert await scheduler.batch([("report", "fast", True, 0.0)]) == [True]  # 7 moves to level 1
+        assert await scheduler.batch([("pin", "8", 3, "dropped", 2, 60.0), ("pin", "9", 3, "past", 2, 1e-6)])
+        await scheduler.withdraw(["dropped"])
         await (scheduler.compact() if compacted else scheduler.flush())
         scheduler.close()
 
     async def after(run):
         scheduler = ReferenceScheduler(config, run=run)
-        return await scheduler.batch([("pin", "7", 3, "slow", 2, 60.0), ("report", "slow", True, 0.0)])
+        reopened = sorted(scheduler.groups.open)
+        return reopened, await scheduler.batch([("pin", "7", 3, "slow", 2, 60.0), ("report", "slow", True, 0.0)])
 
     asyncio.run(before())
-    assert asyncio.run(after("r")) == [0, False]  # its level; its one report after the restart moves nothing
-    assert asyncio.run(after("another run")) == [1, False]  # a new group to a new run: the current level
+    # Only the group still being judged opens again (not the finished, withdrawn or timed-out ones), at its
+    # level; its one report after the restart moves nothing.
+    assert asyncio.run(after("r")) == (["slow"], [0, False])
+    assert asyncio.run(after("another run")) == ([], [1, False])  # a new run: the current level
 
 
 @pytest.mark.parametrize("threshold, wins, moves", [(0.0, 1, True), (0.0, 0, False), (0.5, 1, False), (0.5, 2, True)])

@@ -27,14 +27,14 @@ class GroupTally:
     key: str  # the prompt's id (the curriculum's key)
     level: int  # pinned for every rollout of the group
     expected: int
-    deadline: float
-    timeout_s: float = 0.0
+    deadline: float  # time.monotonic()
     wins: int = 0
     reported: int = 0
 
     def pin(self) -> list:
-        """What the WAL keeps of the group (log.py): a restarted scheduler judges its rollouts at its level."""
-        return [self.key, self.level, self.expected, self.timeout_s]
+        """What the WAL keeps of the group (log.py), the deadline as a Unix time: a restarted scheduler
+        judges the group's rollouts at its level until then."""
+        return [self.key, self.level, self.expected, time.time() + self.deadline - time.monotonic()]
 
     def add(self, won: bool) -> bool:
         """One rollout's outcome; True once every expected rollout has reported."""
@@ -56,6 +56,15 @@ class OpenGroups:
     advanced: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)  # uid -> (key, level it set)
     dropped: int = 0  # groups that never completed
     withdrawn: int = 0  # groups verl dropped untrained (ReferenceScheduler.withdraw)
+    on_close: Callable[[str], None] | None = None  # told of each group that leaves ``open``
+
+    def restore(self, uid: str, pin: list) -> None:
+        """An open group from before a restart (``GroupTally.pin``): open again until its deadline; its
+        reports from before are gone, so it can move its level only if all of them come after."""
+        key, level, expected, deadline = pin
+        left = float(deadline) - time.time()
+        if left > 0:
+            self.open[uid] = GroupTally(str(key), int(level), int(expected), time.monotonic() + left)
 
     def get(self, uid: str) -> GroupTally | None:
         return self.open.get(uid)
@@ -64,15 +73,20 @@ class OpenGroups:
         self.expire()
         tally = self.open.get(uid)
         if tally is None:
-            tally = self.open[uid] = GroupTally(key, level, max(1, expected), time.monotonic() + timeout_s, timeout_s)
+            tally = self.open[uid] = GroupTally(key, level, max(1, expected), time.monotonic() + timeout_s)
         return tally
 
     def finish(self, uid: str) -> GroupTally:
         tally = self.open.pop(uid)
-        self.finished[uid] = tally.level
+        self._closed(uid, tally.level)
+        return tally
+
+    def _closed(self, uid: str, level: int) -> None:
+        self.finished[uid] = level  # -1: a report arriving now moves nothing, a rollout pins afresh
         while len(self.finished) > FINISHED_GROUPS:
             self.finished.popitem(last=False)
-        return tally
+        if self.on_close is not None:
+            self.on_close(uid)
 
     def moved(self, uid: str, key: str, level: int) -> None:
         """Group ``uid`` moved ``key`` up to ``level`` (taken back if verl drops the group untrained)."""
@@ -84,7 +98,7 @@ class OpenGroups:
         """Group ``uid`` will not be trained on: it can no longer move a level; returns the move it made."""
         if uid in self.open:
             del self.open[uid]
-            self.finished[uid] = -1
+            self._closed(uid, -1)
         self.withdrawn += 1
         return self.advanced.pop(uid, None)
 
@@ -92,7 +106,7 @@ class OpenGroups:
         now = time.monotonic()
         while self.open and next(iter(self.open.values())).deadline < now:
             uid, _ = self.open.popitem(last=False)
-            self.finished[uid] = -1  # a report arriving now moves nothing
+            self._closed(uid, -1)
             self.dropped += 1
 
 

@@ -10,8 +10,9 @@ Files in ``state_dir``:
 
       {"seq": 12, "ckpt": 40, "id": "17", "level": 2, "refs": 3}        id 17 is now at level 2 of 3 references
       {"seq": 13, "ckpt": 50, "checkpoint": 50, "mtime_ns": 17...}      verl wrote checkpoint 50 (a cut)
-      {"seq": 14, "ckpt": 50, "group": "9f2c", "pin": ["17", 2, 8, 1800.0]}
-                                      group 9f2c (8 rollouts, open for 1800 s) is judged at id 17's level 2
+      {"seq": 14, "ckpt": 50, "group": "9f2c", "pin": ["17", 2, 8, 1.79e9]}
+                                      group 9f2c (8 rollouts, open until that Unix time) is judged at id 17's level 2
+      {"seq": 15, "ckpt": 50, "group": "9f2c", "closed": 1}             group 9f2c finished, expired or was withdrawn
 
   Group pins matter only to a scheduler restarted within the run: the groups being judged when it died
   keep their level (the snapshot's ``meta`` holds the pins of the groups open when it was taken).
@@ -139,7 +140,7 @@ class Meta:
     checkpoint: int | None = None
     marker: tuple[int, int] | None = None
     run: str | None = None
-    groups: dict[str, list] = field(default_factory=dict)  # uid -> [id, level, expected, timeout_s]: open groups
+    groups: dict[str, list] = field(default_factory=dict)  # uid -> [id, level, expected, deadline]: open groups
 
 
 def save_levels(path: str | Path, arrays: tuple[np.ndarray, np.ndarray, np.ndarray], meta: Meta | None = None) -> None:
@@ -206,7 +207,7 @@ class LogState:
     applied: int = 0
     torn: bool = False
     records: list[dict] = field(default_factory=list)
-    groups: dict[str, list] = field(default_factory=dict)  # group pins (uid -> [id, level, expected, timeout_s])
+    groups: dict[str, list] = field(default_factory=dict)  # open groups' pins (uid -> [id, level, expected, deadline])
 
 
 def checkpoint_tag(step: int | None) -> int:
@@ -237,6 +238,8 @@ def apply_record(state: LogState, record: dict) -> None:
     elif "checkpoint" in record:
         state.checkpoint = int(record["checkpoint"])
         state.marker = (state.checkpoint, int(record["mtime_ns"]))
+    elif "group" in record and "closed" in record:
+        state.groups.pop(str(record["group"]), None)
     elif "group" in record:
         state.groups[str(record["group"])] = list(record["pin"])
     state.applied += 1

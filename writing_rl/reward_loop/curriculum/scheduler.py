@@ -99,13 +99,14 @@ class ReferenceScheduler:
         self.table, self.seq, self.checkpoint, self.marker = start.table, start.seq, start.checkpoint, start.marker
         self.source = start.source
         self.groups = OpenGroups()  # Writing-RL groups judged one rollout at a time (groups.py)
-        for uid, (key, level, expected, timeout_s) in start.groups.items():
-            self.groups.start(uid, str(key), int(level), int(expected), float(timeout_s))
+        for uid, pin in start.groups.items():
+            self.groups.restore(uid, pin)
         try:
             self._begin(start, fsync)
         except OSError as err:  # e.g. a restart after a WAL failure, on a disk that is still full
             raise WALWriteError(f"curriculum: cannot start the scheduler over {self.state_dir} ({err})") from err
         self._compacting = False
+        self.groups.on_close = self._log_closed
         self._unsaved_steps: dict[int, tuple] = {}  # step snapshots whose write failed, retried before compaction
 
     def _begin(self, start: Start, fsync) -> None:
@@ -196,8 +197,7 @@ class ReferenceScheduler:
             if self.groups.get(uid) is None:  # (another pin may have won meanwhile)
                 tally = self.groups.start(uid, key, level, expected, timeout_s)
                 # Durable with the next batch: a level change after this pin is written after it.
-                self.seq += 1
-                self.log.append({"seq": self.seq, "ckpt": self.checkpoint, "group": uid, "pin": tally.pin()}, False)
+                self._append({"group": uid, "pin": tally.pin()}, wait=False)
             tally = self.groups.get(uid)
         return tally.level
 
@@ -254,10 +254,16 @@ class ReferenceScheduler:
         return done
 
     def _record(self, key: str, row: int, wait: bool = True):
+        level, references = int(self.table.levels[row]), int(self.table.references[row])
+        return self._append({"id": key, "level": level, "refs": references}, wait)
+
+    def _log_closed(self, uid: str) -> None:
+        """A group finished, expired or was withdrawn: a restarted scheduler must not open it again."""
+        self._append({"group": uid, "closed": 1}, wait=False)
+
+    def _append(self, record: dict, wait: bool = True):
         self.seq += 1
-        record = {"seq": self.seq, "ckpt": self.checkpoint, "id": key}
-        record.update(level=int(self.table.levels[row]), refs=int(self.table.references[row]))
-        done = self.log.append(record, wait)
+        done = self.log.append({"seq": self.seq, "ckpt": self.checkpoint, **record}, wait)
         if self.log.since_truncation >= self.settings.compact_records and not self._compacting:
             self._compact()
         return done

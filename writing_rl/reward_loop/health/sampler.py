@@ -40,7 +40,6 @@ from writing_rl.reward_loop.health.metrics import PREFIX, judge_health
 logger = logging.getLogger("writing_rl")
 
 TRAIN_PARTITION = "train"
-WITHDRAW_TIMEOUT_S = 120.0  # the scheduler may be restarting (Ray restarts it from the disk)
 
 
 def trajectory_health(keys: list[str], partition_id: str) -> dict[str, float]:
@@ -74,21 +73,14 @@ def dropped_cost(keys: list[str], partition_id: str) -> dict[str, float]:
     }
 
 
-def withdraw_from_curriculum(uids: list[str]) -> dict[str, float]:
-    """Tells the run's reference scheduler (if the run has one) that groups ``uids`` will not be trained on."""
-    try:
-        scheduler = ray.get_actor(scheduler_name())
-    except ValueError:  # no curriculum in this run
-        return {}
-    withdrawn = ray.get(scheduler.withdraw.remote(uids), timeout=WITHDRAW_TIMEOUT_S)
-    return {"curriculum/withdrawn_advances_total": float(withdrawn)}
-
-
 class _JudgeHealth:
     """Judge health of each trained sample, and what verl evicted untrained: the judge calls it cost
-    (``judge/dropped_*_total``) and the curriculum moves it made, taken back."""
+    (``judge/dropped_*_total``) and, for stale and failed groups, the curriculum moves they made, taken
+    back (not for DAPO-filtered groups: a group whose every rollout beat its reference is filtered for
+    having no signal, and is exactly the group that should move its prompt on)."""
 
     _dropped: dict[str, float] | None = None
+    _withdrawals: list | None = None  # the scheduler's answers still to come
 
     def sample(self, global_steps: int, partition_id: str, batch_size: int):
         batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
@@ -97,7 +89,7 @@ class _JudgeHealth:
                 metrics = {**metrics, **trajectory_health(list(batch.keys), batch.partition_id)}
             except Exception as err:  # a health report must never stop a training step
                 logger.warning("judge health: no judge/ metrics this step (%s: %s)", type(err).__name__, err)
-            metrics = {**metrics, **(self._dropped or {})}
+            metrics = {**metrics, **(self._dropped or {}), **self.withdrawn()}
             self._dropped = None
         return batch, metrics
 
@@ -105,19 +97,43 @@ class _JudgeHealth:
         """verl's eviction (staleness, a failed or filtered group, a surplus): every group ends up here."""
         if partition_id == TRAIN_PARTITION and uids:
             keys = [key for key in self.partitions[partition_id] if key.split("_")[0] in uids]
-            self._count_dropped(dropped_cost, keys, partition_id)
-            self._count_dropped(withdraw_from_curriculum, sorted(uids))
+            try:
+                counts = dropped_cost(keys, partition_id)
+            except Exception as err:  # a report must never stop a training step
+                logger.warning("judge health: dropped samples not counted (%s: %s)", type(err).__name__, err)
+                counts = {}
+            self._dropped = self._dropped or {}
+            for name, value in counts.items():
+                self._dropped[name] = self._dropped.get(name, 0.0) + value
         super()._clear_groups(partition_id, uids)
 
-    def _count_dropped(self, measure, *args) -> None:
+    def _evict_terminal_groups(self, global_steps: int, partition_id: str, eviction_reasons: tuple):
+        stale, _filtered, failed, _counts = eviction_reasons
+        if partition_id == TRAIN_PARTITION and (stale or failed):
+            self._withdraw(sorted(stale | failed))
+        return super()._evict_terminal_groups(global_steps, partition_id, eviction_reasons)
+
+    def _withdraw(self, uids: list[str]) -> None:
+        """Tells the run's reference scheduler (if it has one) that groups ``uids`` will not be trained on,
+        without waiting: the step must not stall while Ray restarts the scheduler."""
         try:
-            counts = measure(*args)
-        except Exception as err:  # a report must never stop a training step
-            logger.warning("judge health: %s failed (%s: %s)", measure.__name__, type(err).__name__, err)
+            scheduler = ray.get_actor(scheduler_name())
+        except ValueError:  # no curriculum in this run
             return
-        self._dropped = self._dropped or {}
-        for name, value in counts.items():
-            self._dropped[name] = self._dropped.get(name, 0.0) + value
+        self._withdrawals = [*(self._withdrawals or []), scheduler.withdraw.remote(uids)]
+
+    def withdrawn(self) -> dict[str, float]:
+        """``curriculum/withdrawn_advances_total`` of the scheduler's answers that have come back."""
+        if not self._withdrawals:
+            return {}
+        done, self._withdrawals = ray.wait(self._withdrawals, num_returns=len(self._withdrawals), timeout=0)
+        total = 0
+        for answer in done:
+            try:
+                total += ray.get(answer)
+            except Exception as err:  # a report must never stop a training step
+                logger.warning("curriculum: a withdrawal failed (%s: %s)", type(err).__name__, err)
+        return {"curriculum/withdrawn_advances_total": float(total)} if done else {}
 
 
 class RewardFailedError(RuntimeError):
