@@ -85,6 +85,9 @@ class Runs:
     ``get(key)`` waits for one."""
 
     def __init__(self, keys: list[str]):
+        # The environment as the session began: the runs go on in the background while tests patch
+        # os.environ (test_multinode's RAY_TMPDIR would put a run's Ray session in a dir that test deletes).
+        self.environ = dict(os.environ)
         self.root = Path(tempfile.mkdtemp(prefix="writing-rl-trainer-runs-"))
         self.cache = self.root / "tiny-cache"
         self.dead_judge = ScriptedJudgeServer(
@@ -129,7 +132,7 @@ class Runs:
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
         drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "RAY_ADDRESS")
-        environ = {k: v for k, v in os.environ.items() if k not in drop}
+        environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
         with self.lock:
