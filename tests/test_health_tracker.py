@@ -182,6 +182,18 @@ def put_group(uid: str, status: str, judge_calls: list[int], tokenizer, global_s
     )
 
 
+def async_sampler(**kwargs):
+    """What verl builds for an async trainer mode, dropping groups more than one step stale."""
+    return JudgeHealthSampler(
+        trainer_mode="async",
+        trainer_config={},
+        max_off_policy_threshold=1,
+        max_off_policy_strategy="drop",
+        sampler_kwargs={},
+        **kwargs,
+    )
+
+
 def wait_for(call):
     """``call()``'s first non-empty answer."""
     answers = []
@@ -207,14 +219,7 @@ def test_groups_verl_evicts_untrained_report_their_judge_calls_and_take_their_cu
             put_group("failed", "failure", [2], tokenizer, global_steps=3)
             put_group("stale", "finished", [1, 3], tokenizer, global_steps=1)
             refilled = []
-            sampler = JudgeHealthSampler(
-                trainer_mode="async",
-                trainer_config={},
-                max_off_policy_threshold=1,
-                max_off_policy_strategy="drop",
-                sampler_kwargs={},
-                refill_fn=refilled.append,
-            )
+            sampler = async_sampler(refill_fn=refilled.append)
             with ThreadPoolExecutor(1) as pool:
                 call = pool.submit(sampler.sample, global_steps=3, partition_id="train", batch_size=1)
                 sampled, metrics = call.result(timeout=DEADLINE_S)
@@ -234,15 +239,7 @@ def test_only_stale_and_failed_groups_take_their_curriculum_move_back():
     no signal, and exactly the group that should move its prompt on. Its move stays."""
     from collections import Counter
 
-    sampler = JudgeHealthSampler(
-        trainer_mode="async",
-        trainer_config={},
-        max_off_policy_threshold=1,
-        max_off_policy_strategy="drop",
-        sampler_kwargs={},
-        refill_fn=lambda n: n,
-        filter_groups_metric="reward",
-    )
+    sampler = async_sampler(refill_fn=lambda n: n, filter_groups_metric="reward")
     withdrawn, cleared = [], []
     sampler._withdraw = withdrawn.append
     sampler._clear_groups = lambda partition, uids: cleared.append(sorted(uids))
