@@ -1,5 +1,6 @@
 """Reward terms on every shipped method, through verl's real RewardLoopManager: Writing-RL with its
-curriculum, BRPO and GRRM group ranking; and a term that fails."""
+curriculum, BRPO and GRRM group ranking; a term that fails; the overlong term on verl's token count with
+its default length; and a failed judge call that a positive term cannot pay for."""
 
 import pytest
 
@@ -7,6 +8,7 @@ from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.tools.shared.verl_config import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
+from judge_server import Reply, default_script, quality
 
 BONUS = """
 def bonus(data_source, solution_str, ground_truth, extra_info, per_char=0.0):
@@ -92,7 +94,11 @@ def test_terms_on_brpo_and_grrm_groups_come_after_the_group_reward(
     ] * 3
     with reward_loop(compose("brpo", common)) as manager:
         brpo = manager.compute_rm_score(build_reward_batch(tokenizer, brpo_rows, texts, ["g"] * 3))
-    check_shaped(brpo, texts)
+    method = check_shaped(brpo, texts)
+    # BRPO: the bootstrapped reference gets 0, every other rollout +1 or -1 by the judge's verdict against it
+    (reference,) = [i for i, m in enumerate(method) if m == 0.0]
+    sign = [(quality(t) > quality(texts[reference])) - (quality(t) < quality(texts[reference])) for t in texts]
+    assert method == [float(s) for s in sign]
 
     mt_rows = [
         {
@@ -130,3 +136,65 @@ def test_a_failing_term_is_counted_and_pays_no_more_than_a_loss(
     assert extra["term/format"].tolist() == [0.0, 0.0, -1.0]
     # the failed sample is paid the loss (0.0), not its win; template tags cost the third its point
     assert output.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx([1.0, 0.0, 0.0])
+
+
+def test_the_overlong_term_counts_verls_response_tokens_up_to_rollout_response_length(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer
+):
+    """``max_length`` left at its default (null) is ``actor_rollout_ref.rollout.response_length`` (16 here),
+    and n is verl's count of valid response tokens (the EOS of a finished rollout included)."""
+    config = compose_writing_rl(
+        tokenizer_dir,
+        judge_server().base_url,
+        "reward.num_workers=1",
+        "actor_rollout_ref.rollout.response_length=16",
+        "reward.reward_kwargs.terms.overlong.weight=1.0",
+        "reward.reward_kwargs.terms.overlong.buffer=4",
+    )
+    texts = ["a" + " good" * k + " story" for k in (7, 10, 11, 13)]  # each beats the reference
+    lengths = [len(tokenizer.encode(t, add_special_tokens=False)) + 1 for t in texts]
+    assert lengths == [10, 13, 14, 16]  # (" good" is one token of the tiny tokenizer; + the EOS)
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(4)], texts)
+    with reward_loop(config) as manager:
+        output = manager.compute_rm_score(batch)
+    extra = output.non_tensor_batch
+    # free up to 16 - 4 = 12 tokens, then down to -1 at 16
+    assert extra["term/overlong"].tolist() == pytest.approx([0.0, -0.25, -0.5, -1.0])
+    assert extra["reward/method"].tolist() == [1.0] * 4
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx([1.0, 0.75, 0.5, 0.0])
+
+
+def test_a_failed_judge_call_gains_nothing_from_a_positive_term(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer, tmp_path
+):
+    """on_judge_error=loss: a sample whose judge call failed is paid the failure score (a loss, 0) plus only
+    the terms' penalties; the bonus term (positive, weight 2) is recorded for it but never paid."""
+    path = tmp_path / "my_terms.py"
+    path.write_text(BONUS)
+
+    def script(request: dict, index: int) -> Reply:
+        if "poison" in request["messages"][-1]["content"]:
+            return Reply(status=500, body=b'{"error": {"message": "engine crashed"}}')
+        return default_script(request, index)
+
+    config = compose_writing_rl(
+        tokenizer_dir,
+        judge_server(script=script).base_url,
+        "reward.num_workers=1",
+        "reward.reward_kwargs.judge.max_retries=0",
+        "reward.reward_kwargs.on_judge_error=loss",
+        "reward.reward_kwargs.terms.repetition.weight=1.0",
+        "reward.reward_kwargs.terms.repetition.n=1",
+        f"+reward.reward_kwargs.terms.bonus={{weight: 2.0, fn: {{path: '{path}', name: bonus}}, per_char: 0.01}}",
+    )
+    texts = ["good good story", "good poison story", "good poison poison story"]
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], texts)
+    with reward_loop(config) as manager:
+        output = manager.compute_rm_score(batch)
+    extra = output.non_tensor_batch
+    rewards = output.batch["rm_scores"].sum(dim=-1).tolist()
+    assert extra["judge_error"].tolist() == [0, 1, 1]
+    assert extra["term/bonus"].tolist() == pytest.approx([0.01 * len(t) for t in texts])  # positive for all
+    assert rewards[0] == pytest.approx(1.0 + repetition(texts[0]) + 2.0 * 0.01 * len(texts[0]))  # judged: all paid
+    assert rewards[1] == pytest.approx(0.0)  # the loss; no repetition, and the bonus not paid
+    assert rewards[2] == pytest.approx(repetition(texts[2]))  # the loss plus the repetition penalty only
