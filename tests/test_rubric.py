@@ -206,3 +206,100 @@ def test_in_streaming_mode_a_response_that_games_the_judge_or_the_terms_gets_no_
     assert extra[3]["term/repetition"] == extra[2]["term/repetition"] == pytest.approx(-0.6)
     assert rewards[3] == pytest.approx(rewards[2])  # hiding the repetition buys nothing
     assert rewards[0] > rewards[2]
+
+
+WEIGHTED = [
+    {"criterion": "Mentions trains", "weight": 3.0},
+    {"criterion": "Mentions clocks", "weight": 1.0},
+    {"criterion": "Mentions errors", "weight": -1.0},
+]
+
+
+def keyword_judge(body, index):
+    """Each criterion scored on its own: "Mentions <word>" scores 10 when the response has the word, else 1
+    (a pitfall: hit in full, or not at all). Per criterion, a response saying "crash" gets a 500 for its
+    clocks criterion and its other calls are held until the test releases them."""
+    user = body["messages"][-1]["content"]
+    words = user.split("[Response]\n", 1)[1].split("\n\n[", 1)[0].split()
+
+    def score(criterion: str) -> int:
+        return 10 if criterion.split()[-1] in words else 1
+
+    if "[Criterion]" in user:
+        criterion = user.split("[Criterion]\n", 1)[1].split("\n", 1)[0]
+        if "crash" in words:
+            if criterion.endswith("clocks"):
+                return Reply(status=500, body=b'{"error": {"message": "engine crashed"}}')
+            return Reply(content='{"score": 5, "reason": "r"}', hold=True)
+        return Reply(content=f'Weighed it.\n{{"score": {score(criterion)}, "reason": "r"}}')
+    lines = re.findall(r"^\d+\. (.*)$", user.split("[Rubric]\n", 1)[1], re.M)
+    return Reply(content="Weighed each.\n" + scores_reply(*[score(text) for text in lines]))
+
+
+def weighted_rows(n):
+    ground_truth = {"prompt": "Write about a station.", "rubric": WEIGHTED}
+    return [{**row, "reward_model": {"ground_truth": ground_truth, "style": "rubric"}} for row in rubric_rows(n)]
+
+
+def rubric_config(tokenizer_dir, base_url: str, per_criterion: bool, *overrides):
+    return compose(
+        "rubric",
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.reward_kwargs.judge.base_url={base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            "reward.num_workers=1",
+            f"reward.custom_reward_function.reward_kwargs.per_criterion={str(per_criterion).lower()}",
+            "reward.custom_reward_function.reward_kwargs.positions=3",
+            *overrides,
+        ],
+    )
+
+
+@pytest.mark.parametrize("per_criterion", [False, True])
+def test_the_rows_weights_decide_the_reward_through_verls_reward_loop(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer, per_criterion
+):
+    """Criteria that score differently: the weights (3, 1, and a pitfall of -1) set the reward, and a pitfall
+    hit in a response that meets the rest costs its weight without flooring the reward to 0. An unclosed
+    reasoning block is a format error: a loss, no judge call."""
+    server = judge_server(script=keyword_judge)
+    texts = ["trains", "clocks", "trains clocks errors", "trains errors", "clocks <think> trains"]
+    with reward_loop(rubric_config(tokenizer_dir, server.base_url, per_criterion)) as manager:
+        output = manager.compute_rm_score(build_reward_batch(tokenizer, weighted_rows(5), texts))
+    rewards = output.batch["rm_scores"].sum(dim=-1).tolist()
+    extra = output.non_tensor_batch
+    assert rewards == pytest.approx([3 / 4, 1 / 4, (3 + 1 - 1) / 4, (3 - 1) / 4, 0.0])
+    assert extra["rubric/c2"].tolist() == [0.0, 1.0, 1.0, 0.0, -1.0]  # -1: no score (the format error)
+    assert extra["format_error"].tolist() == [0, 0, 0, 0, 1]
+    assert len(server.requests) == 4 * (3 if per_criterion else 1)  # none for the format error
+
+
+def test_a_failed_criterion_call_fails_the_sample_and_frees_the_judge_for_the_next(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer
+):
+    """Per criterion, one call that fails (a 500, no retries) makes the sample a counted judge failure paid
+    the loss, and its other calls (held by the judge) are cancelled: with two judge slots, the next step's
+    calls get them at once rather than waiting behind calls that no longer count."""
+    import concurrent.futures
+
+    server = judge_server(script=keyword_judge)
+    config = rubric_config(
+        tokenizer_dir,
+        server.base_url,
+        True,
+        "reward.reward_kwargs.judge.max_concurrency=2",
+        "reward.reward_kwargs.judge.max_retries=0",
+        "reward.reward_kwargs.judge.timeout_s=3600",
+    )
+    with reward_loop(config) as manager, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        crashed = manager.compute_rm_score(build_reward_batch(tokenizer, weighted_rows(1), ["trains crash"]))
+        assert crashed.non_tensor_batch["judge_error"].tolist() == [1]
+        assert crashed.batch["rm_scores"].sum().item() == 0.0
+        step = pool.submit(manager.compute_rm_score, build_reward_batch(tokenizer, weighted_rows(2), ["trains", "x"]))
+        try:
+            after = step.result(timeout=120)  # (a second or two when the slots are free; an hour if not)
+        except concurrent.futures.TimeoutError:
+            server.release()
+            pytest.fail("the failed sample's other criterion calls still hold the judge's slots")
+    assert after.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx([3 / 4, 0.0])
