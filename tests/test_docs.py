@@ -265,9 +265,26 @@ def test_each_command_shown_parses(page, argv, capsys):
         flag = word.strip("[]").split("=", 1)[0]
         if flag.startswith("--"):
             assert flag in options, f"{page}: {' '.join(argv)}: {flag} is not an option of {' '.join(path) or argv[0]}"
+    try:
+        build_parser().parse_args(filled(argv))
+    except SystemExit:
+        pytest.fail(f"{page}: {' '.join(argv)}: argparse refuses it: {capsys.readouterr().err.strip()}")
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args([*path, "--help"])
     assert done.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+def filled(argv: list[str]) -> list[str]:
+    """The words argparse gets from a command shown: an optional part's brackets dropped, ``...`` (more
+    options) and a trailing ``&`` left out, a placeholder ``<name>`` given a value."""
+    words = [word.strip("[]") for word in argv[1:] if word not in ("...", "&")]
+    return [re.sub(r"<[^<>]+>", "placeholder", word) for word in words]
+
+
+def test_a_command_shown_is_filled_in_for_argparse():
+    assert filled(["writing-rl", "eval", "x", "[--exclude", "Focus]", "--out", "<dir>", "..."]) == [
+        "eval", "x", "--exclude", "Focus", "--out", "placeholder"
+    ]  # fmt: skip
 
 
 def test_each_hydra_key_shown_exists():
@@ -333,23 +350,82 @@ def test_each_file_and_module_shown_exists():
     assert sorted(missing) == [], "\n".join(sorted(missing))
 
 
-def test_the_architecture_map_names_every_module():
-    """docs/architecture.md is the one map of the code: every module and package of ours is on it, so the
-    map cannot fall behind a move."""
+MAP_ROOTS = ("writing_rl", "reward_fns", "data_prep", "bench")
+
+
+def map_blocks(section: str) -> list[tuple[int, str]]:
+    """(indent, text) of each bullet and paragraph, its lines joined; a paragraph has indent -1."""
+    blocks: list[tuple[int, str]] = []
+    for line in section.splitlines():
+        bullet = re.match(r"( *)- ", line)
+        if bullet:
+            blocks.append((len(bullet[1]), line[bullet.end() :]))
+        elif line.strip() and blocks and blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], f"{blocks[-1][1]} {line.strip()}")
+        elif line.strip():
+            blocks.append((-1, line.strip()))
+        else:
+            blocks.append((-1, ""))  # a blank line ends the block
+    return [block for block in blocks if block[1]]
+
+
+def architecture_map() -> set[str]:
+    """The module and folder paths the map of docs/architecture.md names, each backticked name in the folder
+    its bullet or paragraph is about: a paragraph led by a bold root (**`bench/`**), a bullet led by a
+    folder (- `judge/`: ...), a bullet without one in its parent's folder. A folder named inside a bullet
+    (`commands/` (...)) holds the names after it too; a path from a root (`writing_rl/data/`) is itself."""
     page = (REPO_DIR / "docs" / "architecture.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"`([^`\s]+)`", page))
-    named |= {part for name in named for part in re.split(r"[/.]", name)}
+    section = page.split("\n## Map\n", 1)[1].split("\n## ", 1)[0]
+    named: set[str] = set()
+    root, scopes = None, []  # scopes: (indent, folder) of the bullets above
+    for indent, text in map_blocks(section):
+        if indent < 0:
+            bold = re.match(r"\*\*`(\w+)/`\*\*", text)
+            root, scopes = (bold[1] if bold else None), []
+            folder, text = root, text[bold.end() :] if bold else text
+        else:
+            scopes = [(i, f) for i, f in scopes if i < indent]
+            parent = scopes[-1][1] if scopes else root
+            lead = re.match(r"`(\w+)/`", text)
+            folder = f"{parent}/{lead[1]}" if lead and parent else parent
+            text = text[lead.end() :] if lead else text
+            scopes.append((indent, folder))
+        if folder is None:
+            continue
+        named.add(folder)
+        inner = None
+        for token in re.findall(r"`([^`\s]+)`", text):
+            name = token.removesuffix(".py").rstrip("/")
+            if not re.fullmatch(r"[\w/]+", name):
+                continue  # a command, a placeholder
+            if name.split("/")[0] in MAP_ROOTS:
+                named.add(name)  # a path from a root
+            elif token.endswith("/"):
+                inner = f"{folder}/{name}"
+                named.add(inner)
+            else:
+                named |= {f"{folder}/{name}", *([f"{inner}/{name}"] if inner else [])}
+    return named
+
+
+def test_the_architecture_map_names_every_module():
+    """docs/architecture.md is the one map of the code: every module and package of ours is on it, in its
+    own folder (a protocols/prompts on the map does not stand for data/builders/prompts), so the map cannot
+    fall behind a move."""
+    named = architecture_map()
     missing = []
-    for root in ("writing_rl", "reward_fns", "data_prep", "bench"):
+    for root in MAP_ROOTS:
         for path in (REPO_DIR / root).rglob("*.py"):
             if path.stem in ("__init__", "__main__") or "__pycache__" in path.parts:
                 continue
-            if path.stem not in named:
+            if path.relative_to(REPO_DIR).with_suffix("").as_posix() not in named:
                 missing.append(path.relative_to(REPO_DIR).as_posix())
         for folder in (REPO_DIR / root).rglob("*/"):
-            if folder.is_dir() and folder.name != "__pycache__" and folder.name not in named:
-                missing.append(folder.relative_to(REPO_DIR).as_posix() + "/")
-    assert missing == [], "not on the map in docs/architecture.md: " + ", ".join(missing)
+            if folder.is_dir() and folder.name != "__pycache__":
+                if folder.relative_to(REPO_DIR).as_posix() not in named:
+                    missing.append(folder.relative_to(REPO_DIR).as_posix() + "/")
+    assert missing == [], "not on the map in docs/architecture.md, in their folders: " + ", ".join(missing)
+    assert "writing_rl/data/builders/prompts" in named and "writing_rl/data/prompts" not in named
 
 
 def test_the_preflight_output_shown_is_what_check_config_prints():
