@@ -53,14 +53,38 @@ class RequestOutputKind(enum.Enum):
     FINAL_ONLY = 2
 
 
+# The keywords vLLM's SamplingParams and AsyncEngineArgs take (vllm/sampling_params.py, vllm/engine/arg_utils.py;
+# the engine args only those a GenRM replica would set): the stand-ins refuse any other, as vLLM does, so a
+# misspelt argument fails here and not first on a GPU node.
+SAMPLING_FIELDS = frozenset(
+    "n best_of presence_penalty frequency_penalty repetition_penalty temperature top_p top_k min_p seed stop "
+    "stop_token_ids bad_words include_stop_str_in_output ignore_eos max_tokens min_tokens logprobs prompt_logprobs "
+    "detokenize skip_special_tokens spaces_between_special_tokens logits_processors truncate_prompt_tokens "
+    "output_kind guided_decoding structured_outputs logit_bias allowed_token_ids extra_args".split()
+)
+ENGINE_ARG_FIELDS = frozenset(
+    "model tokenizer revision trust_remote_code download_dir dtype kv_cache_dtype seed max_model_len "
+    "distributed_executor_backend tensor_parallel_size pipeline_parallel_size gpu_memory_utilization swap_space "
+    "enforce_eager enable_prefix_caching enable_chunked_prefill max_num_seqs max_num_batched_tokens quantization "
+    "disable_log_stats".split()
+)
+
+
+def keywords_of(kind: str, fields: frozenset, kwargs: dict) -> dict:
+    unknown = sorted(set(kwargs) - fields)
+    if unknown:
+        raise TypeError(f"{kind}.__init__() got unexpected keyword arguments {unknown}")
+    return kwargs
+
+
 class SamplingParams:
     def __init__(self, **kwargs):
-        self.kwargs = kwargs
+        self.kwargs = keywords_of("SamplingParams", SAMPLING_FIELDS, kwargs)
 
 
 class AsyncEngineArgs:
     def __init__(self, **kwargs):
-        self.kwargs = kwargs
+        self.kwargs = keywords_of("AsyncEngineArgs", ENGINE_ARG_FIELDS, kwargs)
 
 
 class FakeAsyncLLM:
@@ -179,16 +203,22 @@ def hf_generate_calls(engine: HFEngine, requests, chat_template_kwargs=None) -> 
 # ---------------------------------------------------------------- both engines, one request side
 
 
-def test_vllm_gets_the_prompt_ids_and_sampling_the_hf_engine_generates_from(hf, vllm_engine):
+def test_vllm_gets_the_prompt_ids_and_sampling_the_hf_engine_generates_from(hf, vllm_engine, model_dir):
+    from transformers import AutoTokenizer
+
     hf_replies, hf_calls = hf_generate_calls(hf, REQUESTS)
     vllm_replies = [asyncio.run(vllm_engine.generate(m, s)) for m, s in REQUESTS]
     assert len(vllm_engine.engine.calls) == len(REQUESTS) == len(hf_calls)
 
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     for (messages, sampling), hf_call, (prompt, params) in zip(REQUESTS, hf_calls, vllm_engine.engine.calls):
-        prepared = hf.chat.prepare(messages, sampling, hf.max_model_len)
-        assert prompt == {"prompt_token_ids": prepared.ids}
-        assert hf_call["input_ids"] == prepared.ids  # one request alone: no padding
-        assert params["max_tokens"] == hf_call["max_new_tokens"] == prepared.max_tokens
+        # what each engine must send, from the model's own chat template: not from the shared code under test
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert prompt == {"prompt_token_ids": ids}
+        assert hf_call["input_ids"] == ids  # one request alone: no padding
+        budget = sampling.max_tokens or DEFAULT_MAX  # (every prompt here leaves room for it)
+        assert params["max_tokens"] == hf_call["max_new_tokens"] == budget
         assert params["n"] == 1 and params["output_kind"] is RequestOutputKind.FINAL_ONLY
         assert (params["temperature"], params["top_p"], params["seed"]) == (
             sampling.temperature,
