@@ -129,6 +129,8 @@ def test_read_verdict_never_hands_a_quoted_or_conflicting_verdict_the_win(reply,
         ("opened in the prompt\n</think>\n\nanswer", "opened in the prompt\n", "\n\nanswer"),
         ("a quoted mid-line </think> is text [[A]]", "", "a quoted mid-line </think> is text [[A]]"),
         ("answer <think>quoted</think> more", "", "answer <think>quoted</think> more"),
+        # a </think> on its own line closes only a block opened in the prompt, never one quoted mid-answer
+        ("[[B]] quoting <think>a\n</think>\n[[A]]", "", "[[B]] quoting <think>a\n</think>\n[[A]]"),
         ("answer only", "", "answer only"),
         ("<think>a</think>b</think>c", "a", "b</think>c"),  # the first close ends the block
     ],

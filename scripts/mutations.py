@@ -1,0 +1,377 @@
+"""Deliberate breaks the tests must catch: each one, alone, in a temporary copy of the repository (the
+working tree, uncommitted edits included; or ``--rev``), with the tests named for it run there. A break
+whose tests still pass is MISSED, and the exit status is 1. docs/development.md says when to add one.
+
+    python scripts/mutations.py                       # every break (about 15 minutes on 2 CPU cores)
+    python scripts/mutations.py rubric-weights terms-see-no-tokens   # some, by name
+    python scripts/mutations.py --list                # the breaks and the tests that must catch each
+    python scripts/mutations.py --baseline NAME ...   # also run the tests unbroken first: they must pass
+
+The working tree is never edited: the copy is made under a temporary directory, each break is applied to
+it and undone after its tests, and the copy is removed at the end. ``tests/test_mutations.py`` checks (fast,
+in the suite) that each break's text still occurs exactly once in its file and that its tests exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Break:
+    name: str
+    path: str  # the file, from the repository root
+    old: str  # text that occurs exactly once in it
+    new: str  # what it becomes
+    tests: tuple[str, ...]  # pytest node ids or test files that must fail
+    what: str  # the feature broken, in a few words
+
+
+def _break(name: str, path: str, old: str, new: str, tests: str | tuple[str, ...], what: str) -> Break:
+    return Break(name, path, old, new, (tests,) if isinstance(tests, str) else tests, what)
+
+
+TERMS_LOOP = "tests/test_terms_reward_loop.py::"
+RUBRIC = "tests/test_rubric.py::"
+
+BREAKS = [
+    # ---------------------------------------------------------------- the gaps of issue 35
+    _break(
+        "terms-see-no-tokens",
+        "writing_rl/reward_loop/scoring.py",
+        "            self.response_length,\n            self.prompt,",
+        "            0,\n            self.prompt,",
+        TERMS_LOOP + "test_the_overlong_term_counts_verls_response_tokens_up_to_rollout_response_length",
+        "a term sees 0 response tokens, not verl's count",
+    ),
+    _break(
+        "overlong-default-length",
+        "writing_rl/terms/shaping.py",
+        "term = replace(term, max_length=response_length)",
+        "term = replace(term, max_length=4096)",
+        TERMS_LOOP + "test_the_overlong_term_counts_verls_response_tokens_up_to_rollout_response_length",
+        "overlong.max_length=null ignores rollout.response_length",
+    ),
+    _break(
+        "rubric-weights",
+        "writing_rl/protocols/rubric.py",
+        "criteria.append(Criterion(text.strip(), float(weight)))",
+        "criteria.append(Criterion(text.strip(), math.copysign(1.0, weight)))",
+        RUBRIC + "test_the_rows_weights_decide_the_reward_through_verls_reward_loop",
+        "a rubric's weights dropped (signs kept)",
+    ),
+    _break(
+        "rubric-cancel",
+        "reward_fns/rubric.py",
+        "call.cancel()  # (the sample has failed",
+        "call.done()  # (the sample has failed",
+        RUBRIC + "test_a_failed_criterion_call_fails_the_sample_and_frees_the_judge_for_the_next",
+        "a failed criterion call leaves the sample's other calls running",
+    ),
+    _break(
+        "rubric-format-error",
+        "reward_fns/rubric.py",
+        "return _result(0.0, positions, format_error=1)",
+        "return _result(1.0, positions, format_error=1)",
+        RUBRIC + "test_the_rows_weights_decide_the_reward_through_verls_reward_loop",
+        "an unclosed reasoning block is paid a win",
+    ),
+    _break(
+        "failed-sample-gains-from-terms",
+        "writing_rl/reward_loop/scoring.py",
+        "failed = any(info.get(key) for key in results.FAILURE_KEYS)",
+        "failed = False",
+        TERMS_LOOP + "test_a_failed_judge_call_gains_nothing_from_a_positive_term",
+        "a failed sample is paid its positive terms",
+    ),
+    _break(
+        "map-by-name",
+        "docs/architecture.md",
+        "`writing` (Writing-RL), `prompts`,\n      `rubric`",
+        "`writing` (Writing-RL),\n      `rubric`",
+        "tests/test_docs.py::test_the_architecture_map_names_every_module",
+        "data/builders/prompts.py off the map (protocols/prompts.py is on it)",
+    ),
+    _break(
+        "docs-command-value",
+        "README.md",
+        "--version 2 --out runs/rb2",
+        "--version 7 --out runs/rb2",
+        "tests/test_docs.py::test_each_command_shown_parses",
+        "a command shown with a value argparse refuses",
+    ),
+    _break(
+        "vllm-argument-misspelt",
+        "writing_rl/genrm/vllm_engine.py",
+        "gpu_memory_utilization=gpu_memory_utilization,",
+        "gpu_memory_utilisation=gpu_memory_utilization,",
+        "tests/test_genrm_engines.py",
+        "the vllm engine hands vLLM an argument it does not take",
+    ),
+    # ---------------------------------------------------------------- one per reward
+    _break(
+        "pairwise-best-order",
+        "reward_fns/pairwise.py",
+        "score = sum(scores[o] for o in outcomes) / len(outcomes)",
+        "score = max(scores[o] for o in outcomes)",
+        "tests/test_pairwise.py",
+        "Writing-RL pays the better of its two orders (position bias pays)",
+    ),
+    _break(
+        "brpo-loss-free",
+        "reward_fns/brpo.py",
+        '"loss": -1.0}',
+        '"loss": 0.0}',
+        "tests/test_brpo.py",
+        "BRPO: losing to the reference costs nothing",
+    ),
+    _break(
+        "grrm-labels-not-mapped-back",
+        "reward_fns/group_ranking.py",
+        "return {candidates[i]: read.scores[gqm.LABELS[p]] for p, i in enumerate(order)}",
+        "return {candidates[p]: read.scores[gqm.LABELS[p]] for p, i in enumerate(order)}",
+        "tests/test_group_ranking.py",
+        "GRRM: scores given to the candidates in their shuffled places",
+    ),
+    _break(
+        "preference-tie-score",
+        "reward_fns/preference.py",
+        "return _result(float(options.tie_score), valid=1, predicted_tie=1)",
+        "return _result(0.0, valid=1, predicted_tie=1)",
+        "tests/test_preference.py",
+        "pairwise GenRM: tie_score ignored",
+    ),
+    _break(
+        "ranking-accuracy-score-term",
+        "reward_fns/ranking_accuracy.py",
+        "total = (ranking_reward + score_reward) * float(options.score_scale)",
+        "total = ranking_reward * float(options.score_scale)",
+        "tests/test_ranking_accuracy.py",
+        "GQM GenRM: the score reward dropped",
+    ),
+    # ---------------------------------------------------------------- one per term
+    _break(
+        "overlong-slope",
+        "writing_rl/terms/builtin.py",
+        "(start - n) / self.buffer",
+        "(start - n) / self.max_length",
+        "tests/test_terms.py",
+        "overlong: not -1 at max_length",
+    ),
+    _break(
+        "length-above-band-free",
+        "writing_rl/terms/builtin.py",
+        "return -min(1.0, (ratio - self.max_ratio) / self.max_ratio)",
+        "return 0.0",
+        "tests/test_terms.py",
+        "length: too long costs nothing",
+    ),
+    _break(
+        "repetition-reads-reasoning",
+        "writing_rl/terms/builtin.py",
+        "return -repeated_share(units(answer_of(sample)), self.n)",
+        "return -repeated_share(units(sample.response), self.n)",
+        "tests/test_terms.py",
+        "repetition: the reasoning block counted",
+    ),
+    _break(
+        "format-tags-free",
+        "writing_rl/terms/builtin.py",
+        "return -1.0 if _TEMPLATE_TAG.search(text) else 0.0",
+        "return 0.0",
+        "tests/test_terms.py",
+        "format: chat-template tags written as text cost nothing",
+    ),
+    _break(
+        "language-never-wrong",
+        "writing_rl/terms/builtin.py",
+        "return 0.0 if identify(answer, tuple(self.languages)) == expected else -1.0",
+        "return 0.0",
+        "tests/test_terms.py",
+        "language: an answer in the wrong language costs nothing",
+    ),
+    _break(
+        "terms-failed-keeps-bonus",
+        "writing_rl/terms/shaping.py",
+        "min(score, failure_score) + sum(min(0.0, w) for w in weighted.values())",
+        "min(score, failure_score) + sum(weighted.values())",
+        "tests/test_terms.py",
+        "a term of your own pays a failed sample its bonus",
+    ),
+    # ---------------------------------------------------------------- one per parser
+    _break(
+        "verdict-conflict-read",
+        "writing_rl/protocols/pairwise.py",
+        "    if len(found) == 1:\n        return found.pop()",
+        "    if found:\n        return found.pop()",
+        ("tests/test_parsing.py", "tests/test_red_team_parsing.py"),
+        "conflicting verdicts read as one of them",
+    ),
+    _break(
+        "json-score-conflict-read",
+        "writing_rl/protocols/pairwise.py",
+        "return Unreadable(f'conflicting \"{key}\" values {values[:4]} in one reply')",
+        "return _number_in_range(values[-1], key, low, high)",
+        ("tests/test_parsing.py", "tests/test_red_team_parsing.py"),
+        "a critic's conflicting JSON scores read as the last",
+    ),
+    _break(
+        "rubric-scores-conflict-read",
+        "writing_rl/protocols/rubric.py",
+        "return Unreadable('conflicting \"scores\" objects in one reply')",
+        "return _scores_by_id(found[-1], count)",
+        RUBRIC + "test_a_reply_that_misses_repeats_or_conflicts_is_unreadable",
+        "conflicting rubric scores read as the last object",
+    ),
+    _break(
+        "gqm-scores-disagree-with-ranking",
+        "writing_rl/protocols/gqm_reply.py",
+        "            reason = check_consistent(ranking, scores)\n",
+        "            reason = None\n",
+        ("tests/test_gqm.py", "tests/test_red_team_parsing.py"),
+        "a GQM ranking and scores that disagree are read",
+    ),
+    _break(
+        "reasoning-close-anywhere",
+        "writing_rl/protocols/text.py",
+        "    if close and THINK_OPEN not in reply[: close.start()]:",
+        "    if close:",
+        "tests/test_parsing.py",
+        "a </think> after a quoted <think> ends the reasoning",
+    ),
+    # ---------------------------------------------------------------- one per limiter
+    _break(
+        "aimd-keeps-its-slots",
+        "writing_rl/judge/limiter.py",
+        "min(self.limit * self.decrease, self.slots - 1.0)",
+        "min(self.limit * self.decrease, float(self.slots))",
+        "tests/test_judge_limiter.py::test_aimd_rules",
+        "AIMD: a rate-limit signal on a small limit takes no slot away",
+    ),
+    _break(
+        "upstream-shared-across-keys",
+        "writing_rl/judge/upstream.py",
+        'key = (url, hashlib.sha256((api_key or "").encode()).hexdigest())',
+        'key = (url, "")',
+        "tests/test_judge_upstream.py::test_nothing_is_shared_across_event_loops_or_api_keys",
+        "per-endpoint limit shared by two API keys",
+    ),
+]
+
+
+def copy_repository(into: Path, rev: str | None) -> Path:
+    """The repository's files (tracked and untracked, not ignored; or ``rev``'s tree) under ``into``."""
+    root = into / "repo"
+    if rev is not None:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(root, filter="data")
+        return root
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():  # (a tracked file deleted in the working tree is not copied)
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    return root
+
+
+def environment(root: Path) -> dict[str, str]:
+    """The copy's packages first on the path (the editable install maps them to the working tree only
+    after sys.path is searched); Ray's workers inherit it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def check_imports_from(root: Path, env: dict[str, str]) -> None:
+    code = "import writing_rl, reward_fns; print(writing_rl.__file__); print(reward_fns.__file__)"
+    found = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)
+    if any(not Path(line).resolve().is_relative_to(root.resolve()) for line in found.stdout.split()):
+        raise SystemExit(f"the copy's packages are not the ones imported: {found.stdout}")
+
+
+def apply(root: Path, item: Break) -> str:
+    """Writes the break into the copy; returns the file's original text."""
+    path = root / item.path
+    text = path.read_text(encoding="utf-8")
+    count = text.count(item.old)
+    if count != 1:
+        raise ValueError(f"{item.name}: the text to break occurs {count} times in {item.path}, not once")
+    path.write_text(text.replace(item.old, item.new), encoding="utf-8")
+    return text
+
+
+def run_tests(root: Path, env: dict[str, str], tests: tuple[str, ...], timeout_s: float) -> tuple[int | None, str]:
+    """(pytest's exit status or None on a timeout, its summary line)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
+    try:
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, f"no result within {timeout_s:.0f} s"
+    lines = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
+    return done.returncode, (lines[-1].strip("= ") if lines else done.stdout.strip()[-300:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="breaks to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the breaks and their tests, run nothing")
+    parser.add_argument("--baseline", action="store_true", help="run each break's tests unbroken first")
+    parser.add_argument("--rev", help="break this git revision's files instead of the working tree")
+    parser.add_argument("--timeout-s", type=float, default=1800.0, help="per pytest run")
+    args = parser.parse_args(argv)
+    known = {b.name: b for b in BREAKS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"no break named {', '.join(unknown)} (--list lists them)")
+    chosen = [known[n] for n in args.names] or BREAKS
+    if args.list:
+        for item in chosen:
+            print(f"{item.name}: {item.what} ({item.path})\n    {' '.join(item.tests)}")
+        return 0
+
+    problems = 0
+    with tempfile.TemporaryDirectory(prefix="mutations-") as tmp:
+        root = copy_repository(Path(tmp), args.rev)
+        env = environment(root)
+        check_imports_from(root, env)
+        for item in chosen:
+            if args.baseline:
+                status, summary = run_tests(root, env, item.tests, args.timeout_s)
+                if status != 0:
+                    problems += 1
+                    print(f"BROKEN   {item.name}: its tests fail unbroken: {summary}", flush=True)
+                    continue
+            original = apply(root, item)
+            try:
+                status, summary = run_tests(root, env, item.tests, args.timeout_s)
+            finally:
+                (root / item.path).write_text(original, encoding="utf-8")
+            caught = status in (1, 2)  # tests failed (1), or the break stopped their collection (2)
+            problems += not caught
+            verdict = "caught" if caught else "MISSED" if status == 0 else "UNCLEAR"
+            print(f"{verdict:<8} {item.name}: {item.what}: {summary}", flush=True)
+    print(f"{len(chosen) - problems} of {len(chosen)} breaks caught")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
