@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from writing_rl.tools.shared.trainers import MAIN_PPO, TRAINERS, unsupported
+from writing_rl.cpu_backend.platform_name import CHECKPOINT_ENGINE
+from writing_rl.tools.shared.trainers import MAIN_PPO, TRAINERS, unmet, unsupported
 from writing_rl.tools.shared.verl_config import compose
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,12 +111,10 @@ def build_data(method: Method, out: Path) -> Path:
 class StandInJudge:
     """tests/stand_in_judge.py in a process of its own, stopped on exit."""
 
-    def __init__(self, log: Path):
+    def __init__(self, log: Path, faults: int = 0):
         self.log = log.open("w")
-        script = REPO / "tests/stand_in_judge.py"
-        self.process = subprocess.Popen(
-            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO
-        )
+        command = [sys.executable, str(REPO / "tests/stand_in_judge.py"), "--faults", str(faults)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO)
         line = self.process.stdout.readline()
         if not line.startswith("stand-in judge: "):
             self.stop()
@@ -130,6 +129,33 @@ class StandInJudge:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         self.log.close()
+
+
+# The trainers that generate apart from training, on this machine: the rollout's own process (one logical GPU)
+# and the gloo checkpoint engine to send it the weights after each update.
+_GLOO = f"actor_rollout_ref.rollout.checkpoint_engine.backend={CHECKPOINT_ENGINE}"
+ON_ONE_MACHINE = {
+    "v1-separate-async": (
+        "actor_rollout_ref.rollout.n_gpus_per_node=1",
+        "actor_rollout_ref.rollout.nnodes=1",
+        "trainer.v1.separate_async.parameter_sync_step=1",  # one mini-batch per step here
+        _GLOO,
+    ),
+    # A weight update after every step, and STEPS steps: the rollouter counts prompts.
+    # Its trainer and rollouter actors ask for 10 logical CPUs each.
+    "fully-async": (
+        "rollout.n_gpus_per_node=1",
+        "rollout.nnodes=1",
+        "async_training.trigger_parameter_sync_step=1",
+        "ray_kwargs.ray_init.num_cpus=32",
+        "data.train_batch_size=0",  # the trainer takes ppo_mini_batch_size prompts as they come
+        # Its trainer logs a sync cycle's metrics at the next weight update, and makes a last one at the end
+        # only when the last version is not a multiple of test_freq (-1 divides every version).
+        f"trainer.test_freq={10**6}",
+        _GLOO,
+    ),
+    "one-step-off": ("rollout.n_gpus_per_node=1", "rollout.nnodes=1", "trainer.rollout_data_dir=null", _GLOO),
+}
 
 
 def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path, steps: int, judge) -> list[str]:
@@ -171,7 +197,9 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
             args.append(f"reward.reward_kwargs.judge.max_tokens={os.environ['JUDGE_MAX_TOKENS']}")
     trainer = os.environ.get("TRAINER", "")
     if trainer:
-        args += TRAINERS[trainer].overrides
+        args += TRAINERS[trainer].overrides + ON_ONE_MACHINE.get(trainer, ())
+    if trainer == "fully-async":
+        args.append(f"rollout.total_rollout_steps={steps * BATCH}")
     return args
 
 
@@ -205,12 +233,17 @@ def run_verl(command: list[str], env: dict, log_path: Path) -> int:
 
 
 def read_metrics(path: Path) -> dict[int, dict]:
+    """verl's metrics of each training step. fully-async logs the records of its rollouter beside them, and a
+    step's training metrics under the weight version current when it logs them: its training/global_step
+    names the step."""
     steps = {}
     if path.exists():
         for line in path.read_text().splitlines():
             if line.strip():
                 record = json.loads(line)
-                steps[int(record["step"])] = record["data"]
+                data = record["data"]
+                if "critic/score/mean" in data:
+                    steps[int(data.get("training/global_step", record["step"]))] = data
     return steps
 
 
@@ -273,7 +306,7 @@ def main(argv: list[str]) -> int:
             judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
             say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
         else:
-            stand_in = StandInJudge(out / "judge.log")
+            stand_in = StandInJudge(out / "judge.log", faults=int(os.environ.get("STAND_IN_FAULTS") or 0))
             judge = (stand_in.base_url, "stand-in-judge")
             say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
             say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
@@ -288,7 +321,8 @@ def main(argv: list[str]) -> int:
         shutil.move(metrics, out / "metrics.previous.jsonl")
     module = TRAINERS[trainer].module if trainer else MAIN_PPO
     args = [*overrides(name, method, out, artifacts, train, steps, judge), "+backend=cpu", *user_overrides]
-    refused = unsupported(compose(name, args))
+    config = compose(name, args)
+    refused = unsupported(config) or "; ".join(unmet(config))
     if refused:
         fail(refused)
     command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]

@@ -9,9 +9,10 @@
 #
 #   STEPS              training steps (default 3); a checkpoint is saved at the last one, and a rerun with
 #                      more STEPS and the same OUT resumes from it (trainer.resume_mode=auto)
-#   TRAINER            v1-sync, v1-colocate-async or legacy (trainer.use_v1=false); default: the overlay's
-#                      (v1-sync, or legacy with GENRM=colocated). v1-separate-async, fully-async and
-#                      one-step-off need GPUs (a checkpoint engine between processes): refused here, naming why
+#   TRAINER            v1-sync, v1-colocate-async, v1-separate-async, legacy, fully-async or one-step-off
+#                      (docs/trainers.md); default: the overlay's (v1-sync, or legacy with GENRM=colocated).
+#                      The three that generate apart from training get a rollout process of their own here,
+#                      sent each new version of the weights over gloo (writing_rl/cpu_backend/checkpoint_engine.py)
 #   OUT                where everything goes (default runs/tiny/METHOD): metrics.jsonl (verl's file
 #                      tracker), reward.png, train.log, samples/ (each reward our manager returned),
 #                      rollouts/ (verl's dump), checkpoints/, summary.json
@@ -19,6 +20,8 @@
 #                      the variable holding its key; JUDGE_MAX_TOKENS: its completion budget). Unset: the
 #                      stand-in judge (tests/stand_in_judge.py),
 #                      whose verdicts are noise in the judge's format, so rewards vary within a group
+#   STAND_IN_FAULTS=N  about one stand-in judge request in N fails (HTTP 500, no verdict, cut, refused): how
+#                      failures look to the trainer (default 0: none)
 #   GENRM              colocated or standalone: verl hosts a tiny untrained GenRM on the CPU rollout
 #                      (+genrm=... presets) instead of a judge endpoint
 #   CACHE_DIR          the built model and tokenizer (default .cache/tiny)

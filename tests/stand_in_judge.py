@@ -8,12 +8,13 @@ judge calls, rewards, advantages, a gradient step, the weights back to the rollo
 untrained model, the other local judge, almost never writes a readable verdict, so every reward would
 be the same loss.
 
-    python tests/stand_in_judge.py [--port P]    # prints "stand-in judge: http://127.0.0.1:P/v1"
+    python tests/stand_in_judge.py [--port P] [--faults N]    # prints "stand-in judge: http://127.0.0.1:P/v1"
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import re
 import signal
@@ -55,8 +56,19 @@ def rubric_reply(user: str) -> str:
     return f'Weighed.\n{{"scores": [{entries}]}}'
 
 
-def script(request: dict, index: int) -> Reply:
+# What a judge does wrong, each turned by our reward path into a named failure paid a loss.
+FAULTS = (
+    Reply(status=500, content=None, body=b'{"error": {"message": "stand-in fault: engine crashed"}}'),
+    Reply(content="Both responses have merit."),  # no verdict
+    Reply(content="Response A opens well, but", finish_reason="length"),  # cut at max_tokens
+    Reply(content="I cannot help with that.", finish_reason="content_filter"),  # refused
+)
+
+
+def script(request: dict, index: int, faults: int = 0) -> Reply:
     user = request["messages"][-1]["content"]
+    if faults and mark(user, faults) == 0:  # the same request fails the same way again when retried
+        return FAULTS[mark("fault" + user, len(FAULTS))]
     candidates = gqm_candidates(user)
     if candidates:
         return Reply(content=ranking_reply(candidates))
@@ -71,8 +83,14 @@ def script(request: dict, index: int) -> Reply:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument(
+        "--faults", type=int, default=0, metavar="N",
+        help="about one request in N fails, by a hash of its text: an HTTP 500, a reply with no verdict, one cut "
+        "at max_tokens or a refusal (default 0: none)",
+    )  # fmt: skip
     args = parser.parse_args()
-    server = ScriptedJudgeServer(script=script, port=args.port, models={MODEL: None}, keep_requests=False).start()
+    answer = functools.partial(script, faults=args.faults)
+    server = ScriptedJudgeServer(script=answer, port=args.port, models={MODEL: None}, keep_requests=False).start()
     print(f"stand-in judge: {server.base_url}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,7 +10,9 @@ managers returned (the sample log, ``samples/``).
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -21,11 +23,13 @@ from writing_rl.reward_loop.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR
-from trainer_runs import COLOCATE_ASYNC, DEAD_JUDGE, uses
+from trainer_runs import COLOCATE_ASYNC, DEAD_JUDGE, FULLY_ASYNC, ONE_STEP_OFF, SEPARATE_ASYNC, tiny_train, uses
 
 pytestmark = pytest.mark.trainer
 
 PER_STEP = 16  # tiny_train.py: 4 prompts x 4 rollouts
+GROUP = 4
+FAILURES = ("judge_error", "parse_error", "judge_truncated", "judge_refusal")
 JUDGE_KEYS = ("judge/error_rate", "judge/parse_error_rate", "judge/calls_total", "judge/latency_p50_s")
 
 
@@ -78,6 +82,7 @@ def assert_terms_reached_verl(ours: dict[int, list[dict]], logged: dict[int, dic
         assert all("term/repetition" in record for record in records)
 
 
+@pytest.mark.release
 @pytest.mark.parametrize("method", [pytest.param(m, marks=uses(m)) for m in ("grrm_mt_grpo", "rubric")])
 def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(method, runs):
     (output,), out = runs.get(method)
@@ -118,35 +123,145 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     assert any(record["reference_level"] > 0 for record in step3) == any(saved.values())
 
 
-@pytest.mark.release
-@uses(COLOCATE_ASYNC)
-def test_under_the_colocate_async_trainer_verl_trains_on_rewards_our_manager_returned(runs):
-    """verl's v1 colocate_async mode judges a warm-up batch ahead, so the rewards logged in time order are
-    not the steps in order: each step's dumped rollouts are matched to what our manager returned for the
-    same response. The curriculum judges every rollout of a group at the one level pinned for it."""
-    (output,), out = runs.get(COLOCATE_ASYNC)
-    assert finished(output), output[-3000:]
+def assert_each_dumped_rollout_was_paid_what_we_returned(out: Path, steps: list[int], ours: list[dict]) -> None:
+    """For trainers that judge ahead of training: the rewards logged in time order are not the steps in order,
+    so each step's dumped rollouts are matched to what our manager returned for the same response."""
     logged = metrics(out)
-    assert sorted(logged) == [1, 2]
-    ours = read_sample_logs(out / "samples")  # in the order our managers returned them
-    assert len(ours) >= 3 * PER_STEP  # the warm-up batch, then one ahead of each step
+    assert sorted(logged) == steps
     paid: dict[str, list[float]] = {}
     for record in ours:
         paid.setdefault(record["response"], []).append(record["reward"])
-    for step in (1, 2):
+    for step in steps:
         rows = dumped(out, step)
         assert len(rows) == PER_STEP
         for row in rows:
             assert any(abs(reward - row["score"]) < 1e-5 for reward in paid.get(row["output"], [])), row["output"]
         assert logged[step]["critic/score/mean"] == pytest.approx(statistics.mean(r["score"] for r in rows), abs=1e-5)
         assert logged[step]["actor/grad_norm"] > 0
+
+
+def assert_steps_trained_on_groups_we_paid(logged: dict[int, dict], steps: list[int], ours: list[dict]) -> None:
+    """For trainers that dump no rollouts (fully-async; one-step-off, whose dump verl 0.9.1 breaks): each step's
+    score is the mean, minimum and maximum of some 4 whole groups our manager paid."""
+    assert sorted(logged) == steps
+    groups: dict[str, list[float]] = {}
+    for record in ours:
+        groups.setdefault(record["uid"], []).append(record["reward"])
+    whole = [rewards for rewards in groups.values() if len(rewards) == GROUP]
+    for step in steps:
+        data = logged[step]
+        assert any(
+            statistics.mean(r for g in chosen for r in g) == pytest.approx(data["critic/score/mean"], abs=1e-5)
+            and min(r for g in chosen for r in g) == pytest.approx(data["critic/score/min"], abs=1e-5)
+            and max(r for g in chosen for r in g) == pytest.approx(data["critic/score/max"], abs=1e-5)
+            for chosen in itertools.combinations(whole, PER_STEP // GROUP)
+        ), f"step {step}: no {PER_STEP // GROUP} of our {len(whole)} groups give verl's scores {data}"
+        assert data["actor/grad_norm"] > 0
+
+
+def assert_one_shape_and_failures_paid_a_loss(ours: list[dict], loss: float = 0.0, some_failed: bool = True) -> None:
+    """verl builds a batch's extra-info columns from its first sample: every reward we returned carries the
+    same keys with the same types, failed or not, and each failure is named and paid no more than a loss.
+    ``some_failed``: the run made enough judge calls that one in 4 failing cannot miss them all (p < 1e-3)."""
+    shapes = {
+        tuple(sorted((key, type(value).__name__) for key, value in record.items() if key not in ("time", "uid")))
+        for record in ours
+    }
+    assert len(shapes) == 1, shapes
+    failed = [record for record in ours if any(record[key] for key in FAILURES)]
+    assert failed or not some_failed, "none of the stand-in judge's faults reached a sample"
+    assert all(record["reward"] <= loss + 1e-9 for record in failed), failed
+
+
+def assert_rollout_loaded_each_step(output: str) -> None:
+    """After each step the new weights reached the rollout's own process, in order (the CPU rollout's line in
+    the trainer's log; some trainers also load version 0 at start, or the last one again at the end)."""
+    loaded = [int(m) for m in re.findall(r"CPU rollout: weights of step (\d+) loaded", output)]
+    assert {1, 2} <= set(loaded) and loaded == sorted(loaded), loaded
+
+
+@pytest.mark.release
+@uses(COLOCATE_ASYNC)
+def test_under_the_colocate_async_trainer_verl_trains_on_rewards_our_manager_returned(runs):
+    """verl's v1 colocate_async mode judges a warm-up batch ahead. The curriculum judges every rollout of a
+    group at the one level pinned for it."""
+    (output,), out = runs.get(COLOCATE_ASYNC)
+    assert finished(output), output[-3000:]
+    ours = read_sample_logs(out / "samples")  # in the order our managers returned them
+    assert len(ours) >= 3 * PER_STEP  # the warm-up batch, then one ahead of each step
+    assert_each_dumped_rollout_was_paid_what_we_returned(out, [1, 2], ours)
+    logged = metrics(out)
+    for step in (1, 2):
         for key in (*JUDGE_KEYS, "reward_terms/repetition_mean"):
             assert key in logged[step], f"step {step}: no {key} in verl's metrics"
     assert all("term/repetition" in record for record in ours)
+    assert_one_level_per_group(ours)
+
+
+def assert_one_level_per_group(ours: list[dict]) -> None:
     by_group: dict[str, set[int]] = {}
     for record in ours:
         by_group.setdefault(record["uid"], set()).add(record["reference_level"])
     assert all(len(levels) == 1 for levels in by_group.values()), by_group  # groups of two steps interleave
+
+
+@uses(SEPARATE_ASYNC)
+def test_under_the_separate_async_trainer_the_rollout_gets_each_version_over_gloo(runs):
+    """GRRM's group ranking, terms on, a judge that fails now and then; rollout in a process of its own."""
+    (output,), out = runs.get(SEPARATE_ASYNC)
+    assert finished(output), output[-3000:]
+    ours = read_sample_logs(out / "samples")
+    assert_each_dumped_rollout_was_paid_what_we_returned(out, [1, 2], ours)
+    assert_one_shape_and_failures_paid_a_loss(ours, some_failed=False)  # one call per group: too few to be sure
+    logged = metrics(out)
+    for step in (1, 2):
+        for key in (*JUDGE_KEYS, "reward_terms/repetition_mean"):
+            assert key in logged[step], f"step {step}: no {key} in verl's metrics"
+    assert_rollout_loaded_each_step(output)
+
+
+@uses(FULLY_ASYNC)
+def test_under_the_fully_async_trainer_the_curriculum_pins_each_group_and_failures_stay_losses(runs):
+    """Writing-RL with its curriculum and terms under verl.experimental.fully_async_policy: each rollout alone
+    to a random reward worker, weights over gloo after every step, a judge that fails now and then."""
+    (output,), out = runs.get(FULLY_ASYNC)
+    assert finished(output), output[-3000:]
+    ours = read_sample_logs(out / "samples")
+    assert len(ours) >= 2 * PER_STEP
+    assert_steps_trained_on_groups_we_paid(tiny_train().read_metrics(out / "metrics.jsonl"), [1, 2], ours)
+    assert_one_shape_and_failures_paid_a_loss(ours)
+    assert_one_level_per_group(ours)
+    assert all("term/repetition" in record for record in ours)
+    assert_rollout_loaded_each_step(output)
+
+
+@uses(ONE_STEP_OFF)
+def test_under_the_one_step_off_trainer_the_rubric_reward_reaches_verl(runs):
+    (output,), out = runs.get(ONE_STEP_OFF)
+    assert finished(output), output[-3000:]
+    ours = read_sample_logs(out / "samples")
+    assert_steps_trained_on_groups_we_paid(tiny_train().read_metrics(out / "metrics.jsonl"), [1, 2], ours)
+    assert_one_shape_and_failures_paid_a_loss(ours)
+    assert all("term/repetition" in record for record in ours)
+    assert_rollout_loaded_each_step(output)
+
+
+@pytest.mark.release
+@pytest.mark.parametrize(
+    ("key", "loss"),
+    [pytest.param(k, loss, marks=uses(k)) for k, loss in
+     (("brpo-colocate-async", -1.0), ("brpo-separate-async", -1.0), ("brpo-fully-async", -1.0),
+      ("writing_rl-legacy", 0.0), ("grrm_mt_grpo-legacy-standalone", 0.0))],
+)  # fmt: skip
+def test_the_rest_of_the_trainer_matrix_trains_on_rewards_we_paid(key, loss, runs):
+    """The GenRM verl hosts (standalone) under the trainers CI does not run it with; Writing-RL under the
+    legacy trainer with a judge that fails now and then."""
+    (output,), out = runs.get(key)
+    assert finished(output), output[-3000:]
+    ours = read_sample_logs(out / "samples")
+    assert_steps_trained_on_groups_we_paid(tiny_train().read_metrics(out / "metrics.jsonl"), [1, 2], ours)
+    # The untrained GenRM writes no readable verdict: nearly every sample it judges is a named failure.
+    assert_one_shape_and_failures_paid_a_loss(ours, loss)
 
 
 @pytest.mark.parametrize("method", [pytest.param(m, marks=uses(m)) for m in ("grrm_rlvr", "genrm_pairwise_rl")])

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import check_config
-from writing_rl.tools.shared.trainers import TRAINERS, trainer_of, unsupported
+from writing_rl.tools.shared.trainers import TRAINERS, trainer_of, unmet
 from writing_rl.tools.shared.verl_config import compose
 
 from conftest import REPO_DIR
@@ -30,6 +30,8 @@ HOSTING = {
 }
 # The settings a fully-async run needs beyond verl's file: its rollouter asserts them.
 FULLY_ASYNC_REQUIRED = {"data.train_batch_size": 0, "actor_rollout_ref.hybrid_engine": False}
+# What one-step-off's trainer asserts and verl's file leaves at ppo_trainer's value.
+ONE_STEP_OFF_REQUIRED = {"actor_rollout_ref.hybrid_engine": False}
 # verl's 100 counts prompts (gen_batch_size 1): one training step with our overlays. Ours: the data's epochs.
 OURS_INSTEAD = {"rollout.total_rollout_steps": None}
 
@@ -71,7 +73,7 @@ def test_an_entry_point_adds_what_verls_own_config_adds(entry, verl_config):
     theirs = {key: value for key, value in flat(theirs).items() if key not in OURS_INSTEAD}
     assert {key: ours.get(key, "<missing>") for key in theirs} == theirs
     extra = {key: value for key, value in ours.items() if key not in theirs}
-    assert extra == ({**FULLY_ASYNC_REQUIRED, **OURS_INSTEAD} if entry == "fully_async" else {})
+    assert extra == ({**FULLY_ASYNC_REQUIRED, **OURS_INSTEAD} if entry == "fully_async" else ONE_STEP_OFF_REQUIRED)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,9 @@ def test_every_trainer_composes_onto_every_judged_overlay_and_is_recognised(over
     assert trainer_of(config) == trainer
     assert config.reward.reward_manager.module.path.startswith("pkg://writing_rl.")  # our overlay on top
     if trainer == "fully-async":
-        assert int(config.data.train_batch_size) == 0 and not config.actor_rollout_ref.hybrid_engine
+        assert int(config.data.train_batch_size) == 0
+    if trainer in ("fully-async", "one-step-off"):
+        assert not config.actor_rollout_ref.hybrid_engine
 
 
 def expected_refusal(trainer: str, hosting: str) -> str | None:
@@ -113,10 +117,13 @@ def test_check_config_refuses_exactly_the_combinations_verl_cannot_run(trainer, 
 
 
 @pytest.mark.parametrize("trainer", ["v1-separate-async", "fully-async", "one-step-off"])
-def test_on_the_cpu_backend_the_trainers_that_send_weights_between_processes_are_refused(trainer):
-    refusal = unsupported(composed("writing_rl", trainer, "endpoint", "+backend=cpu"))
-    assert refusal.startswith(f"TRAINER={trainer} on the CPU backend") and "v1-colocate-async" in refusal
-    assert unsupported(composed("writing_rl", "v1-colocate-async", "endpoint", "+backend=cpu")) is None
+def test_on_the_cpu_backend_the_trainers_that_send_weights_want_the_gloo_engine(trainer):
+    with pytest.raises(ConfigError) as refused:
+        check_config(composed("writing_rl", trainer, "endpoint", "+backend=cpu"))
+    assert str(refused.value).startswith(f"TRAINER={trainer} on the CPU backend sends weights to the rollout's own")
+    assert "checkpoint_engine.backend=gloo" in str(refused.value)
+    gloo = "actor_rollout_ref.rollout.checkpoint_engine.backend=gloo"
+    assert unmet(composed("writing_rl", trainer, "endpoint", "+backend=cpu", gloo)) == []
 
 
 def script(tmp_path, name: str, **env) -> subprocess.CompletedProcess:
@@ -168,6 +175,10 @@ def test_the_docs_matrix_is_what_the_code_refuses():
         ("fully-async", "data.train_batch_size=64",
          "TRAINER=fully-async needs data.train_batch_size=0 (its rollouter asserts it"),
         ("fully-async", "actor_rollout_ref.hybrid_engine=true", "TRAINER=fully-async needs actor_rollout_ref.hybrid_engine=False"),
+        ("one-step-off", "trainer.rollout_data_dir=/tmp/dumps",
+         "TRAINER=one-step-off with trainer.rollout_data_dir: verl 0.9.1's one-step-off trainer stops at its first step"),
+        ("one-step-off", "actor_rollout_ref.hybrid_engine=true",
+         "TRAINER=one-step-off needs actor_rollout_ref.hybrid_engine=False (its trainer asserts it"),
     ],
 )  # fmt: skip
 def test_what_a_trainer_asserts_at_start_is_checked_before(trainer, override, problem):

@@ -30,6 +30,12 @@ RUN_TIMEOUT_S = 900
 TERM = ("reward.reward_kwargs.terms.repetition.weight=0.5",)
 DEAD_JUDGE = "dead-judge"
 COLOCATE_ASYNC = "writing_rl-colocate-async"
+SEPARATE_ASYNC = "grrm_mt_grpo-separate-async"
+FULLY_ASYNC = "writing_rl-fully-async"
+ONE_STEP_OFF = "rubric-one-step-off"
+# About one stand-in judge request in 4 fails (HTTP 500, no verdict, cut, refused): every batch mixes
+# successes and each failure kind.
+FAULTS = 4
 # Stops before the first step that are the machine's, not the run's, and start it again once: two verl runs
 # racing for the port each picked for torch.distributed; Ray giving up on starting a worker process while
 # the machine's two cores are saturated.
@@ -43,28 +49,48 @@ class Run:
     genrm: str = ""
     steps: tuple[int, ...] = (2,)  # STEPS of each invocation, one after the other in one OUT (2, 3: a resume)
     trainer: str = ""  # TRAINER (writing_rl/tools/shared/trainers.py); "": the overlay's
+    faults: int = 0  # STAND_IN_FAULTS
 
 
-# The longest first. Each method runs under verl's v1 trainer (its default; Writing-RL also under its
-# colocate_async mode), +genrm=colocated under the legacy trainer (that preset's), and every judged method with the stand-in judge over HTTP except BRPO,
-# which the GenRM verl hosts judges.
+# The longest first. Every trainer verl offers runs here: v1 sync (each method's default), legacy
+# (+genrm=colocated's), and the three that generate apart from training (a rollout process of its own, sent
+# the weights over gloo), each with terms on and a judge that fails now and then. Every judged method is judged
+# by the stand-in judge over HTTP except BRPO, which the GenRM verl hosts judges. Marked release (run with
+# WRITING_RL_RELEASE=1): the rest of the matrix in docs/trainers.md.
 RUNS = {
     "writing_rl": Run("writing_rl", steps=(2, 3)),
+    FULLY_ASYNC: Run("writing_rl", TERM, trainer="fully-async", faults=FAULTS),
+    SEPARATE_ASYNC: Run("grrm_mt_grpo", TERM, trainer="v1-separate-async", faults=FAULTS),
+    ONE_STEP_OFF: Run("rubric", TERM, trainer="one-step-off", faults=FAULTS),
     "grrm_rlvr": Run("grrm_rlvr"),
     # BRPO with its terms, judged by the tiny GenRM verl hosts (+genrm=standalone, the v1 trainer).
     "brpo-standalone": Run("brpo", TERM, genrm="standalone"),
     "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
     "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
-    "rubric": Run("rubric", TERM),
-    "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
-    # verl's v1 colocate_async trainer: the next step's rollouts are judged before this step trains (the
-    # release suite: WRITING_RL_RELEASE=1).
-    COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
+    # The release suite.
+    "rubric": Run("rubric", TERM),
+    "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
+    # The next step's rollouts are judged before this step trains.
+    COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async"),
+    "brpo-colocate-async": Run("brpo", TERM, genrm="standalone", trainer="v1-colocate-async"),
+    "brpo-separate-async": Run("brpo", TERM, genrm="standalone", trainer="v1-separate-async"),
+    "brpo-fully-async": Run("brpo", TERM, genrm="standalone", trainer="fully-async"),
+    "writing_rl-legacy": Run("writing_rl", TERM, trainer="legacy", faults=FAULTS),
+    "grrm_mt_grpo-legacy-standalone": Run("grrm_mt_grpo", TERM, genrm="standalone", trainer="legacy"),
 }
+
+
+def tiny_train():
+    """scripts/tiny_train.py as a module."""
+    if "tiny_train" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
+        module = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+        spec.loader.exec_module(module)
+    return sys.modules["tiny_train"]
 
 
 def uses(*keys: str) -> pytest.MarkDecorator:
@@ -106,10 +132,7 @@ class Runs:
         return self.futures[key].result()
 
     def _build_artifacts(self) -> None:
-        spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
-        tiny_train = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
-        spec.loader.exec_module(tiny_train)
-        tiny_train.build_artifacts(self.cache, genrm=True)
+        tiny_train().build_artifacts(self.cache, genrm=True)
 
     def _run(self, key: str, run: Run) -> tuple[list[str], Path]:
         self.prepared.result()
@@ -117,6 +140,8 @@ class Runs:
         env = {"GENRM": run.genrm} if run.genrm else {}
         if run.trainer:
             env["TRAINER"] = run.trainer
+        if run.faults:
+            env["STAND_IN_FAULTS"] = str(run.faults)
         if key == DEAD_JUDGE:
             env.update(JUDGE_BASE_URL=self.dead_judge.base_url, JUDGE_MODEL="m")
         outputs = []
@@ -131,7 +156,7 @@ class Runs:
         return outputs, out
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
-        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "RAY_ADDRESS")
+        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS")
         environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"

@@ -29,6 +29,7 @@ def install() -> None:
             "verl.workers.rollout.base": lambda base: shims.add_rollout_adapter(base, ROLLOUT),
             "verl.workers.engine.fsdp.transformer_impl": _register_engines,
             "verl.workers.engine_workers": shims.gloo_process_group,
+            "verl.checkpoint_engine.base": _register_checkpoint_engine,
         }
     )
 
@@ -40,6 +41,10 @@ def _register_replica(replica: ModuleType) -> None:
         return TransformersReplica
 
     replica.RolloutReplicaRegistry.register(ROLLOUT, load)
+
+
+def _register_checkpoint_engine(base: ModuleType) -> None:
+    from writing_rl.cpu_backend import checkpoint_engine  # noqa: F401  (registers itself)
 
 
 def _register_engines(transformer_impl: ModuleType) -> None:

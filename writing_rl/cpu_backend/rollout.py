@@ -28,12 +28,12 @@ from verl.utils.config import omega_conf_to_dataclass
 from verl.workers.config import HFModelConfig
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+from verl.workers.rollout.utils import ensure_async_iterator
 
 from writing_rl.cpu_backend.generator import TokenGenerator, sampling_key
+from writing_rl.cpu_backend.platform_name import HOST
 from writing_rl.cpu_backend.platform_name import ROLLOUT as NAME
 
-# The CPU backend runs on one machine: its servers listen on loopback only.
-HOST = "127.0.0.1"
 logger = logging.getLogger(__name__)
 
 
@@ -148,6 +148,8 @@ class PolicyServer(_Server):
         self.weight_updates += 1
         if global_steps is not None:
             self.global_steps = global_steps
+        # One line per update in the trainer's log (the tiny runs' tests look for it).
+        print(f"[writing-rl] CPU rollout: weights of step {global_steps} loaded ({len(state)} tensors)", flush=True)
         return len(state)
 
     async def set_global_steps(self, global_steps: int) -> None:
@@ -231,14 +233,16 @@ class TransformersServerAdapter(BaseRollout):
         """Nothing to free: there is no accelerator memory to hand back to the trainer."""
 
     async def update_weights(self, weights, global_steps: int | None = None, wire_format="named_tensors", **kwargs):
-        if wire_format != "named_tensors":  # what verl's default (naive) checkpoint engine sends
+        if wire_format != "named_tensors":  # what naive (colocated) and gloo (to a replica of its own) send
             raise ValueError(
-                f"the CPU rollout takes weights as named tensors, not {wire_format!r}: keep "
-                "actor_rollout_ref.rollout.checkpoint_engine.backend=naive (verl's default)"
+                f"the CPU rollout takes weights as named tensors, not {wire_format!r}: set "
+                "actor_rollout_ref.rollout.checkpoint_engine.backend to naive or gloo"
             )
         start = time.perf_counter()
         state = {}
-        for name, tensor in weights:  # every rank walks the generator: FSDP gathers each tensor collectively
+        # Every rank walks the weights: FSDP gathers each tensor collectively. A checkpoint engine's arrive
+        # as an async generator, the colocated trainer's as a plain one.
+        async for name, tensor in ensure_async_iterator(weights):
             full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
             state[name] = full.detach().to("cpu", copy=True)
         if self.is_leader_rank:

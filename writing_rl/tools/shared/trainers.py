@@ -10,12 +10,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from writing_rl.cpu_backend.platform_name import CHECKPOINT_ENGINE as CPU_CHECKPOINT_ENGINE
+from writing_rl.cpu_backend.platform_name import PLATFORM as CPU_PLATFORM
 from writing_rl.settings import ConfigError
 
 MAIN_PPO = "verl.trainer.main_ppo"
 FULLY_ASYNC_MAIN = "verl.experimental.fully_async_policy.fully_async_main"
 ONE_STEP_OFF_MAIN = "verl.experimental.one_step_off_policy.main_ppo"
 V1_MODES = ("sync", "colocate_async", "separate_async")  # trainer.v1.trainer_mode
+# Rollout on devices of its own: each new version of the weights goes there through a checkpoint engine.
+SENDS_WEIGHTS = ("v1-separate-async", "fully-async", "one-step-off")
 
 
 @dataclass(frozen=True)
@@ -84,13 +88,6 @@ def unsupported(config) -> str | None:
             "trainer.use_v1=false: verl's v1 trainer drops reward_model/data_source/extra_info/uid in that "
             "mode. Use TRAINER=legacy (what +genrm=colocated selects), or +genrm=standalone (streaming, works with v1)"
         )
-    device = str(config.trainer.get("device", "cuda"))
-    if name in ("fully-async", "v1-separate-async", "one-step-off") and device == "cpu":
-        return (
-            f"TRAINER={name} on the CPU backend: it sends weights between processes through a checkpoint engine "
-            f"(actor_rollout_ref.rollout.checkpoint_engine.backend, nccl by default), which needs GPUs; on a CPU use "
-            "TRAINER=v1-sync, v1-colocate-async or legacy"
-        )
     return None
 
 
@@ -112,10 +109,30 @@ def unmet(config) -> list[str]:
                 f"x actor_rollout_ref.actor.ppo_mini_batch_size: {data.train_batch_size} != {sync} x "
                 f"{actor.ppo_mini_batch_size}"
             )
-    if name in ("v1-separate-async", "fully-async", "one-step-off") and rollout.checkpoint_engine.backend == "naive":
+    engine = str(rollout.checkpoint_engine.backend)
+    on_cpu = str(config.trainer.get("device", "cuda")) == CPU_PLATFORM
+    if name in SENDS_WEIGHTS and on_cpu and engine != CPU_CHECKPOINT_ENGINE:
+        problems.append(
+            f"TRAINER={name} on the CPU backend sends weights to the rollout's own process over gloo: set "
+            f"actor_rollout_ref.rollout.checkpoint_engine.backend={CPU_CHECKPOINT_ENGINE} (scripts/tiny_train.sh does), "
+            f"not {engine}"
+        )
+    elif name in SENDS_WEIGHTS and engine == "naive":
         problems.append(
             f"TRAINER={name} sends weights to the rollout's own GPUs: actor_rollout_ref.rollout.checkpoint_engine.backend "
             "must be nccl (or nixl, mooncake), not naive"
+        )
+    if name == "one-step-off" and config.trainer.get("rollout_data_dir"):
+        # RayPPOTrainer.__init__ starts the dump's executor; OneStepOffRayTrainer.__init__ never calls it.
+        problems.append(
+            "TRAINER=one-step-off with trainer.rollout_data_dir: verl 0.9.1's one-step-off trainer stops at its "
+            "first step when it dumps rollouts (AttributeError: no _dump_executor). Leave trainer.rollout_data_dir "
+            "unset; reward.reward_kwargs.sample_log_dir logs every reward our workers return"
+        )
+    if name == "one-step-off" and config.actor_rollout_ref.hybrid_engine:
+        problems.append(
+            "TRAINER=one-step-off needs actor_rollout_ref.hybrid_engine=False (its trainer asserts it; "
+            "hydra_configs/entry/one_step_off.yaml sets it), got True"
         )
     if name == "fully-async":
         asserted = {
