@@ -2,7 +2,7 @@
 working tree, uncommitted edits included; or ``--rev``), with the tests named for it run there. A break
 whose tests still pass is MISSED, and the exit status is 1. docs/development.md says when to add one.
 
-    python scripts/mutations.py                       # every break (about 15 minutes on 2 CPU cores)
+    python scripts/mutations.py                       # every break (about 7 minutes on 2 CPU cores)
     python scripts/mutations.py rubric-weights terms-see-no-tokens   # some, by name
     python scripts/mutations.py --list                # the breaks and the tests that must catch each
     python scripts/mutations.py --baseline NAME ...   # also run the tests unbroken first: they must pass
