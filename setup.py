@@ -58,7 +58,8 @@ setup(
     },
     entry_points={
         "console_scripts": ["writing-rl=writing_rl.tools.cli:main"],
-        # verl imports it in every process; it registers the CPU backend only when VERL_PLATFORM=cpu.
-        "verl.plugins": ["writing_rl_cpu=writing_rl.cpu_backend.plugin"],
+        # verl imports them in every process: BRPO's advantage estimator once verl imports core_algos; the
+        # CPU backend only when VERL_PLATFORM=cpu.
+        "verl.plugins": ["writing_rl=writing_rl.plugin", "writing_rl_cpu=writing_rl.cpu_backend.plugin"],
     },
 )

@@ -15,7 +15,8 @@
 #                      sent each new version of the weights over gloo (writing_rl/cpu_backend/checkpoint_engine.py)
 #   OUT                where everything goes (default runs/tiny/METHOD): metrics.jsonl (verl's file
 #                      tracker), reward.png, train.log, samples/ (each reward our manager returned),
-#                      rollouts/ (verl's dump), checkpoints/, summary.json
+#                      rollouts/ (verl's dump; none under one-step-off, whose dump verl 0.9.1 breaks), checkpoints/,
+#                      summary.json
 #   JUDGE_BASE_URL     an OpenAI-compatible judge (JUDGE_MODEL: the model it serves; JUDGE_API_KEY_ENV:
 #                      the variable holding its key; JUDGE_MAX_TOKENS: its completion budget). Unset: the
 #                      stand-in judge (tests/stand_in_judge.py),

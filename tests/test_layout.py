@@ -14,11 +14,11 @@ PACKAGES = ("writing_rl", "reward_fns", "data_prep")
 # writing_rl's parts, lowest first. A module imports its own part and lower layers only; two parts on one
 # layer never import each other.
 LAYERS = (
-    ("writing_rl.files", "writing_rl.settings", "writing_rl.help_format"),
+    ("writing_rl.files", "writing_rl.settings", "writing_rl.help_format", "writing_rl.import_hooks"),
     ("writing_rl.protocols",),
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
-    ("writing_rl.cpu_backend",),
+    ("writing_rl.cpu_backend", "writing_rl.plugin"),
     ("writing_rl.tools",),
 )
 

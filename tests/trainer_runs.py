@@ -72,10 +72,10 @@ RUNS = {
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
     # The release suite.
-    "rubric": Run("rubric", TERM),
+    "rubric": Run("rubric", TERM, faults=FAULTS),
     "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
     # The next step's rollouts are judged before this step trains.
-    COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async"),
+    COLOCATE_ASYNC: Run("writing_rl", TERM, trainer="v1-colocate-async", faults=FAULTS),
     "brpo-colocate-async": Run("brpo", TERM, genrm="standalone", trainer="v1-colocate-async"),
     "brpo-separate-async": Run("brpo", TERM, genrm="standalone", trainer="v1-separate-async"),
     "brpo-fully-async": Run("brpo", TERM, genrm="standalone", trainer="fully-async"),

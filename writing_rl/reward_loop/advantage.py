@@ -4,9 +4,9 @@ Writing-Zero's BRPO already compares each rollout with a reference, so its +1 / 
 advantage, and the bootstrap reference (reward 0) gets none. verl's ``grpo`` would subtract the group
 mean again (with rewards [0 (reference), +1, -1, +1] the advantages become [-0.25, 0.75, -1.25,
 0.75]), moving the reference and every rollout. verl 0.9.1 looks advantage estimators up by name in
-``core_algos.ADV_ESTIMATOR_REGISTRY``, in the trainer's driver process; that process imports the reward
-manager module (``reward.reward_manager.module.path=pkg://writing_rl.reward_loop.group_manager``), which imports
-this module. So ``algorithm.adv_estimator=brpo`` works with stock verl (hydra_configs/brpo.yaml).
+``core_algos.ADV_ESTIMATOR_REGISTRY``, in whichever process computes advantages (the driver; fully-async's
+trainer actor); our verl plugin (writing_rl/plugin.py) imports this module in every process once verl imports
+``core_algos``. So ``algorithm.adv_estimator=brpo`` works with stock verl (hydra_configs/brpo.yaml).
 """
 
 from __future__ import annotations

@@ -40,7 +40,6 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import NO_CALLS, NoJudge
-from writing_rl.reward_loop import advantage  # noqa: F401  (registers algorithm.adv_estimator=brpo in verl's driver)
 from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.group.collector import GroupError

@@ -47,6 +47,8 @@ def check_renamed_modules(config) -> None:
 
 # Modules verl's trainer imports at start that plain `verl` does not install (its verl-core extra does):
 # module -> the package to install. writing-rl requires them; a venv built otherwise may lack them.
+# The name our verl plugin is declared under (setup.py, entry point group verl.plugins).
+PLUGIN = "writing_rl"
 TRAINER_MODULES = {"cachetools": "cachetools", "uvicorn": "uvicorn", "fastapi": "fastapi"}
 V1_TRAINER_MODULES = {"transfer_queue": "TransferQueue>=0.1.10", **TRAINER_MODULES}
 
@@ -84,6 +86,31 @@ def check_backend(config) -> str | None:
             "when imported, before Hydra runs); scripts/tiny_train.sh sets it"
         )
     return f"CPU backend: VERL_PLATFORM={PLATFORM}, rollout {ROLLOUT}"
+
+
+def check_estimator_plugin(config) -> str | None:
+    """``algorithm.adv_estimator=brpo`` is known to verl through our verl plugin (writing_rl/plugin.py): the
+    process that computes advantages (fully-async's trainer actor) may never load our reward code."""
+    from importlib.metadata import entry_points
+
+    from writing_rl.reward_loop.advantage import ESTIMATOR
+    from writing_rl.settings import ConfigError
+
+    if config.algorithm.get("adv_estimator") != ESTIMATOR:
+        return None
+    policy = os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
+    loaded = policy == "auto" or PLUGIN in {name.strip() for name in policy.split(",")}
+    if not loaded:
+        raise ConfigError(
+            f"algorithm.adv_estimator={ESTIMATOR} is registered in verl by the plugin {PLUGIN!r}, which "
+            f"VERL_USE_EXTERNAL_PLUGINS={policy} keeps verl from loading: add {PLUGIN} to it or unset it"
+        )
+    if PLUGIN not in {point.name for point in entry_points(group="verl.plugins")}:
+        raise ConfigError(
+            f"algorithm.adv_estimator={ESTIMATOR} needs writing-rl's verl plugin {PLUGIN!r}, not in this "
+            "environment's package metadata: reinstall writing-rl (pip install -e .)"
+        )
+    return f"advantage estimator {ESTIMATOR}: verl plugin {PLUGIN} installed"
 
 
 def _replica_gpus(rollout) -> int:
@@ -152,7 +179,7 @@ def check_config(config) -> list[str]:
         raise ConfigError("; ".join(problems))
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     checked = [f"trainer {trainer_of(config)}", "verl validate_config", *check_gpu_layout(config)]
-    trainer = [check_trainer_packages(config), check_backend(config)]
+    trainer = [check_trainer_packages(config), check_backend(config), check_estimator_plugin(config)]
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
