@@ -38,8 +38,13 @@ def sample(**keys):
             {"judge/calls_total": 6.0, "judge/calls_per_sample": 2.0},
         ),
         (
-            [sample(judge_retries=3, judge_rate_limited=2, judge_tokens=100), sample(judge_retries=0, judge_tokens=50)],
+            [
+                sample(judge_retries=3, judge_rate_limited=2, judge_tokens=100, judge_hedges=1),
+                sample(judge_retries=0, judge_tokens=50, judge_hedges=0),
+            ],
             {
+                "judge/hedges_total": 1.0,  # copies of slow requests: paid calls hedging added
+                "judge/hedges_per_sample": 0.5,
                 "judge/retries_total": 3.0,
                 "judge/rate_limited_total": 2.0,
                 "judge/rate_limited_per_sample": 2.0,  # over the one sample that reports it

@@ -153,6 +153,7 @@ def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
     reply, to_fast = asyncio.run(run())
     slow.release()
     assert reply.text == "fast" and judge.hedger.sent == 1 and to_fast >= 1
+    assert reply.hedges == 1  # the copy is counted on the call it was sent for (judge_hedges: a paid request)
     assert judge.pool.endpoints[0].state == "closed"  # a cancelled request says nothing of its health
 
 

@@ -32,6 +32,7 @@ EXTRA_KEYS = {
     "judge_retries",
     "judge_tokens",
     "judge_concurrency_limit",
+    "judge_hedges",
 }
 
 
@@ -213,6 +214,7 @@ def test_a_fn_returning_a_plain_float_gets_default_keys(tmp_path, tokenizer_dir,
         "judge_retries": 0,
         "judge_tokens": 0,
         "judge_concurrency_limit": 8,  # no call: the worker's limit now (64 over 8 workers)
+        "judge_hedges": 0,
     }
 
 

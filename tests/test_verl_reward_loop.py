@@ -62,6 +62,7 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
         "judge_retries",
         "judge_tokens",
         "judge_concurrency_limit",
+        "judge_hedges",
     }
     assert extra["format_error"].tolist() == [0, 0, 1, 0, 0]
     assert extra["position_consistent"].tolist() == [1, 1, -1, 1, 1]

@@ -30,6 +30,8 @@ class JudgeReply:
     # its last request was sent (0: a client without one).
     rate_limited: int = 0
     concurrency_limit: int = 0
+    # Copies of a slow request sent to another endpoint (hedge_after), each a paid request.
+    hedges: int = 0
 
     @property
     def truncated(self) -> bool:
@@ -44,9 +46,10 @@ class JudgeError(Exception):
     """The judge gave no usable reply after all retries. ``endpoint`` never contains credentials."""
 
     kind = "error"
-    # What the call met before it failed (the client sets them): 429s, and its concurrency limit.
+    # What the call met before it failed (the client sets them): 429s, its concurrency limit, hedges sent.
     rate_limited = 0
     concurrency_limit = 0
+    hedges = 0
 
     def __init__(self, endpoint: str, cause: str, attempts: int = 1):
         self.endpoint = endpoint
@@ -226,6 +229,7 @@ class CallRecord:
     rate_limited: int = 0
     tokens: int = 0
     concurrency_limit: int = 0
+    hedges: int = 0
 
 
 @dataclass
@@ -247,6 +251,7 @@ class SampleJudge:
         "judge_retries",
         "judge_tokens",
         "judge_concurrency_limit",
+        "judge_hedges",
     )
 
     judge: Judge
@@ -277,10 +282,10 @@ class SampleJudge:
             reply = await self.judge.complete(messages)
         except JudgeError as err:
             self.errors.append(err)
-            met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit}
+            met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit, "hedges": err.hedges}
             self._record(messages, time.perf_counter() - start, error=str(err), retries=err.attempts - 1, **met)
             raise
-        met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit}
+        met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit, "hedges": reply.hedges}
         self._record(
             messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, tokens=reply.tokens, **met
         )
@@ -306,8 +311,8 @@ class SampleJudge:
 
     def metrics(self, member: int | None = None) -> dict[str, float]:
         """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call
-        and the mean latency of the calls its reward came from; the number of calls, 429s met, retries and
-        reply tokens it is counted for; and the client's concurrency limit when the last call was sent (with
+        and the mean latency of the calls its reward came from; the number of calls, 429s met, retries,
+        hedges and reply tokens it is counted for; and the client's concurrency limit when the last call was sent (with
         no call: the client's limit now; 0 for a judge without one)."""
         calls, counted = self.calls_for(member), self.counted_for(member)
         latencies = [c.latency_s for c in calls if c.error is None]
@@ -320,6 +325,7 @@ class SampleJudge:
             "judge_retries": sum(c.retries for c in counted),
             "judge_tokens": sum(c.tokens for c in counted),
             "judge_concurrency_limit": int(limit or 0),
+            "judge_hedges": sum(c.hedges for c in counted),
         }
 
     def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:

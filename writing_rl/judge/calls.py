@@ -38,6 +38,7 @@ class Call:
 
     failures: int = 0  # failed attempts so far (each used one of max_retries)
     rate_limited: int = 0
+    hedges: int = 0  # copies sent because a request was slow
     limit: int = 0  # the concurrency limit when the last request was sent
     rate_limit_deadline: float | None = None
     down_deadline: float | None = None  # while no endpoint takes requests: when to give up; None otherwise
@@ -52,3 +53,10 @@ class Call:
     def avoid(self) -> set[Endpoint]:
         """Endpoints the next request goes to only when no other takes requests."""
         return self.tried | {self.failed_on} if self.failed_on is not None else self.tried
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """A 429: wait ``wait_s`` holding the request's place, then queue again."""
+
+    wait_s: float

@@ -22,7 +22,6 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import aiohttp
 
@@ -37,7 +36,7 @@ from writing_rl.judge.base import (
     JudgeUnavailable,
     Messages,
 )
-from writing_rl.judge.calls import Answer, Call, JudgeStats
+from writing_rl.judge.calls import Answer, Call, JudgeStats, RateLimited
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.endpoints import (
     BUSY,
@@ -155,7 +154,7 @@ class OpenAIJudge:
                     upstream, ticket = taken
                     try:
                         outcome = await self._attempt(session, body, call, upstream, ticket)
-                        if isinstance(outcome, _RateLimited):
+                        if isinstance(outcome, RateLimited):
                             # The refused request waits in its place: no other request takes the room just
                             # refused (it would be refused again at once); then it queues again behind the others.
                             await self._sleep(outcome.wait_s)
@@ -188,7 +187,7 @@ class OpenAIJudge:
 
     async def _attempt(
         self, session: aiohttp.ClientSession, body: bytes, call: Call, upstream: Upstream, ticket: Ticket
-    ) -> JudgeReply | float | _RateLimited:
+    ) -> JudgeReply | float | RateLimited:
         """One request (hedged when slow) to ``upstream``, settled."""
         call.down_deadline = None  # an outage of every endpoint is over; a later one gets its own wait
         call.limit = self.concurrency_limit
@@ -196,7 +195,7 @@ class OpenAIJudge:
         endpoint, answer = await self.hedger.post(
             lambda e: self._post(session, e, body),
             sent_to,
-            lambda: self.pool.choose(avoid={sent_to}).endpoint,
+            lambda: self._hedge_target(call, sent_to),
             self._dropped,
             call.limit,
         )
@@ -204,7 +203,7 @@ class OpenAIJudge:
             self.hedger.observe(time.perf_counter() - answer.start)
         # (a hedge took no room: its reply says nothing of its endpoint's limit being full)
         outcome = self._settle(call, endpoint, answer, ticket if endpoint is sent_to else None)
-        return _RateLimited(outcome) if answer.status == 429 else outcome
+        return RateLimited(outcome) if answer.status == 429 else outcome
 
     def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[Answer]:
         """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before
@@ -368,13 +367,18 @@ class OpenAIJudge:
 
     def _final(self, call: Call, error: JudgeError) -> JudgeError:
         """The error the call raises, with what it met on the way."""
-        error.rate_limited = call.rate_limited
-        error.concurrency_limit = call.limit
+        error.rate_limited, error.concurrency_limit, error.hedges = call.rate_limited, call.limit, call.hedges
         self.stats.failures[error.kind] += 1
         return error
 
     def _met(self, call: Call) -> dict:
-        return {"rate_limited": call.rate_limited, "concurrency_limit": call.limit}
+        return {"rate_limited": call.rate_limited, "concurrency_limit": call.limit, "hedges": call.hedges}
+
+    def _hedge_target(self, call: Call, sent_to: Endpoint) -> Endpoint | None:
+        """Where a slow request's copy goes (counted on the call: a paid request)."""
+        endpoint = self.pool.choose(avoid={sent_to}).endpoint
+        call.hedges += endpoint is not None
+        return endpoint
 
     def _read_reply(self, raw: bytes, start: float, call: Call, shown: str) -> JudgeReply:
         try:
@@ -388,10 +392,3 @@ class OpenAIJudge:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
-
-
-@dataclass(frozen=True)
-class _RateLimited:
-    """A 429: wait ``wait_s`` holding the request's place, then queue again."""
-
-    wait_s: float

@@ -34,6 +34,7 @@ HEALTH_KEYS = (
     "judge_retries",
     "judge_rate_limited",
     "judge_tokens",
+    "judge_hedges",
     "judge_concurrency_limit",
     "position_consistent",
     "response_length",

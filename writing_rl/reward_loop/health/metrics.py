@@ -1,7 +1,7 @@
 """Judge health over one training step's samples: the numbers a run's tracker shows under ``judge/``.
 
 Pure functions over what verl keeps of each sample: its ``reward_extra_info`` (the keys of
-reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_tokens`` and
+reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_tokens``, ``judge_hedges`` and
 ``judge_concurrency_limit`` where the run has them), its reward and its response length. A key no sample
 carries gives no metric; a sample without a key (a row verl filled with ``None``) is left out of that key's
 metric. Used by the tracker route (reward_loop/health/sampler.py) and by ``writing-rl monitor``.
@@ -35,6 +35,7 @@ TOTAL_KEYS = {
     "judge_retries": "retries",
     "judge_rate_limited": "rate_limited",
     "judge_tokens": "tokens",
+    "judge_hedges": "hedges",
 }
 
 
