@@ -1,21 +1,24 @@
 """A long run of training-like steps against misbehaving judges, through verl's own reward workers.
 
     python bench/soak.py [--minutes 20] [--clean-minutes 4] [--prompts 128] [--out soak/]
+    python bench/soak.py --prompts 32 --clean-minutes 1 --minutes 2 --kill-every-s 45 --down-s 30 \
+        --kill-in-chaos-only    # the fault run: 256 samples per step against a clean baseline
 
 Steps as a training run sends them in verl's streaming mode: every step, ``--prompts`` prompts x 8
 rollouts under new uids, each rollout alone to a random reward worker (``compute_score.remote``, one
 sample), in shuffled order; hydra_configs/writing_rl.yaml as shipped (groups of 8, the reference
-curriculum advancing, two judge endpoints) with hedged requests on (``judge.hedge_after=1.5``). The judges (tests/judge_server.py, one process each) answer
-cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: latency spikes, 429 bursts with and
-without Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no
-verdict) for ``--minutes``; in both phases the second endpoint is killed every ``--kill-every-s`` and
-restarted ``--down-s`` later on the same port.
+curriculum advancing, two judge endpoints, hedged requests). The judges (tests/judge_server.py, one
+process each) answer cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: latency spikes,
+429 bursts with and without Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens,
+replies with no verdict) for ``--minutes``; the second endpoint is killed every ``--kill-every-s`` and
+restarted ``--down-s`` later on the same port, in both phases (or the chaos phase only).
 
 Reported per minute: samples/s, the RSS of every reward worker and of the collector and curriculum
 actors, open groups, failures by kind. At the end: RSS growth from minute 2 to the end, throughput under
 chaos over the clean phase, and the silent rewards: samples whose reward differs from what the judge
 gives when it answers (the scripted verdict for the reference level the sample was judged against)
-without a counted failure. A PNG of throughput and RSS over time goes to ``--out``.
+without a counted failure; the share of judge calls hedging added in each phase. A PNG of throughput
+and RSS over time goes to ``--out``.
 """
 
 from __future__ import annotations
@@ -79,16 +82,19 @@ class Judge:
 
 
 class Killer(threading.Thread):
-    """Kills ``judge`` every ``every_s`` seconds and starts it again ``down_s`` later, until stopped."""
+    """Kills ``judge`` every ``every_s`` seconds (while ``armed()``) and starts it again ``down_s`` later,
+    until stopped."""
 
-    def __init__(self, judge: Judge, every_s: float, down_s: float):
+    def __init__(self, judge: Judge, every_s: float, down_s: float, armed=lambda: True):
         super().__init__(daemon=True)
-        self.judge, self.every_s, self.down_s = judge, every_s, down_s
+        self.judge, self.every_s, self.down_s, self.armed = judge, every_s, down_s, armed
         self.stopped = threading.Event()
         self.kills = 0
 
     def run(self) -> None:
         while not self.stopped.wait(self.every_s):
+            if not self.armed():
+                continue
             self.judge.kill()
             self.kills += 1
             self.stopped.wait(self.down_s)
@@ -193,6 +199,8 @@ class Minute:
     silent: int = 0
     rss: dict = field(default_factory=dict)
     open_groups: int = 0
+    calls: int = 0  # judge calls the samples were counted for (a hedge's copy not included)
+    hedges: int = 0  # copies of slow requests: the paid calls hedging added
 
 
 def open_groups() -> int:
@@ -220,6 +228,7 @@ def run_soak(
     interval_s: float = 0.0005,
     minute_s: float = 60.0,
     seed: int = 0,
+    kill_in_chaos_only: bool = False,
     overrides: tuple[str, ...] = (),
     log=print,
 ) -> dict:
@@ -236,7 +245,8 @@ def run_soak(
     tokenizer_dir = build_tiny_tokenizer(tmp, ["Step take prompt Reference scene number good bad"] * 50)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     judges = [Judge(seed + i, latency_s, capacity, chaos_flag) for i in range(2)]
-    killer = Killer(judges[1], kill_every_s, down_s)
+    armed = (lambda: os.path.exists(chaos_flag)) if kill_in_chaos_only else (lambda: True)
+    killer = Killer(judges[1], kill_every_s, down_s, armed)
     config = compose(
         "writing_rl",
         [
@@ -245,7 +255,6 @@ def run_soak(
             f"reward.reward_kwargs.judge.base_url=[{judges[0].base_url},{judges[1].base_url}]",
             "reward.reward_kwargs.judge.model=scripted-judge",
             f"reward.reward_kwargs.judge.max_concurrency={capacity}",
-            "reward.reward_kwargs.judge.hedge_after=1.5",  # (off by default: each copy is a paid call)
             f"reward.reward_kwargs.curriculum.state_dir={tmp / 'curriculum'}",
             f"actor_rollout_ref.rollout.n={GROUP}",
             *overrides,
@@ -273,6 +282,8 @@ def run_soak(
                 minute.samples += len(results)
                 for text, prompt_id, result in zip(texts, ids, results):
                     info = result["reward_extra_info"]
+                    minute.calls += int(info.get("judge_calls", 0))
+                    minute.hedges += int(info.get("judge_hedges", 0))
                     failed = [flag for flag in FAILURE_FLAGS if info.get(flag)]
                     for flag in failed:
                         minute.failures[flag] += 1
@@ -328,6 +339,11 @@ def report(history: list[Minute]) -> dict:
         "silent": sum(m.silent for m in history),
         "samples": sum(m.samples for m in history),
         "failures": {flag: sum(m.failures[flag] for m in history) for flag in FAILURE_FLAGS},
+        "hedged_share": {
+            phase: sum(m.hedges for m in history if m.phase == phase)
+            / max(1, sum(m.calls for m in history if m.phase == phase))
+            for phase in ("clean", "chaos")
+        },
     }
 
 
@@ -366,6 +382,9 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=64)
     parser.add_argument("--kill-every-s", type=float, default=60.0)
     parser.add_argument("--down-s", type=float, default=10.0)
+    parser.add_argument(
+        "--kill-in-chaos-only", action="store_true", help="the clean phase keeps both judges up: a clean baseline"
+    )
     parser.add_argument("--out", type=Path, default=Path("soak"))
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of hydra_configs/writing_rl.yaml")
     args = parser.parse_args()
@@ -384,6 +403,7 @@ def main() -> None:
             capacity=args.capacity,
             kill_every_s=args.kill_every_s,
             down_s=args.down_s,
+            kill_in_chaos_only=args.kill_in_chaos_only,
             overrides=tuple(args.overrides),
         )
     finally:
@@ -398,6 +418,7 @@ def main() -> None:
         f"= {result['chaos_over_clean']:.2f}x (target >= 0.5)\n"
         f"RSS growth from minute 2 to the end: {growth} (target <= 10%)\n"
         f"failures: {result['failures']}\nsilent rewards: {result['silent']} (target 0)\n"
+        f"calls hedging added: clean {result['hedged_share']['clean']:.1%}, chaos {result['hedged_share']['chaos']:.1%}\n"
         f"report: {args.out / 'soak.json'}; {plotted}"
     )
 

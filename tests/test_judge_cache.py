@@ -188,7 +188,8 @@ def test_kill_9_leaves_a_usable_cache_and_a_rerun_repeats_no_answered_call(tmp_p
 
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    config = JudgeConfig(base_url=server.base_url, model="scripted", max_concurrency=16)
+    # (no hedging: the request count below is exact, and hundreds of calls are enough to start it)
+    config = JudgeConfig(base_url=server.base_url, model="scripted", max_concurrency=16, hedge_after=0.0)
     judge = CachedJudge.for_config(OpenAIJudge(config), config, path)
     stored = len(judge)
     assert 200 <= stored < count

@@ -8,7 +8,7 @@ import pytest
 
 from writing_rl.judge import OpenAIJudge
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.hedge import Hedger
+from writing_rl.judge.hedge import MIN_DELAY_S, Hedger
 
 from judge_server import Reply
 from waiting import until
@@ -83,6 +83,17 @@ def test_no_hedge_before_100_replies_when_off_or_when_the_request_answers_in_tim
             warm(hedger, latency)
         assert asyncio.run(hedged(hedger, endpoints)) == ("a", Answer(200))
         assert endpoints.sent == ["a"] and hedger.sent == 0
+
+
+def test_a_judge_answering_in_milliseconds_is_not_hedged_sooner_than_the_floor():
+    """1.5 x a 1 ms percentile would hedge every scheduling hiccup; an LLM judge's tail is far above the floor."""
+    fast, slow = Hedger(hedge_after=1.5), Hedger(hedge_after=1.5)
+    warm(fast, 0.001)
+    warm(slow, 2.0)
+    assert fast.delay_s() == MIN_DELAY_S and slow.delay_s() == pytest.approx(3.0)
+    assert (
+        Hedger(hedge_after=0.0).delay_s() is None and Hedger(hedge_after=1.5).delay_s() is None
+    )  # off; no replies yet
 
 
 def test_hedges_in_flight_stay_within_a_tenth_of_the_concurrency_limit():

@@ -37,10 +37,10 @@ class JudgeConfig:
     # for at most this many seconds in all; then the call fails (JudgeRateLimited).
     rate_limit_wait_s: float = 600.0
     # A request still unanswered after this many times the judge's 95th-percentile latency (its last 200
-    # replies) gets a copy sent to another endpoint (the same one when alone); the first reply wins. At most
-    # a tenth of the concurrency limit are copies at once. 0 = never, the default: each copy is a judge call
-    # you pay for (1.5 is a good value for long runs against flaky judges: bench/soak.py runs with it).
-    hedge_after: float = 0.0
+    # replies; and at least 0.2 s) gets a copy sent to another endpoint (the same one when alone); the first
+    # reply wins. At most a tenth of the concurrency limit are copies at once. Each copy is a judge call you
+    # pay for, counted (judge_hedges); a step waits for its slowest sample. 0 = never.
+    hedge_after: float = 1.5
     # Seconds allowed for one HTTP attempt.
     timeout_s: float = 300.0
     # Extra attempts after the first, for 429/5xx, timeouts and dropped connections.

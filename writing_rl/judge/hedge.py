@@ -2,9 +2,9 @@
 
 A training step waits for its slowest reward, so one stuck request (a replica that stalls, a GC pause, a
 connection that silently died) costs the whole step its latency. When a request has been in flight
-``hedge_after`` times the judge's 95th-percentile latency (over its last ``LATENCY_WINDOW`` replies), a
-copy goes to another endpoint (the same one when there is only one); the first reply wins and the other
-request is cancelled. Waiting for the 95th percentile keeps the copies to a few percent of requests
+``hedge_after`` times the judge's 95th-percentile latency (over its last ``LATENCY_WINDOW`` replies; at
+least ``MIN_DELAY_S``), a copy goes to another endpoint (the same one when there is only one); the first
+reply wins and the other request is cancelled. Waiting for the 95th percentile keeps the copies to a few percent of requests
 however the judge's latency is spread (as "The Tail at Scale" recommends); and at most a tenth of the
 client's concurrency limit (at least one) are copies at a time, so a judge that slows down as a whole is
 not sent twice the load.
@@ -24,6 +24,9 @@ LATENCY_WINDOW = 200  # replies the percentile is taken over
 REFRESH_EVERY = 20  # replies between two computations of the percentile
 MIN_REPLIES = 100  # no hedging before: a percentile of fewer replies says little
 PERCENTILE = 0.95
+# Never sooner: a judge that answers in milliseconds (a local test server) is not hedged for a scheduling
+# hiccup; an LLM judge's tail is far above it.
+MIN_DELAY_S = 0.2
 
 
 class Hedger:
@@ -44,6 +47,12 @@ class Hedger:
             ordered = sorted(self._recent)
             self.latency = ordered[int(PERCENTILE * (len(ordered) - 1))]
 
+    def delay_s(self) -> float | None:
+        """How long a request waits before its copy goes; None: no hedging (off, or too few replies yet)."""
+        if not self.hedge_after or self.latency is None:
+            return None
+        return max(self.hedge_after * self.latency, MIN_DELAY_S)
+
     async def post(
         self,
         send: Callable[[E], Awaitable[A]],  # counts the request against the endpoint when called
@@ -56,12 +65,12 @@ class Hedger:
         goes (None: nowhere); ``drop(endpoint, answer)``: a request that ended but is not the answer (its
         endpoint learns how it ended)."""
         request = send(first)  # (counted against ``first`` now, whichever way it is awaited)
-        if not self.hedge_after or self.latency is None:
+        delay = self.delay_s()
+        if delay is None:
             return first, await request
         primary = asyncio.ensure_future(request)
         owners = {primary: first}
         try:
-            delay = self.hedge_after * self.latency
             while not (await asyncio.wait({primary}, timeout=delay))[0]:
                 if self.in_flight < max(1, int(slots * HEDGE_SHARE)):  # else every copy allowed is out: later
                     break
