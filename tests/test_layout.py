@@ -1,5 +1,5 @@
 """The import graph of our packages: writing_rl never imports reward_fns or data_prep, its subpackages
-import only from lower layers (ARCHITECTURE.md), and there are no cycles.
+import only from lower layers (docs/architecture.md), and there are no cycles.
 
 Every import counts, also those inside functions (the lazy ones that keep torch, vLLM or verl out of a
 process until needed): a lazy import still ties two modules together for a reader."""
@@ -192,7 +192,7 @@ def test_the_tools_check_sees_a_family_importing_another():
     ]
 
 
-MAX_LINES = 400  # ARCHITECTURE.md: a module a newcomer reads in one sitting
+MAX_LINES = 400  # docs/architecture.md: a module a newcomer reads in one sitting
 
 
 def test_no_module_is_over_the_size_limit():

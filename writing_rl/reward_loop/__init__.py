@@ -1,4 +1,4 @@
-"""What runs inside verl's reward workers (ARCHITECTURE.md).
+"""What runs inside verl's reward workers (docs/architecture.md).
 
 At the top, the two reward managers and what they share (config, scoring, results, the failure policy, the
 reward-fn contract, the per-run actors' handles and placement), BRPO's advantage and the batch builder;

@@ -1,2 +1,2 @@
 """The offline commands of ``writing-rl`` (cli + commands/), each a runner over the modules that do the work
-(ARCHITECTURE.md)."""
+(docs/architecture.md)."""
