@@ -101,6 +101,12 @@ def tag_of(text: str) -> str:
     return TAG.search(text).group(1)
 
 
+def assert_judged(requests: int, calls: int, info: dict) -> None:
+    """The judge saw a rollout's ``calls`` requests, and at most the copies hedging sent beside them (counted
+    on the sample: ``judge_hedges``; a copy cancelled before it reached the judge is not seen)."""
+    assert calls <= requests <= calls + info["judge_hedges"], (requests, calls, info)
+
+
 def judged_counts(server) -> collections.Counter:
     """How many judge requests showed each rollout (by its tag)."""
     return collections.Counter(tag for r in server.requests for tag in TAG.findall(r["messages"][-1]["content"]))
@@ -201,7 +207,7 @@ def test_writing_rl_under_a_stream_that_never_pauses(ray_cluster, server, tokeni
                 continue
             assert {key: info[key] for key in FAILURE_KEYS & set(info)} == dict.fromkeys(FAILURE_KEYS & set(info), 0)
             assert info["reward/method"] == beats(text, REFERENCES[level]), (text, level)
-            assert judged[tag_of(text)] == 1, text  # once: never judged twice, never dropped
+            assert_judged(judged[tag_of(text)], 1, info)  # once: never judged twice, never dropped
             wins += info["reward/method"] == 1.0
         if complete and wins and g not in straddled:
             moved_to[str(prompt_id)] = max(moved_to.get(str(prompt_id), 0), min(level + 1, len(REFERENCES) - 1))
@@ -274,7 +280,7 @@ def test_brpo_groups_under_a_stream_that_never_pauses(ray_cluster, server, token
             assert failed == any(info[key] for key in FAILURE_KEYS - {"group_incomplete"}), (text, info)
             continue
         # Judged against the reference in both orders, once each.
-        assert judged[tag_of(text)] == (2 if "poison" not in text + reference else 4), text  # a 500 retried
+        assert_judged(judged[tag_of(text)], 2 if "poison" not in text + reference else 4, info)  # a 500 retried
         fault = next((FAULTS[word] for word in FAULTS if word in text + reference), None)
         if fault:
             assert info[fault] == 1 and result["reward_score"] <= 0.0, (text, info)
