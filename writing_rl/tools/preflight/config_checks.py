@@ -45,10 +45,10 @@ def check_renamed_modules(config) -> None:
         )
 
 
-# Modules verl's trainer imports at start that plain `verl` does not install (its verl-core extra does):
-# module -> the package to install. writing-rl requires them; a venv built otherwise may lack them.
 # The name our verl plugin is declared under (setup.py, entry point group verl.plugins).
 PLUGIN = "writing_rl"
+# Modules verl's trainer imports at start that plain `verl` does not install (its verl-core extra does):
+# module -> the package to install. writing-rl requires them; a venv built otherwise may lack them.
 TRAINER_MODULES = {"cachetools": "cachetools", "uvicorn": "uvicorn", "fastapi": "fastapi"}
 V1_TRAINER_MODULES = {"transfer_queue": "TransferQueue>=0.1.10", **TRAINER_MODULES}
 

@@ -129,24 +129,22 @@ def unmet(config) -> list[str]:
             "first step when it dumps rollouts (AttributeError: no _dump_executor). Leave trainer.rollout_data_dir "
             "unset; reward.reward_kwargs.sample_log_dir logs every reward our workers return"
         )
-    if name == "one-step-off" and config.actor_rollout_ref.hybrid_engine:
-        problems.append(
-            "TRAINER=one-step-off needs actor_rollout_ref.hybrid_engine=False (its trainer asserts it; "
-            "hydra_configs/entry/one_step_off.yaml sets it), got True"
-        )
-    if name == "fully-async":
-        asserted = {
-            "data.train_batch_size": (data.train_batch_size, 0),
-            "data.gen_batch_size": (data.get("gen_batch_size"), 1),
-            "actor_rollout_ref.hybrid_engine": (config.actor_rollout_ref.hybrid_engine, False),
-            "actor_rollout_ref.rollout.calculate_log_probs": (rollout.calculate_log_probs, True),
-        }
-        problems += [
-            f"TRAINER=fully-async needs {key}={want} (its rollouter asserts it; hydra_configs/entry/fully_async.yaml "
-            f"sets it), got {got}"
-            for key, (got, want) in asserted.items()
-            if got != want
-        ]
+    hybrid = ("actor_rollout_ref.hybrid_engine", config.actor_rollout_ref.hybrid_engine, False)
+    asserted = {  # (key, value, what the entry point asserts): hydra_configs/entry/<entry>.yaml sets each
+        "fully-async": [
+            ("data.train_batch_size", data.train_batch_size, 0),
+            ("data.gen_batch_size", data.get("gen_batch_size"), 1),
+            hybrid,
+            ("actor_rollout_ref.rollout.calculate_log_probs", rollout.calculate_log_probs, True),
+        ],
+        "one-step-off": [hybrid],
+    }.get(name, [])
+    who, entry = "rollouter" if name == "fully-async" else "trainer", name.replace("-", "_")
+    problems += [
+        f"TRAINER={name} needs {key}={want} (its {who} asserts it; hydra_configs/entry/{entry}.yaml sets it), got {got}"
+        for key, got, want in asserted
+        if got != want
+    ]
     return problems
 
 
