@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
-from writing_rl.protocols.pairwise_task import STRATEGIES, outcome
+from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
+from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
 from writing_rl.reward_loop.contract import Member, fallback_outcome, option, read_options, unreadable_flags
 
@@ -79,12 +79,10 @@ class _Tally:
     judge_errors: int = 0
 
     def consistency(self, orders: int) -> int:
-        if orders < 2:
-            return -1
-        checked = [len(set(o)) == 1 for o in self.by_reference.values() if len(o) == orders]
-        if not checked:
-            return -1
-        return int(all(checked))
+        """1 when every reference judged in every order gave one outcome, 0 when one did not, -1 when none can tell."""
+        checked = [consistency(found, orders) for found in self.by_reference.values()]
+        checked = [c for c in checked if c != -1]
+        return int(all(checked)) if checked else -1
 
 
 def failure_score(**_) -> float:
@@ -109,61 +107,76 @@ async def compute_score(
 ) -> list[dict]:
     """``on_parse_error``: reward.reward_kwargs.on_parse_error, passed by the manager."""
     options = read_options(RewardOptions, given)
-    num_references, seed, votes, output = options.num_references, options.seed, options.votes, options.output
     answers = [strip_think(m.text) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
-    references = choose_references(candidates, min(num_references, max(1, len(candidates) - 1)), seed, members[0].uid)
-    to_judge = [c for c in candidates if c not in references]
+    k = min(options.num_references, max(1, len(candidates) - 1))
+    references = choose_references(candidates, k, options.seed, members[0].uid)
+    comparisons = [
+        (candidate, reference, slot)
+        for candidate in candidates
+        if candidate not in references
+        for reference in references
+        for slot in STRATEGIES[options.strategy]
+    ]
+    replies = await _judge(comparisons, members, answers, judge, options)
+    tallies = _tally(comparisons, replies, judge, options)
+    return _rewards(answers, references, tallies, options, on_parse_error)
 
+
+async def _judge(comparisons, members: list[Member], answers, judge: SampleJudge, options: RewardOptions) -> list:
+    """``votes`` replies per comparison, in order; a failed call is its ``JudgeError``. Each comparison
+    is made for the first member with that answer (copies share its judgment)."""
     first = members[0]
     criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
     criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
-    slots = STRATEGIES[options.strategy]
-    jobs = [(c, r, slot) for c in to_judge for r in references for slot in slots]
-    requests = [
-        pairwise_messages(
-            first.prompt,
-            response_a=c if slot == "A" else r,
-            response_b=r if slot == "A" else c,
-            criteria=criteria,
-            template=options.template,
-            system=options.system_prompt,
-            output="scores" if output == "scores" else "verdict",
-        )
-        for c, r, slot in jobs
-    ]
-    # Each comparison is made for the first member with that answer (copies share its judgment).
     owner = {}
     for index, answer in enumerate(answers):
         owner.setdefault(answer, index)
-    replies = await asyncio.gather(
-        *(judge.member(owner[c]).complete(m) for (c, _, _), m in zip(jobs, requests) for _ in range(votes)),
-        return_exceptions=True,
-    )
+    calls = [
+        judge.member(owner[candidate]).complete(
+            comparison_messages(
+                first.prompt,
+                candidate,
+                reference,
+                slot,
+                criteria=criteria,
+                template=options.template,
+                system=options.system_prompt,
+                output=options.output,
+            )
+        )
+        for candidate, reference, slot in comparisons
+        for _ in range(options.votes)
+    ]
+    replies = await asyncio.gather(*calls, return_exceptions=True)
+    for reply in replies:
+        if isinstance(reply, BaseException) and not isinstance(reply, JudgeError):
+            raise reply
+    return replies
 
-    tallies = {c: _Tally() for c in to_judge}
-    for number, (candidate, reference, slot) in enumerate(jobs):
-        tally = tallies[candidate]
-        samples = replies[number * votes : (number + 1) * votes]
+
+def _tally(comparisons, replies: list, judge: SampleJudge, options: RewardOptions) -> dict[str, _Tally]:
+    """Each candidate's outcomes (the majority of its votes) and failures, per reference and order."""
+    tallies = {}
+    for number, (candidate, reference, slot) in enumerate(comparisons):
+        tally = tallies.setdefault(candidate, _Tally())
         outcomes, failures = [], []
-        for reply in samples:
+        for reply in replies[number * options.votes : (number + 1) * options.votes]:
             if isinstance(reply, JudgeError):
                 tally.judge_errors += 1
                 continue
-            if isinstance(reply, BaseException):
-                raise reply
-            read = judge.read(reply, read_comparison, output, options.tie_margin)
-            if isinstance(read, Unreadable):
-                failures.append(read)
-            else:
-                outcomes.append(outcome(read.verdict, slot))
+            read = judge.read(reply, read_outcome, slot, options.output, options.tie_margin)
+            (failures if isinstance(read, Unreadable) else outcomes).append(read)
         if outcomes:
             tally.by_reference.setdefault(reference, []).append(vote(outcomes))
         elif failures:
             tally.unreadable.setdefault(reference, []).append(failures[0])
+    return tallies
 
+
+def _rewards(answers, references, tallies: dict[str, _Tally], options: RewardOptions, on_parse_error: str) -> list:
     culprits, excused = _culprit_references(references, tallies, on_parse_error)
-    scores = {c: _candidate_score(tallies[c], excused, on_parse_error, options.win_rule) for c in to_judge}
+    orders = len(STRATEGIES[options.strategy])
     results = []
     for answer in answers:
         if answer is None:
@@ -174,12 +187,13 @@ async def compute_score(
             results.append(_result(0.0, is_reference=1))
         else:
             tally = tallies[answer]
-            failed = [u for reference, found in tally.unreadable.items() for u in found]
+            score = _candidate_score(tally, excused, on_parse_error, options.win_rule)
+            failed = [u for found in tally.unreadable.values() for u in found]
             results.append(
                 _result(
-                    scores[answer],
-                    verdict=scores[answer],
-                    position_consistent=tally.consistency(len(slots)),
+                    score,
+                    verdict=score,
+                    position_consistent=tally.consistency(orders),
                     judge_error=int(tally.judge_errors > 0),
                     unreadable=failed,
                 )

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, read_comparison, strip_think
-from writing_rl.protocols.pairwise_task import STRATEGIES, WritingRLTask, outcome, read_ground_truth
+from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
+from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
+from writing_rl.protocols.pairwise_task import WritingRLTask, read_ground_truth
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
 from writing_rl.reward_loop.contract import (
     Curriculum,
@@ -86,14 +87,15 @@ async def judge_against(
 
     slots = STRATEGIES[how.strategy]
     requests = [
-        pairwise_messages(
+        comparison_messages(
             task.prompt,
-            response_a=answer if slot == "A" else reference,
-            response_b=reference if slot == "A" else answer,
+            answer,
+            reference,
+            slot,
             criteria=task.criteria,
             template=how.template,
             system=how.system_prompt,
-            output="scores" if how.output == "scores" else "verdict",
+            output=how.output,
         )
         for slot in slots
     ]
@@ -104,16 +106,14 @@ async def judge_against(
 
     outcomes, unreadable = [], []
     for slot, reply in zip(slots, replies):
-        read = judge.read(reply, read_comparison, how.output, how.tie_margin)
+        read = judge.read(reply, read_outcome, slot, how.output, how.tie_margin)
         if isinstance(read, Unreadable):
             unreadable.append(read)
             outcomes.append(fallback_outcome(read, on_parse_error))
         else:
-            outcomes.append(outcome(read.verdict, slot))
+            outcomes.append(read)
 
-    consistent = -1
-    if len(slots) == 2 and not unreadable:
-        consistent = int(outcomes[0] == outcomes[1])
+    consistent = consistency(outcomes, len(slots)) if not unreadable else -1
     scores = {"win": how.win_score, "tie": how.tie_score, "loss": how.loss_score}
     score = sum(scores[o] for o in outcomes) / len(outcomes)
     return _result(score, outcomes, unreadable=unreadable, position_consistent=consistent)

@@ -5,7 +5,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from reward_fns.pairwise import compute_score, outcome, read_ground_truth
+from reward_fns.pairwise import compute_score, read_ground_truth
+from writing_rl.protocols.comparison import outcome
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.failures import UnreadableJudgeReply

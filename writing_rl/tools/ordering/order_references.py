@@ -34,7 +34,7 @@ from writing_rl.data import fields
 from writing_rl.data.builder import BadRow, parse_test_size, test_mask
 from writing_rl.data.builders.writing import WritingRLBuilder
 from writing_rl.data.readers import iter_chunks
-from writing_rl.protocols.prompts import pairwise_messages
+from writing_rl.protocols.comparison import SLOTS, comparison_messages
 from writing_rl.tools.ordering.job import OrderJob
 from writing_rl.tools.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
 from writing_rl.tools.shared.judge_runner import judge_through_cache, stop_on_failures
@@ -63,8 +63,9 @@ class Call:
     """One judge call: two candidates of a prompt, in one order."""
 
     prompt: int
-    first: int  # candidate shown as Response A
-    second: int
+    candidate: int
+    other: int
+    slot: str  # the candidate's: A is shown first
 
 
 def read_prompts(
@@ -97,18 +98,24 @@ def read_prompts(
 
 def pair_calls(prompts: Sequence[Prompt]) -> list[Call]:
     return [
-        Call(p, first, second)
+        Call(p, i, j, slot)
         for p, prompt in enumerate(prompts)
         for i, j in itertools.combinations(range(len(prompt.candidates)), 2)
-        for first, second in ((i, j), (j, i))
+        for slot in SLOTS
     ]
 
 
 def call_messages(prompts: Sequence[Prompt], template: str | None):
     def build(call: Call):
         prompt = prompts[call.prompt]
-        return pairwise_messages(
-            prompt.prompt, prompt.candidates[call.first], prompt.candidates[call.second], prompt.criteria, template
+        candidates = prompt.candidates
+        return comparison_messages(
+            prompt.prompt,
+            candidates[call.candidate],
+            candidates[call.other],
+            call.slot,
+            criteria=prompt.criteria,
+            template=template,
         )
 
     return build
@@ -174,7 +181,7 @@ def run_order_references(job: OrderJob, settings: JudgeSettings) -> OrderReport:
         elif judgment.verdict is None:
             result.parse_failures += 1
         else:
-            result.add(call.first, call.second, judgment.verdict)
+            result.add(call.candidate, call.other, call.slot, judgment.verdict)
             verdict_share[judgment.verdict] += 1
     stop_on_failures(errors, len(calls), judge, job.allow_judge_errors)
 

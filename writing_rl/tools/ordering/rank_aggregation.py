@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from writing_rl.protocols.comparison import other_slot, outcome
+
 METHODS = ("bt", "copeland")
+POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 
 
 # ---- aggregation: pure functions over an n x n table of points ---------------------------------------
@@ -103,16 +106,17 @@ class PromptResult:
         self.points = np.zeros((self.candidates, self.candidates))
         self.judged = np.zeros((self.candidates, self.candidates))
 
-    def add(self, first: int, second: int, verdict: str) -> None:
-        """A verdict with candidate ``first`` shown as Response A and ``second`` as B."""
-        won = {"A": 1.0, "B": 0.0, "C": 0.5}[verdict]
-        self.points[first, second] += won
-        self.points[second, first] += 1.0 - won
-        self.judged[first, second] += 1
-        self.judged[second, first] += 1
-        low, high = sorted((first, second))
-        low_won = won if low == first else 1.0 - won
-        self.pair_outcomes.setdefault((low, high), []).append({1.0: "win", 0.5: "tie", 0.0: "loss"}[low_won])
+    def add(self, candidate: int, other: int, slot: str, verdict: str) -> None:
+        """A verdict with ``candidate`` shown in ``slot`` against ``other``."""
+        result = outcome(verdict, slot)
+        won = POINTS[result]
+        self.points[candidate, other] += won
+        self.points[other, candidate] += 1.0 - won
+        self.judged[candidate, other] += 1
+        self.judged[other, candidate] += 1
+        low, high = sorted((candidate, other))
+        low_result = result if low == candidate else outcome(verdict, other_slot(slot))
+        self.pair_outcomes.setdefault((low, high), []).append(low_result)
 
     @property
     def verdicts(self) -> int:

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
+from writing_rl.protocols.comparison import outcome, shown
 from writing_rl.protocols.gqm import MAX_SCORE, MIN_SCORE
-from writing_rl.protocols.pairwise_task import outcome
 
 # The response's outcome in one judged order -> the reference's points (win-rate margin).
 REFERENCE_POINTS = {"loss": 1.0, "tie": 0.5, "win": 0.0}
@@ -43,8 +43,8 @@ class MarginKind:
         """The reference's points against the response in one judged order (a judgment with a verdict)."""
         if self.judge_output == "verdict":
             return REFERENCE_POINTS[outcome(judgment.verdict, response_slot)]
-        a, b = judgment.scores
-        return float(b - a if response_slot == "A" else a - b)
+        response, reference = shown(*judgment.scores, response_slot)
+        return float(reference - response)
 
 
 MARGIN_KINDS = {

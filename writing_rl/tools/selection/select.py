@@ -50,8 +50,8 @@ from typing import Any, Mapping, Sequence
 
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.protocols import parse_score_pair, strip_think
-from writing_rl.protocols.pairwise_task import outcome, read_ground_truth
-from writing_rl.protocols.prompts import pairwise_messages
+from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome
+from writing_rl.protocols.pairwise_task import read_ground_truth
 from writing_rl.tools.selection.job import SelectJob
 from writing_rl.tools.selection.margins import (
     MARGIN_KINDS,
@@ -138,20 +138,22 @@ def judge_calls(
             item.format_errors += 1
             points[(sample.row, response)].append(kind.high)
             continue
-        for slot in ("A", "B"):
+        for slot in SLOTS:
             calls.append(Call(sample.row, response, tasks[sample.row], answer, slot))
     return calls, points
 
 
 def call_messages(template: str | None, judge_output: str = "verdict"):
     def build(call: Call):
-        first, second = (
-            (call.answer, call.task.best_reference)
-            if call.response_slot == "A"
-            else (call.task.best_reference, call.answer)
-        )
-        return pairwise_messages(
-            call.task.prompt, first, second, criteria=call.task.criteria, template=template, output=judge_output
+        task = call.task
+        return comparison_messages(
+            task.prompt,
+            call.answer,
+            task.best_reference,
+            call.response_slot,
+            criteria=task.criteria,
+            template=template,
+            output=judge_output,
         )
 
     return build
