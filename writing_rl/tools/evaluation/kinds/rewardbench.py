@@ -1,0 +1,89 @@
+"""``writing-rl eval rewardbench``: a pairwise or ranking GenRM on RewardBench (v1) or RewardBench 2
+(``..rewardbench``)."""
+
+from __future__ import annotations
+
+from writing_rl.protocols.gqm import PROMPT_TYPES, VARIANTS
+from writing_rl.tools.evaluation.kind import EvalKind, add_out
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--data",
+        required=True,
+        help="the benchmark's file, parquet or JSONL: v1 rows {prompt, chosen, rejected, subset, [id]}, v2 rows "
+        "{id, prompt, chosen[], rejected[], subset}",
+    )
+    p.add_argument("--version", type=int, choices=(1, 2), required=True, help="RewardBench 1 or 2")
+    add_out(p)
+    p.add_argument(
+        "--genrm",
+        choices=("pairwise", "ranking"),
+        default="pairwise",
+        help="pairwise: [[A]]/[[B]] verdicts, both orders; ranking: one GQM ranking call per prompt (default: pairwise)",
+    )
+    p.add_argument(
+        "--exclude",
+        type=_subset_names,
+        metavar="SUBSET,...",
+        default=(),
+        help="subsets to leave out; v2's Ties, scored from scalar reward margins, is always left out",
+    )
+    p.add_argument(
+        "--template",
+        help="pairwise prompt file ({prompt}, {response_a}, {response_b}) or, with --genrm ranking, a GQM template "
+        "(default: the built-in prompt)",
+    )
+    p.add_argument(
+        "--system-prompt",
+        help="system message before each request (default: the built-in pairwise one; none for ranking)",
+    )
+    g = p.add_argument_group("--genrm ranking")
+    g.add_argument("--prompt-type", choices=PROMPT_TYPES, help="(default: ranking_score)")
+    g.add_argument("--variant", choices=VARIANTS, help="answer format (default: default)")
+    g.add_argument("--optional-headers", action="store_true", help="accept final blocks without their headers")
+
+
+def run(args, judge_settings) -> list[str]:
+    from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
+    from writing_rl.tools.evaluation.inputs import InputError
+    from writing_rl.tools.evaluation.rewardbench import run_rewardbench
+
+    ranking_only = {"--prompt-type": args.prompt_type, "--variant": args.variant,
+                    "--optional-headers": args.optional_headers}  # fmt: skip
+    if args.genrm == "pairwise" and (given := [flag for flag, value in ranking_only.items() if value]):
+        raise InputError(f"{', '.join(given)} only apply to --genrm ranking")
+    options = RankingOptions(
+        prompt_type=args.prompt_type or "ranking_score", variant=args.variant or "default",
+        require_headers=not args.optional_headers, template=args.template, system_prompt=args.system_prompt,
+    )  # fmt: skip
+    return run_rewardbench(
+        args.data, args.out, judge_settings(), args.version, genrm=args.genrm, exclude=args.exclude,
+        options=options, cache=args.cache, progress=not args.quiet,
+    )  # fmt: skip
+
+
+def _subset_names(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+KIND = EvalKind(
+    name="rewardbench",
+    help="a pairwise or ranking GenRM on RewardBench (v1) or RewardBench 2, scored as the benchmark scores",
+    description=(
+        "Judge the benchmark's own file (parquet or JSONL). Pairwise GenRMs compare the chosen answer with "
+        "each rejected one in both orders; ranking GenRMs rank all of a prompt's answers in one call. Reports "
+        "each subset's accuracy (95% bootstrap CI) and count, v1's section scores (the benchmark's example "
+        "weights) and the overall score as the benchmark defines it; an unreadable reply counts as no "
+        "preference, a failed call leaves its prompt unscored (counted; a rerun retries only those calls). "
+        "Writes report.json, report.md, judgments.jsonl, items.jsonl and subsets.png."
+    ),
+    epilog=(
+        "example: writing-rl eval rewardbench --data reward-bench-2/test.parquet --version 2 --out runs/rb2 "
+        "--judge-url http://127.0.0.1:8000/v1 --judge-model genrm"
+    ),
+    add_arguments=add_arguments,
+    run=run,
+    module="writing_rl.tools.evaluation.rewardbench",
+    plot="subsets.png",
+)
