@@ -1,6 +1,12 @@
 """The driver every builder shares: read the input once, in chunks, validate and transform each row with
 the builder (``builder.Builder``), split train/test, report bad rows, and write parquet all-or-nothing.
 
+``run`` is a few named steps: the split rule (``plan_splits``: which split each input row goes to), the
+row step (``_Rows``: each row built, or rejected by the reject rule of ``rejects.Rejects``), the rows
+waiting for their split's next chunk (``_Pending``), and the kept columns' way to the files
+(``_DeclaredColumns``, or the spool-and-rewrite path of ``_InferredColumns``), through
+``split_files.SplitFiles``.
+
 Memory stays bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation
 factor. What the user gave beyond what the builder reads goes into each row's ``extra_info``
 (``kept_columns.KeptColumns``), each column with one type over the whole input. A parquet file or a
@@ -10,27 +16,27 @@ one is, and the kept values of their input rows wait in a spool file (``spool.Sp
 came or changed type later, the files are written again, chunk for chunk, from the spool, so the
 outputs are what one type per column from the start gives. Only a test split reads more than once: its
 seeded draw of exactly N rows needs the row count first (``readers.count_rows``: a line count for JSONL,
-free for parquet and datasets dirs).
+free for parquet and datasets dirs); and a build that stops at a bad row before its ``--id-key`` column
+was seen reads the input again for its column names.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Callable, Sized
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from writing_rl.data.builder import BadRow, Builder, test_mask
 from writing_rl.data.kept_columns import ColumnTypes, KeptColumns, declared_types, wanted_columns
 from writing_rl.data.readers import Located, count_rows, detect_format, input_schema, iter_located
+from writing_rl.data.rejects import Rejects, StopAtBadRow
+from writing_rl.data.split_files import SplitFiles
 from writing_rl.data.spool import Spool
-from writing_rl.files import atomic_path
 
 
 @dataclass(frozen=True)
@@ -76,193 +82,277 @@ class BuildReport:
 
 
 def run(builder: Builder, settings: BuildSettings) -> BuildReport:
-    s = settings
-    total = count_rows(s.input_path, s.hf_split) if s.test_size else None
-    in_test = test_mask(total, s.test_size, s.seed) if total is not None else None
-    splits = ["train", "test"] if in_test is not None and in_test.any() else ["train"]
-    report = BuildReport()
-    rejects: list[dict] = []
-    wanted = wanted_columns(builder, s.id_key)
-    declared = input_schema(s.input_path, s.hf_split) if wanted else None
-    kept: KeptColumns | None = None  # None until the whole input is read (JSONL, JSON, CSV)
-    if wanted is None:
-        kept = KeptColumns()
-    elif declared is not None:
-        kept = KeptColumns.of(s.input_path, builder, declared_types(declared, wanted), s.id_key)
-    column_types = ColumnTypes(wanted) if kept is None else None
-    id_check = KeptColumns(id_column=s.id_key, id_required=s.id_key is not None)
-
-    to_table = getattr(builder, "to_table", None) or (
-        lambda results: pa.Table.from_pylist([row for rows in results for row in rows], schema=builder.schema)
-    )
+    plan = plan_splits(settings)
+    report, rejects = BuildReport(), Rejects(settings.skip_bad)
     with ExitStack() as stack:
-        outputs = _Outputs(stack, {name: Path(s.output_dir) / f"{name}.parquet" for name in splits})
-        spool = None if kept is not None else stack.enter_context(Spool(_existing_ancestor(s.output_dir)))
-        if kept is not None:
-            outputs.open(kept.extend(builder.schema))
-        pending: dict[str, list] = {name: [] for name in splits}  # build() results not yet written
-        sources: dict[str, list] = {name: [] for name in splits}  # their input rows (for the kept columns)
-        pending_rows = dict.fromkeys(splits, 0)
-
-        written_with = kept  # the kept columns the chunks written so far have (JSONL...: as known then)
-
-        def flush(name: str) -> None:
-            nonlocal written_with
-            if pending_rows[name]:
-                table, counts = to_table(pending[name]), [len(result) for result in pending[name]]
-                rows = sources[name]
-                if spool is not None:
-                    columns = list(column_types.types)  # every wanted column of the rows read so far
-                    spool.add(name, [{c: row[c] for c in columns if c in row} for row in rows], counts)
-                    now = KeptColumns.of(s.input_path, builder, dict(column_types.types), s.id_key)
-                    if written_with is None:
-                        written_with = now
-                        outputs.open(written_with.extend(builder.schema))
-                    elif not now.same_columns(written_with):  # the files will be written again: nulls will do
-                        rows = [{}] * len(rows)
-                outputs.write(name, written_with.attach(table, rows, counts))
-                report.written[name] = report.written.get(name, 0) + pending_rows[name]
-                pending[name], sources[name], pending_rows[name] = [], [], 0
-
-        def known_columns() -> dict[str, pa.DataType]:
-            """The wanted columns over the whole input, reading what is left of it for their names when
-            the --id-key column is not seen yet (a column no row has is the error to report first)."""
-            if s.id_key is not None and s.id_key not in column_types.types:
-                for chunk in chunks:
-                    column_types.add([record.row for record in chunk if record.row is not None])
-            return column_types.types
-
-        def reject(record: Located, position: int, field: str, reason: str) -> None:
-            report.rejected += 1
-            rejects.append(_reject_record(record, position, field, reason))
-            if not s.skip_bad:
-                if kept is None:
-                    outputs.open(
-                        KeptColumns.of(s.input_path, builder, known_columns(), s.id_key).extend(builder.schema)
-                    )
-                _write_rejects(s.rejects_path, rejects)
-                what = f"field '{field}': {reason}" if field else reason
-                raise ValueError(
-                    f"{s.input_path}: {record.where} rejected: {what} "
-                    "(pass --skip-bad to skip bad rows and report them in --rejects)"
-                )
-
-        bar = _progress_bar(total if total is not None else _known_count(s), s.progress)
-        chunks = iter(iter_located(s.input_path, s.chunk_size, s.hf_split))
+        files = SplitFiles(stack, {name: Path(settings.output_dir) / f"{name}.parquet" for name in plan.names})
+        columns = _kept_columns(builder, settings, files, stack)
+        pending = _Pending(plan.names, settings.chunk_size, _table_maker(builder), columns)
+        id_check = KeptColumns(id_column=settings.id_key, id_required=settings.id_key is not None)
+        rows = _Rows(builder, plan, id_check, pending, rejects, report)
+        bar = _progress_bar(plan.total if plan.total is not None else _known_count(settings), settings.progress)
         try:
-            for chunk in chunks:
-                if column_types is not None:
-                    column_types.add([record.row for record in chunk if record.row is not None])
-                for record in chunk:
-                    position = report.read
-                    report.read += 1
-                    split = "test" if in_test is not None and in_test[position] else "train"
-                    if record.error is not None:
-                        reject(record, position, "", record.error)
-                        continue
-                    try:
-                        id_check.check(record.row)
-                        built = builder.build(record.row, report.accepted, split)
-                    except BadRow as bad:
-                        reject(record, position, bad.field, bad.reason)
-                        continue
-                    report.accepted += 1
-                    pending[split].append(built)
-                    sources[split].append(record.row)
-                    pending_rows[split] += len(built)
-                    if pending_rows[split] >= s.chunk_size:
-                        flush(split)
-                bar.update(len(chunk))
-            if kept is None:
-                kept = KeptColumns.of(s.input_path, builder, column_types.types, s.id_key)
-                outputs.open(kept.extend(builder.schema))
-                written_with = written_with or kept
+            _build_rows(settings, rows, columns, bar)
+            columns.settle()
             if not report.accepted:
-                _write_rejects(s.rejects_path, rejects)
+                rejects.write(settings.rejects_path)
                 raise ValueError(
-                    f"{s.input_path}: no row accepted out of {report.read} (see --rejects for the reasons)"
+                    f"{settings.input_path}: no row accepted out of {report.read} (see --rejects for the reasons)"
                 )
-            for name in splits:
-                flush(name)
+            pending.flush_all()
         finally:
             bar.close()
-        if spool is not None and kept.same_columns(written_with):
-            kept = written_with  # with the ids it has seen
-        elif spool is not None:  # a column came or changed type after the first chunk was written
-            outputs.rewrite(kept, builder.schema, spool.replay())
-    _write_rejects(s.rejects_path, rejects)
-    report.written = {name: report.written.get(name, 0) for name in splits}
+        kept = columns.finish()
+    rejects.write(settings.rejects_path)
+    return _finish_report(report, builder, settings, kept, rejects, pending, files)
+
+
+# ---------------------------------------------------------------- the split rule
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """Which split each input row goes to, by its position in the input: with a test split, a seeded
+    draw of exactly the asked count of rows (``builder.test_mask``) goes to test, the rest to train."""
+
+    total: int | None = None  # input rows, counted only for a test split
+    in_test: np.ndarray | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return ["train", "test"] if self.in_test is not None and self.in_test.any() else ["train"]
+
+    def split_of(self, position: int) -> str:
+        return "test" if self.in_test is not None and self.in_test[position] else "train"
+
+
+def plan_splits(settings: BuildSettings) -> SplitPlan:
+    """The split of every input row; the draw needs the row count, so a test split counts them first."""
+    if not settings.test_size:
+        return SplitPlan()
+    total = count_rows(settings.input_path, settings.hf_split)
+    return SplitPlan(total, test_mask(total, settings.test_size, settings.seed))
+
+
+# ---------------------------------------------------------------- rows: built or rejected (``rejects``)
+
+
+@dataclass
+class _Rows:
+    """The row step: each input row goes to its split, and is built there or rejected."""
+
+    builder: Builder
+    plan: SplitPlan
+    id_check: KeptColumns  # with --id-key, a row without an id is bad
+    pending: _Pending
+    rejects: Rejects
+    report: BuildReport
+
+    def build(self, chunk: list[Located]) -> None:
+        report = self.report
+        for record in chunk:
+            position = report.read
+            report.read += 1
+            split = self.plan.split_of(position)
+            if record.error is not None:
+                self.rejects.add(record, position, "", record.error)
+                continue
+            try:
+                self.id_check.check(record.row)
+                built = self.builder.build(record.row, report.accepted, split)
+            except BadRow as bad:
+                self.rejects.add(record, position, bad.field, bad.reason)
+                continue
+            report.accepted += 1
+            self.pending.add(split, built, record.row)
+
+
+def _build_rows(settings: BuildSettings, rows: _Rows, columns: _DeclaredColumns | _InferredColumns, bar) -> None:
+    """Every input row, chunk by chunk, through the row step; at a bad row without --skip-bad, the
+    rejects so far are written and the build stops with the row's error."""
+    try:
+        for chunk in iter_located(settings.input_path, settings.chunk_size, settings.hf_split):
+            columns.see(chunk)
+            rows.build(chunk)
+            bar.update(len(chunk))
+    except StopAtBadRow as stop:
+        columns.settle_at_failure()
+        rows.rejects.write(settings.rejects_path)
+        raise ValueError(f"{settings.input_path}: {stop}") from None
+
+
+class _Pending:
+    """Built rows waiting per split, written as one chunk once ``chunk_size`` output rows are there."""
+
+    def __init__(self, names: list[str], chunk_size: int, to_table: Callable[[list], pa.Table], columns):
+        self.written = dict.fromkeys(names, 0)  # output rows written per split
+        self._chunk_size = chunk_size
+        self._to_table = to_table
+        self._columns: _DeclaredColumns | _InferredColumns = columns
+        self._results: dict[str, list[Sized]] = {name: [] for name in names}  # build() results not yet written
+        self._sources: dict[str, list[dict]] = {name: [] for name in names}  # their input rows
+        self._rows = dict.fromkeys(names, 0)
+
+    def add(self, split: str, built: Sized, source: dict) -> None:
+        self._results[split].append(built)
+        self._sources[split].append(source)
+        self._rows[split] += len(built)
+        if self._rows[split] >= self._chunk_size:
+            self.flush(split)
+
+    def flush(self, split: str) -> None:
+        if not self._rows[split]:
+            return
+        results = self._results[split]
+        table, counts = self._to_table(results), [len(result) for result in results]
+        self._columns.write(split, table, self._sources[split], counts)
+        self.written[split] += self._rows[split]
+        self._results[split], self._sources[split], self._rows[split] = [], [], 0
+
+    def flush_all(self) -> None:
+        for split in self._rows:
+            self.flush(split)
+
+
+def _table_maker(builder: Builder) -> Callable[[list], pa.Table]:
+    """The builder's ``to_table``, else a table of the row dicts its ``build`` returns."""
+    to_table = getattr(builder, "to_table", None)
+    if to_table is not None:
+        return to_table
+    return lambda results: pa.Table.from_pylist([row for rows in results for row in rows], schema=builder.schema)
+
+
+# ---------------------------------------------------------------- the kept columns' way to the files
+
+
+def _kept_columns(
+    builder: Builder, settings: BuildSettings, files: SplitFiles, stack: ExitStack
+) -> _DeclaredColumns | _InferredColumns:
+    """Known before a row is read (a builder whose rows keep none; a parquet file or a datasets dir,
+    which declare their types), or inferred while the rows are read (JSONL, JSON, CSV)."""
+    wanted = wanted_columns(builder, settings.id_key)
+    if wanted is None:
+        return _DeclaredColumns(KeptColumns(), builder.schema, files)
+    declared = input_schema(settings.input_path, settings.hf_split)
+    if declared is not None:
+        kept = KeptColumns.of(settings.input_path, builder, declared_types(declared, wanted), settings.id_key)
+        return _DeclaredColumns(kept, builder.schema, files)
+    spool = stack.enter_context(Spool(_existing_ancestor(settings.output_dir)))
+    return _InferredColumns(builder, settings, ColumnTypes(wanted), files, spool)
+
+
+class _DeclaredColumns:
+    """Kept columns known from the start: the files open with them at once, each chunk is written whole."""
+
+    def __init__(self, kept: KeptColumns, schema: pa.Schema, files: SplitFiles):
+        self._kept = kept
+        self._files = files
+        files.open(kept.extend(schema))
+
+    def see(self, chunk: list[Located]) -> None:
+        pass
+
+    def write(self, split: str, table: pa.Table, sources: list[dict], counts: list[int]) -> None:
+        self._files.write(split, self._kept.attach(table, sources, counts))
+
+    def settle(self) -> None:
+        pass
+
+    def settle_at_failure(self) -> None:
+        pass
+
+    def finish(self) -> KeptColumns:
+        return self._kept
+
+
+class _InferredColumns:
+    """The spool-and-rewrite path (JSONL, JSON, CSV): each chunk read adds to the columns' types; the files
+    open with the kept columns known when the first chunk is written, and every chunk's kept values wait
+    in the spool. Once the whole input is read its kept columns are known: when they are not those the
+    files were written with, the files are written again from the spool (``SplitFiles.rewrite``)."""
+
+    def __init__(self, builder: Builder, settings: BuildSettings, types: ColumnTypes, files: SplitFiles, spool: Spool):
+        self._builder = builder
+        self._settings = settings
+        self._types = types
+        self._files = files
+        self._spool = spool
+        self._written_with: KeptColumns | None = None  # the kept columns of the chunks written so far
+        self._final: KeptColumns | None = None  # over the whole input, once it is read
+
+    def see(self, chunk: list[Located]) -> None:
+        self._types.add(_rows_of(chunk))
+
+    def write(self, split: str, table: pa.Table, sources: list[dict], counts: list[int]) -> None:
+        columns = list(self._types.types)  # every wanted column of the rows read so far
+        self._spool.add(split, [{c: row[c] for c in columns if c in row} for row in sources], counts)
+        now = self._kept(self._types.types)
+        if self._written_with is None:
+            self._written_with = now
+            self._files.open(now.extend(self._builder.schema))
+        elif not now.same_columns(self._written_with):  # the files will be written again: nulls will do
+            sources = [{}] * len(sources)
+        self._files.write(split, self._written_with.attach(table, sources, counts))
+
+    def settle(self) -> None:
+        """The whole input is read: its kept columns are known (the files open with them if no chunk
+        was written yet)."""
+        self._final = self._kept(self._types.types)
+        self._files.open(self._final.extend(self._builder.schema))
+        self._written_with = self._written_with or self._final
+
+    def settle_at_failure(self) -> None:
+        """A build stopped at a bad row opens its files as one that went on would: with the kept columns
+        of the whole input, so that an --id-key column no row has is the error reported. Their names are
+        read in a pass of its own when that column is not seen yet: it cannot take the build's rows."""
+        types, id_key = self._types.types, self._settings.id_key
+        if id_key is not None and id_key not in types:
+            types = _input_types(self._settings, self._types.wanted)
+        self._files.open(self._kept(types).extend(self._builder.schema))
+
+    def finish(self) -> KeptColumns:
+        """The kept columns of the files, written again from the spool when they were not final."""
+        if self._final.same_columns(self._written_with):
+            return self._written_with  # with the ids it has seen
+        self._files.rewrite(self._final, self._builder.schema, self._spool.replay())
+        return self._final
+
+    def _kept(self, types: dict[str, pa.DataType]) -> KeptColumns:
+        return KeptColumns.of(self._settings.input_path, self._builder, types, self._settings.id_key)
+
+
+def _rows_of(chunk: list[Located]) -> list[dict]:
+    return [record.row for record in chunk if record.row is not None]
+
+
+def _input_types(settings: BuildSettings, wanted: Callable[[str], bool]) -> dict[str, pa.DataType]:
+    """The wanted columns' types over the whole input, read in a pass of its own."""
+    types = ColumnTypes(wanted)
+    for chunk in iter_located(settings.input_path, settings.chunk_size, settings.hf_split):
+        types.add(_rows_of(chunk))
+    return types.types
+
+
+# ---------------------------------------------------------------- the report and its files
+
+
+def _finish_report(
+    report: BuildReport,
+    builder: Builder,
+    settings: BuildSettings,
+    kept: KeptColumns,
+    rejects: Rejects,
+    pending: _Pending,
+    files: SplitFiles,
+) -> BuildReport:
+    report.rejected = len(rejects.records)
+    report.written = dict(pending.written)
     summary = getattr(builder, "summary", None)
-    report.details = list(summary()) if summary else []
-    report.details += kept.summary()
-    report.outputs = {name: str(path) for name, path in outputs.paths.items()}
-    if s.rejects_path:
-        report.outputs["rejects"] = s.rejects_path
+    report.details = [*(summary() if summary else []), *kept.summary()]
+    report.outputs = {name: str(path) for name, path in files.paths.items()}
+    if settings.rejects_path:
+        report.outputs["rejects"] = settings.rejects_path
     return report
-
-
-class _Outputs:
-    """The split files: a parquet writer each into a temporary path renamed on success, opened once
-    their schema is known (the output dir appears then, not on an error found before)."""
-
-    def __init__(self, stack: ExitStack, paths: dict[str, Path]):
-        self.paths = paths
-        self._stack = stack
-        self._tmp_paths: dict[str, Path] = {}
-        self._writers: dict[str, pq.ParquetWriter] = {}
-
-    def open(self, schema: pa.Schema) -> None:
-        if not self._writers:
-            self._tmp_paths = {name: self._stack.enter_context(atomic_path(p)) for name, p in self.paths.items()}
-            self._writers = {
-                name: self._stack.enter_context(pq.ParquetWriter(tmp, schema)) for name, tmp in self._tmp_paths.items()
-            }
-
-    def write(self, name: str, table: pa.Table) -> None:
-        self._writers[name].write_table(table)
-
-    def rewrite(
-        self, kept: KeptColumns, schema: pa.Schema, chunks: Iterable[tuple[str, list[dict], list[int]]]
-    ) -> None:
-        """Write the files again with ``kept``'s columns, chunk for chunk: each chunk's rows read back,
-        their ``extra_info`` cut to the builder's ``schema``, the kept values of their input rows
-        (``chunks``: split, rows and output counts, in the order they were written) attached again."""
-        tmp_paths = dict(self._tmp_paths)
-        for writer in self._writers.values():
-            writer.close()
-        self._writers = {}
-        readers = {name: _row_groups(tmp) for name, tmp in tmp_paths.items()}
-        new_paths = {name: tmp.with_name(tmp.name + ".rewrite") for name, tmp in tmp_paths.items()}
-        with ExitStack() as stack:
-            full = kept.extend(schema)
-            writers = {name: stack.enter_context(pq.ParquetWriter(path, full)) for name, path in new_paths.items()}
-            for name, rows, counts in chunks:
-                table = _read_rows(readers[name], sum(counts))
-                writers[name].write_table(kept.attach(_cut_extra_info(table, schema), rows, counts))
-        for name, path in new_paths.items():
-            os.replace(path, tmp_paths[name])
-
-
-def _row_groups(path: Path) -> Iterator[pa.Table]:
-    parquet = pq.ParquetFile(path)
-    for index in range(parquet.num_row_groups):
-        yield parquet.read_row_group(index)
-
-
-def _read_rows(row_groups: Iterator[pa.Table], count: int) -> pa.Table:
-    """The next ``count`` rows (one chunk written: one row group, or more for a chunk of over 1Mi rows)."""
-    tables = [next(row_groups)]
-    while sum(t.num_rows for t in tables) < count:
-        tables.append(next(row_groups))
-    return pa.concat_tables(tables).combine_chunks()
-
-
-def _cut_extra_info(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with ``extra_info`` holding only the builder's own fields, as ``schema`` has them."""
-    own = schema.field("extra_info").type
-    struct = table.column("extra_info").combine_chunks()
-    extra_info = pa.StructArray.from_arrays([struct.field(f.name) for f in own], fields=list(own))
-    return table.set_column(table.schema.get_field_index("extra_info"), "extra_info", extra_info)
 
 
 def _existing_ancestor(path: str) -> Path:
@@ -279,27 +369,6 @@ def _known_count(settings: BuildSettings) -> int | None:
     if detect_format(settings.input_path) in ("parquet", "hf"):
         return count_rows(settings.input_path, settings.hf_split)
     return None
-
-
-def _reject_record(record: Located, position: int, field: str, reason: str) -> dict[str, Any]:
-    """A ``--rejects`` line: where (the 1-based ``line`` of JSONL/CSV records; ``row``, the record's
-    0-based position in the input), what was wrong, and the record (``data``) or its raw ``text``."""
-    where: dict[str, Any] = {"where": record.where}
-    if record.unit == "line":
-        where["line"] = record.number
-    out = {**where, "row": position, "field": field, "reason": reason, "data": record.row}
-    if record.text is not None:
-        out["text"] = record.text
-    return out
-
-
-def _write_rejects(path: str | None, rejects: Iterable[dict[str, Any]]) -> None:
-    if not path:
-        return
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for record in rejects:
-                f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
 def _progress_bar(total: int | None, enabled: bool):
