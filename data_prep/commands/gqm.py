@@ -6,54 +6,47 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from data_prep.commands.options import add_subcommand
+from data_prep.commands.builder_options import BuilderOptions, Option
+from data_prep.commands.options import LANGUAGE_COLUMNS, add_subcommand
 from writing_rl.data.builders.gqm import GQMRLBuilder, GQMSFTBuilder
-from writing_rl.data.builders.gqm_rows import DUPLICATES, GroupReader
+from writing_rl.data.builders.gqm_rows import DUPLICATES
 from writing_rl.protocols import gqm_prompt
 from writing_rl.protocols.gqm import PROMPT_TYPES
 
-
-def _group_columns(parser: argparse.ArgumentParser, analysis: bool) -> None:
-    g = parser.add_argument_group("input columns")
-    g.add_argument("--source-key", default="src_text", help="source text to translate (translation groups)")
-    g.add_argument("--prompt-key", default="prompt", help="writing request (writing groups, used when no source text)")
-    g.add_argument("--src-lang-key", default="src_lang", help="source language, code or name")
-    g.add_argument("--trg-lang-key", default="trg_lang", help="target language, code or name")
-    g.add_argument("--lang-pair-key", default="lang_pair", help='language pair like "en-zh" (when src/trg are absent)')
-    g.add_argument("--mt-key", default="mt_texts", help="list of candidate texts")
-    g.add_argument("--score-key", default="scores", help="list of integer scores 0-10, one per candidate")
-    if analysis:
-        g.add_argument("--analysis-key", default="analysis", help="the annotator's analysis of the group")
+GROUP_COLUMNS = {  # the fields of the builders' GroupReader
+    "source_key": "source text to translate (translation groups)",
+    "prompt_key": "writing request (writing groups, used when no source text)",
+    **LANGUAGE_COLUMNS,
+    "mt_key": "list of candidate texts",
+    "score_key": "list of integer scores 0-10, one per candidate",
+}
 
 
-def _gqm_options(parser: argparse.ArgumentParser, duplicates: str, policies=DUPLICATES) -> None:
-    parser.add_argument(
-        "--prompt-type", choices=PROMPT_TYPES, default="ranking_score",
-        help="what the GenRM ends with: scores, a ranking, or both (default)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--duplicates", choices=policies, default=duplicates,
-        help=f"identical candidates in a group: {' / '.join(policies)} (default {duplicates}); drop keeps the "
-        "first of them; identical candidates with different scores are always rejected",
-    )  # fmt: skip
-    parser.add_argument("--system-prompt", help="system message put before each GQM request (default: none)")
-    parser.add_argument(
-        "--template",
-        help="file with a GQM prompt template (placeholders: see writing_rl/protocols/gqm_prompt.py; default: the built-in one)",
-    )
+def _group_columns(parser: argparse.ArgumentParser, options: BuilderOptions, analysis: bool) -> None:
+    columns = {**GROUP_COLUMNS, "analysis_key": "the annotator's analysis of the group"} if analysis else GROUP_COLUMNS
+    options.add(parser.add_argument_group("input columns"), columns, under="reader")
 
 
-def _reader(a, analysis: bool) -> GroupReader:
-    return GroupReader(
-        source_key=a.source_key,
-        prompt_key=a.prompt_key,
-        src_lang_key=a.src_lang_key,
-        trg_lang_key=a.trg_lang_key,
-        lang_pair_key=a.lang_pair_key,
-        mt_key=a.mt_key,
-        score_key=a.score_key,
-        analysis_key=a.analysis_key if analysis else None,
-        duplicates=a.duplicates,
+def _gqm_options(parser: argparse.ArgumentParser, options: BuilderOptions, policies=DUPLICATES) -> None:
+    duplicates = options.default("reader.duplicates")
+    options.add(
+        parser,
+        {
+            "prompt_type": Option(
+                "what the GenRM ends with: scores, a ranking, or both (default)", choices=PROMPT_TYPES
+            ),
+            "reader.duplicates": Option(
+                f"identical candidates in a group: {' / '.join(policies)} (default {duplicates}); drop keeps the "
+                "first of them; identical candidates with different scores are always rejected",
+                choices=policies,
+            ),
+            "system_prompt": "system message put before each GQM request (default: none)",
+            "template": Option(
+                "file with a GQM prompt template (placeholders: see writing_rl/protocols/gqm_prompt.py; default: the "
+                "built-in one)",
+                read=_read_template,
+            ),
+        },
     )
 
 
@@ -71,20 +64,13 @@ def add_gqm_sft(subparsers) -> None:
         ),
         example="--input ranking.parquet --output data/grrm_sft --test-size 500",
     )
-    _group_columns(p, analysis=True)
+    options = BuilderOptions(GQMSFTBuilder)
+    _group_columns(p, options, analysis=True)
     # no "drop": the analysis names candidates by label, and dropping one would relabel the rest
-    _gqm_options(p, duplicates="keep", policies=("keep", "reject"))
-    p.add_argument("--no-cot", action="store_true", help="answers without analysis: just the final lines")
+    _gqm_options(p, options, policies=("keep", "reject"))
+    options.add(p, {"cot": Option("answers without analysis: just the final lines", negate=True)})
     p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
-    p.set_defaults(
-        make_builder=lambda a: GQMSFTBuilder(
-            reader=_reader(a, analysis=True),
-            prompt_type=a.prompt_type,
-            cot=not a.no_cot,
-            system_prompt=a.system_prompt,
-            template=_read_template(a.template),
-        )
-    )
+    p.set_defaults(make_builder=options.builder)
 
 
 def add_gqm_rl(subparsers) -> None:
@@ -101,29 +87,22 @@ def add_gqm_rl(subparsers) -> None:
         ),
         example="--input ranking.parquet --output data/grrm_rl --subgroup-augment 4 --shuffle-augment 4 --test-size 1000",
     )
-    _group_columns(p, analysis=False)
-    _gqm_options(p, duplicates="drop")
-    p.add_argument(
-        "--subgroup-augment", type=int, default=0, metavar="K",
-        help="add K distinct random subgroups (2..N-1 candidates) of each group (default 0)",
-    )  # fmt: skip
-    p.add_argument(
-        "--shuffle-augment", type=int, default=0, metavar="K",
-        help="add K distinct reorderings of each group and subgroup, at most N!-1 (default 0)",
-    )  # fmt: skip
-    p.add_argument("--data-source", default="gqm", help="data_source of every row (default gqm)")
-    p.set_defaults(
-        make_builder=lambda a: GQMRLBuilder(
-            reader=_reader(a, analysis=False),
-            prompt_type=a.prompt_type,
-            subgroup_augment=a.subgroup_augment,
-            shuffle_augment=a.shuffle_augment,
-            seed=a.seed,
-            data_source=a.data_source,
-            system_prompt=a.system_prompt,
-            template=_read_template(a.template),
-        )
+    options = BuilderOptions(GQMRLBuilder, from_build_run=("seed",))
+    _group_columns(p, options, analysis=False)
+    _gqm_options(p, options)
+    options.add(
+        p,
+        {
+            "subgroup_augment": Option(
+                "add K distinct random subgroups (2..N-1 candidates) of each group (default 0)", metavar="K"
+            ),
+            "shuffle_augment": Option(
+                "add K distinct reorderings of each group and subgroup, at most N!-1 (default 0)", metavar="K"
+            ),
+            "data_source": "data_source of every row (default gqm)",
+        },
     )
+    p.set_defaults(make_builder=options.builder)
 
 
 def _read_template(path: str | None) -> str | None:

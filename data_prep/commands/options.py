@@ -1,6 +1,6 @@
 """What every ``build_parquet.py`` subcommand shares: its help formatter, the options of the build run
-(input, output, split, rejects, ids) read into ``driver.BuildSettings``, and a parser whose ``--help``
-ends with an example."""
+(input, output, split, rejects, ids) read into ``driver.BuildSettings``, a parser whose ``--help`` ends
+with an example, and the helps of builder fields several subcommands have."""
 
 from __future__ import annotations
 
@@ -9,6 +9,14 @@ import argparse
 from writing_rl.data.builder import parse_test_size
 from writing_rl.data.driver import BuildSettings
 from writing_rl.help_format import HelpFormatter
+
+# Helps of builder fields that several subcommands have (``builder_options``).
+SYSTEM_PROMPT = "system message put before each prompt (default: none)"
+LANGUAGE_COLUMNS = {
+    "src_lang_key": "source language, code or name",
+    "trg_lang_key": "target language, code or name",
+    "lang_pair_key": 'language pair like "en-zh" (when src/trg are absent)',
+}
 
 
 class BuilderHelpFormatter(HelpFormatter):

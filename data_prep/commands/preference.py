@@ -5,56 +5,42 @@ from __future__ import annotations
 
 import argparse
 
+from data_prep.commands.builder_options import BuilderOptions, Option
 from data_prep.commands.options import add_subcommand
-from writing_rl.data.builders.preference import OUTPUT_FORMATS, PairReader, PrefRLBuilder, PrefSFTBuilder
+from writing_rl.data.builders.preference import OUTPUT_FORMATS, PrefRLBuilder, PrefSFTBuilder
 
 
-def _pair_columns(parser: argparse.ArgumentParser, sft: bool) -> None:
+def _pair_options(parser: argparse.ArgumentParser, options: BuilderOptions, sft: bool) -> None:
     g = parser.add_argument_group("input columns (default: the first present of the usual names)")
-    g.add_argument("--prompt-key", help="the request (default: prompt, question, instruction or input)")
-    g.add_argument(
-        "--chosen-key", help="preferred response (default: chosen, chosen_response, response_chosen, chosen_story)"
-    )
-    g.add_argument(
-        "--rejected-key",
-        help="other response (default: rejected, rejected_response, response_rejected, rejected_story)",
-    )
-    g.add_argument("--tie-key", help="boolean column marking pairs judged equally good (label C; default: no ties)")
-    g.add_argument(
-        "--chosen-score-key", help="integer 0-10 score of the chosen response (scores output format; default: none)"
-    )
-    g.add_argument("--rejected-score-key", help="integer 0-10 score of the rejected response (default: none)")
-    if sft:
-        g.add_argument("--critique-key", default="critique", help="reasoning that precedes the label (optional column)")
-        g.add_argument(
-            "--critique-swapped-key", default="critique_swapped",
-            help="critique written for the swapped order (optional column)",
-        )  # fmt: skip
-    parser.add_argument(
-        "--output-format", choices=OUTPUT_FORMATS, default="verdict",
-        help="what the GenRM answers: a verdict [[A]]/[[B]]/[[C]] (default) or a score line 'A: 7, B: 4'",
-    )  # fmt: skip
-    parser.add_argument(
-        "--no-swap", action="store_true",
-        help="one row per pair instead of both orders; the chosen response's slot is drawn with the seed",
-    )  # fmt: skip
-    parser.add_argument("--system-prompt", help="system message (default: the pairwise judge's for the verdict format)")
-    parser.add_argument(
-        "--template",
-        help="pairwise judge template file for the verdict format (default: the built-in one, writing_rl/protocols/prompts.py)",
-    )
-
-
-def _pair_reader(a, sft: bool) -> PairReader:
-    return PairReader(
-        prompt_key=a.prompt_key,
-        chosen_key=a.chosen_key,
-        rejected_key=a.rejected_key,
-        tie_key=a.tie_key,
-        critique_key=a.critique_key if sft else None,
-        critique_swapped_key=a.critique_swapped_key if sft else None,
-        chosen_score_key=a.chosen_score_key,
-        rejected_score_key=a.rejected_score_key,
+    columns: dict[str, Option | str] = {
+        "prompt_key": "the request (default: prompt, question, instruction or input)",
+        "chosen_key": "preferred response (default: chosen, chosen_response, response_chosen, chosen_story)",
+        "rejected_key": "other response (default: rejected, rejected_response, response_rejected, rejected_story)",
+        "tie_key": "boolean column marking pairs judged equally good (label C; default: no ties)",
+        "chosen_score_key": "integer 0-10 score of the chosen response (scores output format; default: none)",
+        "rejected_score_key": "integer 0-10 score of the rejected response (default: none)",
+    }
+    if sft:  # the command line reads critiques from these columns unless told otherwise; the reader, from none
+        columns["critique_key"] = Option("reasoning that precedes the label (optional column)", default="critique")
+        columns["critique_swapped_key"] = Option(
+            "critique written for the swapped order (optional column)", default="critique_swapped"
+        )
+    options.add(g, columns, under="reader")
+    options.add(
+        parser,
+        {
+            "output_format": Option(
+                "what the GenRM answers: a verdict [[A]]/[[B]]/[[C]] (default) or a score line 'A: 7, B: 4'",
+                choices=OUTPUT_FORMATS,
+            ),
+            "swap": Option(
+                "one row per pair instead of both orders; the chosen response's slot is drawn with the seed",
+                negate=True,
+            ),
+            "system_prompt": "system message (default: the pairwise judge's for the verdict format)",
+            "template": "pairwise judge template file for the verdict format (default: the built-in one, "
+            "writing_rl/protocols/prompts.py)",
+        },
     )
 
 
@@ -72,23 +58,20 @@ def add_pref_sft(subparsers) -> None:
         ),
         example="--input litbench.parquet --output data/genrm_sft --test-size 0.02",
     )
-    _pair_columns(p, sft=True)
-    p.add_argument(
-        "--critique-chosen-slot", choices=("A", "B"), default="A",
-        help="where the chosen response sat when the critique was written (default A)",
-    )  # fmt: skip
-    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
-    p.set_defaults(
-        make_builder=lambda a: PrefSFTBuilder(
-            reader=_pair_reader(a, sft=True),
-            output_format=a.output_format,
-            swap=not a.no_swap,
-            seed=a.seed,
-            system_prompt=a.system_prompt,
-            template=a.template,
-            critique_slot=a.critique_chosen_slot,
-        )
+    options = BuilderOptions(PrefSFTBuilder, from_build_run=("seed",))
+    _pair_options(p, options, sft=True)
+    options.add(
+        p,
+        {
+            "critique_slot": Option(
+                "where the chosen response sat when the critique was written (default A)",
+                flag="--critique-chosen-slot",
+                choices=("A", "B"),
+            )
+        },
     )
+    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+    p.set_defaults(make_builder=options.builder)
 
 
 def add_pref_rl(subparsers) -> None:
@@ -104,16 +87,7 @@ def add_pref_rl(subparsers) -> None:
         ),
         example="--input litbench.parquet --output data/genrm_rl --test-size 0.02",
     )
-    _pair_columns(p, sft=False)
-    p.add_argument("--data-source", default="preference", help="data_source of every row (default preference)")
-    p.set_defaults(
-        make_builder=lambda a: PrefRLBuilder(
-            reader=_pair_reader(a, sft=False),
-            output_format=a.output_format,
-            swap=not a.no_swap,
-            seed=a.seed,
-            system_prompt=a.system_prompt,
-            template=a.template,
-            data_source=a.data_source,
-        )
-    )
+    options = BuilderOptions(PrefRLBuilder, from_build_run=("seed",))
+    _pair_options(p, options, sft=False)
+    options.add(p, {"data_source": "data_source of every row (default preference)"})
+    p.set_defaults(make_builder=options.builder)

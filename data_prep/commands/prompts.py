@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from data_prep.commands.options import add_subcommand
-from writing_rl.data.builders.prompts import MT_TEMPLATE, PromptsBuilder
+from data_prep.commands.builder_options import BuilderOptions
+from data_prep.commands.options import LANGUAGE_COLUMNS, SYSTEM_PROMPT, add_subcommand
+from writing_rl.data.builders.prompts import PromptsBuilder
 
 
 def add_prompts(subparsers) -> None:
@@ -19,28 +20,19 @@ def add_prompts(subparsers) -> None:
         ),
         example="--input wmt_sources.jsonl --output data/mt_prompts --test-size 200",
     )
-    g = p.add_argument_group("input columns")
-    g.add_argument("--prompt-key", default="prompt", help="the request, a text or a chat")
-    g.add_argument("--source-key", default="src_text", help="source text to translate (when there is no prompt)")
-    g.add_argument("--src-lang-key", default="src_lang", help="source language, code or name")
-    g.add_argument("--trg-lang-key", default="trg_lang", help="target language, code or name")
-    g.add_argument("--lang-pair-key", default="lang_pair", help='language pair like "en-zh" (when src/trg are absent)')
-    p.add_argument(
-        "--mt-template",
-        default=MT_TEMPLATE,
-        help="request built from a source text; fields {src_text} {src_lang} {trg_lang}",
+    options = BuilderOptions(PromptsBuilder)
+    columns = {
+        "prompt_key": "the request, a text or a chat",
+        "source_key": "source text to translate (when there is no prompt)",
+        **LANGUAGE_COLUMNS,
+    }
+    options.add(p.add_argument_group("input columns"), columns)
+    options.add(
+        p,
+        {
+            "mt_template": "request built from a source text; fields {src_text} {src_lang} {trg_lang}",
+            "data_source": "data_source when the row has none (default: writing, or translation)",
+            "system_prompt": SYSTEM_PROMPT,
+        },
     )
-    p.add_argument("--data-source", help="data_source when the row has none (default: writing, or translation)")
-    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
-    p.set_defaults(
-        make_builder=lambda a: PromptsBuilder(
-            prompt_key=a.prompt_key,
-            source_key=a.source_key,
-            src_lang_key=a.src_lang_key,
-            trg_lang_key=a.trg_lang_key,
-            lang_pair_key=a.lang_pair_key,
-            data_source=a.data_source,
-            system_prompt=a.system_prompt,
-            mt_template=a.mt_template,
-        )
-    )
+    p.set_defaults(make_builder=options.builder)

@@ -3,7 +3,8 @@ rubric reward (``writing_rl.data.builders.rubric``)."""
 
 from __future__ import annotations
 
-from data_prep.commands.options import add_subcommand
+from data_prep.commands.builder_options import BuilderOptions
+from data_prep.commands.options import SYSTEM_PROMPT, add_subcommand
 from writing_rl.data.builders.rubric import RubricBuilder
 
 
@@ -20,12 +21,14 @@ def add_rubric(subparsers) -> None:
         ),
         example="--input benchmark_all.jsonl --output data/rubric --test-size 100",
     )
-    p.add_argument("--prompt-key", help="column of the prompt (default: the first of prompt, query, question)")
-    p.add_argument("--rubric-key", help="column of the rubric (default: the first of rubric, checklist, rubrics)")
-    p.add_argument("--data-source", default="rubric", help="data_source when the row has none")
-    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
-    p.set_defaults(
-        make_builder=lambda a: RubricBuilder(
-            prompt_key=a.prompt_key, rubric_key=a.rubric_key, data_source=a.data_source, system_prompt=a.system_prompt
-        )
+    options = BuilderOptions(RubricBuilder)
+    options.add(
+        p,
+        {
+            "prompt_key": "column of the prompt (default: the first of prompt, query, question)",
+            "rubric_key": "column of the rubric (default: the first of rubric, checklist, rubrics)",
+            "data_source": "data_source when the row has none",
+            "system_prompt": SYSTEM_PROMPT,
+        },
     )
+    p.set_defaults(make_builder=options.builder)

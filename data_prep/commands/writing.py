@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from data_prep.commands.options import add_subcommand
+from data_prep.commands.builder_options import BuilderOptions
+from data_prep.commands.options import SYSTEM_PROMPT, add_subcommand
 from writing_rl.data.builders.writing import WritingRLBuilder
 
 
@@ -20,22 +21,16 @@ def add_writing_rl(subparsers) -> None:
         ),
         example="--input prompts.jsonl --output data/writing --test-size 200",
     )
-    p.add_argument("--prompt-key", default="prompt", help="column of the prompt")
-    p.add_argument("--references-key", default="references", help="input column with the reference list")
-    p.add_argument(
-        "--criteria-key",
-        default="criteria",
-        help="column of the criteria: a string, a list of strings, or WritingBench's checklist (a list of "
-        "{name, criteria_description, '1-2': ..., ...}, also as JSON text), rendered for the judge",
+    options = BuilderOptions(WritingRLBuilder)
+    options.add(
+        p,
+        {
+            "prompt_key": "column of the prompt",
+            "references_key": "input column with the reference list",
+            "criteria_key": "column of the criteria: a string, a list of strings, or WritingBench's checklist (a list "
+            "of {name, criteria_description, '1-2': ..., ...}, also as JSON text), rendered for the judge",
+            "data_source": "data_source when the row has none",
+            "system_prompt": SYSTEM_PROMPT,
+        },
     )
-    p.add_argument("--data-source", default="writing", help="data_source when the row has none")
-    p.add_argument("--system-prompt", help="system message put before each prompt (default: none)")
-    p.set_defaults(
-        make_builder=lambda a: WritingRLBuilder(
-            prompt_key=a.prompt_key,
-            references_key=a.references_key,
-            criteria_key=a.criteria_key,
-            data_source=a.data_source,
-            system_prompt=a.system_prompt,
-        )
-    )
+    p.set_defaults(make_builder=options.builder)
