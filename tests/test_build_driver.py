@@ -53,3 +53,13 @@ def test_a_build_stopped_before_the_id_column_is_seen_still_finds_it_and_reports
     err = capsys.readouterr().err
     assert "line 1 rejected: field 'uid': missing" in err and "no such column" not in err
     assert [json.loads(line)["line"] for line in rejects.read_text().splitlines()] == [1]
+
+
+def test_a_column_whose_type_comes_back_to_the_first_chunks_keeps_every_value(tmp_path):
+    # --chunk-size 2: "a" is null in the first chunk written (kept as text), integers in the second, and
+    # text again once the third has strings; the second chunk was written with nulls in its place
+    rows = [{"prompt": f"p{i}", "a": None if i < 2 else (i if i < 4 else f"s{i}")} for i in range(6)]
+    rc, out = writing_rl(tmp_path, rows, "--chunk-size", "2")
+    assert rc == 0
+    rows = pq.read_table(out / "train.parquet").to_pylist()
+    assert [r["extra_info"]["a"] for r in rows] == [None, None, "2", "3", "s4", "s5"]

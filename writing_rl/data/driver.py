@@ -278,6 +278,7 @@ class _InferredColumns:
         self._files = files
         self._spool = spool
         self._written_with: KeptColumns | None = None  # the kept columns of the chunks written so far
+        self._values_left_out = False  # a chunk was written without its kept values (nulls in their place)
         self._final: KeptColumns | None = None  # over the whole input, once it is read
 
     def see(self, chunk: list[Located]) -> None:
@@ -292,6 +293,7 @@ class _InferredColumns:
             self._files.open(now.extend(self._builder.schema))
         elif not now.same_columns(self._written_with):  # the files will be written again: nulls will do
             sources = [{}] * len(sources)
+            self._values_left_out = True
         self._files.write(split, self._written_with.attach(table, sources, counts))
 
     def settle(self) -> None:
@@ -311,8 +313,10 @@ class _InferredColumns:
         self._files.open(self._kept(types).extend(self._builder.schema))
 
     def finish(self) -> KeptColumns:
-        """The kept columns of the files, written again from the spool when they were not final."""
-        if self._final.same_columns(self._written_with):
+        """The kept columns of the files, written again from the spool when they were not final or a
+        chunk's values were left out: a column's type can come back to the first chunk's (null, then
+        integers, then text: text, as at first), and the chunks written in between hold nulls."""
+        if not self._values_left_out and self._final.same_columns(self._written_with):
             return self._written_with  # with the ids it has seen
         self._files.rewrite(self._final, self._builder.schema, self._spool.replay())
         return self._final
