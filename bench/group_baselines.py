@@ -7,8 +7,8 @@ import asyncio
 import itertools
 
 from reward_fns.brpo import OUTCOME_VALUE
-from reward_fns.pairwise import outcome
 from writing_rl.protocols import parse_verdict
+from writing_rl.protocols.comparison import outcome
 from writing_rl.protocols.prompts import pairwise_messages
 
 

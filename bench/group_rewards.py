@@ -100,8 +100,8 @@ def config_for(variant: str, tokenizer_dir, judge_url: str):
         f"reward.custom_reward_function.path={fn_path}",
         f"reward.custom_reward_function.name={fn_name}",
     ]
-    if variant not in ("brpo", "ranking"):
-        overrides.append("~reward.custom_reward_function.reward_kwargs")
+    if variant not in ("brpo", "ranking"):  # bench/group_baselines.py: fns with no options and no METHOD
+        overrides += ["~reward.custom_reward_function.reward_kwargs", "reward.reward_kwargs.failure_score=-1.0"]
     return compose("brpo" if variant != "ranking" else "grrm_mt_grpo", overrides)
 
 

@@ -35,7 +35,14 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
-from writing_rl.reward_loop.contract import Member, fallback_outcome, option, read_options, unreadable_flags
+from writing_rl.reward_loop.contract import (
+    Member,
+    RewardMethod,
+    fallback_outcome,
+    option,
+    read_options,
+    unreadable_flags,
+)
 
 OUTCOME_VALUE = {"win": 1.0, "tie": 0.0, "loss": -1.0}
 WIN_RULES = ("mean", "consistent")
@@ -264,3 +271,6 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     return pairwise_messages(
         row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"), system=system
     )
+
+
+METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, judge_messages=preflight_judge_messages)

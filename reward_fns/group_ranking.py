@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from writing_rl import protocols
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, gqm, gqm_prompt, strip_think
-from writing_rl.reward_loop.contract import Member, option, raise_if_asked, read_options, unreadable_flags
+from writing_rl.reward_loop.contract import Member, RewardMethod, option, raise_if_asked, read_options, unreadable_flags
 
 EXTRACTIONS = ("full", "codeblock", "last_line")
 
@@ -306,3 +306,11 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
         separator=reward_kwargs.get("candidate_separator", "\n\n"),
         **_task(member),
     )
+
+
+METHOD = RewardMethod(
+    options=RewardOptions,
+    failure_score=failure_score,
+    check_row=preflight_row,
+    judge_messages=preflight_judge_messages,
+)

@@ -28,6 +28,7 @@ from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
 from writing_rl.reward_loop.contract import (
     Curriculum,
     Member,
+    RewardMethod,
     fallback_outcome,
     is_validation,
     option,
@@ -239,3 +240,11 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     return pairwise_messages(
         task.prompt, response, reference, task.criteria, template=reward_kwargs.get("template"), system=system
     )
+
+
+METHOD = RewardMethod(
+    options=RewardOptions,
+    failure_score=failure_score,
+    check_row=preflight_row,
+    judge_messages=preflight_judge_messages,
+)

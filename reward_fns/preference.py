@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from writing_rl import protocols
-from writing_rl.reward_loop.contract import option, read_options
+from writing_rl.reward_loop.contract import RewardMethod, option, read_options
 
 OUTPUT_FORMATS = ("auto", "verdict", "scores")
 _VERDICT = re.compile(r"\[\[([ABC])\]\]")
@@ -119,3 +119,11 @@ def _result(score: float, valid: int, correct: int = 0, predicted_tie: int = 0) 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
     """A preference row with its human label A, B or C (writing-rl preflight)."""
     read_label(ground_truth, extra_info)
+
+
+def failure_score(tie_score: float = 0.0, **_: Any) -> float:
+    """What a failed sample is paid: no more than a wrong answer (0) or a tie verdict."""
+    return min(0.0, float(tie_score))
+
+
+METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, check_row=preflight_row)

@@ -34,7 +34,7 @@ from writing_rl.protocols.gqm_task import (
     read_answer,
     read_ground_truth,
 )
-from writing_rl.reward_loop.contract import option, read_options
+from writing_rl.reward_loop.contract import RewardMethod, option, read_options
 
 # The ground truth and the two terms live in writing_rl.protocols.gqm_task (writing-rl eval genrm-ranking
 # reports the same terms); re-exported here for code that imported them from this module.
@@ -107,3 +107,11 @@ def _result(total: float, valid: int, ranking_reward: float = 0.0, score_reward:
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
     """A GQM row with gold scores or a gold ranking of at least two candidates (writing-rl preflight)."""
     read_ground_truth(ground_truth, extra_info)
+
+
+def failure_score(**_: Any) -> float:
+    """What a failed sample is paid: a malformed answer's score."""
+    return 0.0
+
+
+METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, check_row=preflight_row)

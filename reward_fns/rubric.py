@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, strip_think
@@ -25,15 +25,12 @@ from writing_rl.protocols.rubric import (
     rubric_messages,
     rubric_reward,
 )
-from writing_rl.reward_loop.contract import option, raise_if_asked, read_options, unreadable_flags
+from writing_rl.reward_loop.contract import RewardMethod, option, raise_if_asked, read_options, unreadable_flags
 
 
 @dataclass(frozen=True)
 class RewardOptions:
     """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.rubric``."""
-
-    # The values of reward.reward_kwargs.on_parse_error this reward supports (a rubric has no tie).
-    ON_PARSE_ERROR: ClassVar[tuple[str, ...]] = ("loss", "raise")
 
     # false: one judge call scores every criterion; true: one call per criterion in WritingBench's critic
     # format, so its critic model can serve.
@@ -116,3 +113,13 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
         longest = max(criteria, key=lambda c: len(c.text))
         return criterion_messages(row.ground_truth["prompt"], response, longest, system)
     return rubric_messages(row.ground_truth["prompt"], response, criteria, system)
+
+
+METHOD = RewardMethod(
+    options=RewardOptions,
+    failure_score=failure_score,
+    # A rubric score has no tie to fall back to: an unreadable reply is a loss, or stops the step.
+    on_parse_error=("loss", "raise"),
+    check_row=preflight_row,
+    judge_messages=preflight_judge_messages,
+)

@@ -63,12 +63,12 @@ def code_sections() -> list[Section]:
 
 
 def reward_fn_sections() -> list[Section]:
-    """Each shipped reward fn's options, from its ``RewardOptions``."""
+    """Each shipped reward fn's options, from its ``METHOD.options`` (``RewardOptions`` in ours)."""
     import importlib
 
     sections = []
     for name in REWARD_FNS:
-        section = section_of(FN_PREFIX, importlib.import_module(f"reward_fns.{name}").RewardOptions)
+        section = section_of(FN_PREFIX, importlib.import_module(f"reward_fns.{name}").METHOD.options)
         sections.append(dataclasses.replace(section, title=f"pkg://reward_fns.{name}"))
     return sections
 
@@ -183,10 +183,11 @@ def documented_in_code() -> dict[str, str]:
 
 def described(settings: list[Setting], code: dict[str, str]) -> list[Setting]:
     """A key the overlay sets without a comment of its own is described by its field's comment in the code."""
-    fn = next((s.default for s in settings if s.key == "reward.custom_reward_function.path"), "pkg://reward_fns.pairwise")
+    fn = next(
+        (s.default for s in settings if s.key == "reward.custom_reward_function.path"), "pkg://reward_fns.pairwise"
+    )
     return [
-        s if s.note else dataclasses.replace(s, note=code.get(f"{s.key}@{fn}", code.get(s.key, "")))
-        for s in settings
+        s if s.note else dataclasses.replace(s, note=code.get(f"{s.key}@{fn}", code.get(s.key, ""))) for s in settings
     ]
 
 
@@ -238,7 +239,7 @@ def render() -> str:
     out += [
         "## Method options: `reward.custom_reward_function.reward_kwargs`",
         "",
-        "Each reward fn declares its options (`RewardOptions` in its module); `writing-rl check-config`, the",
+        "Each reward method declares its options (`METHOD.options`, `RewardOptions` in ours); `writing-rl check-config`, the",
         "preflight and the reward workers' start refuse an unknown option or a value out of bounds.",
         "",
     ]

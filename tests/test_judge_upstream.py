@@ -193,6 +193,7 @@ def test_two_judges_in_one_verl_reward_worker_share_the_servers_limit(
         "~reward.custom_reward_function.reward_kwargs",
         "reward.num_workers=1",
         "reward.reward_kwargs.judge.max_concurrency=4",
+        "reward.reward_kwargs.failure_score=0.0",  # a module with no METHOD declares no loss
     )
     texts = [f"story {i}" for i in range(16)]
     samples = streaming_samples(tokenizer, [writing_row(i) for i in range(16)], texts, [str(i) for i in range(16)])

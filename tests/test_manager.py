@@ -167,6 +167,7 @@ def _custom_fn_config(tmp_path, tokenizer_dir, base_url, body):
         base_url,
         f"reward.custom_reward_function.path={path}",
         "~reward.custom_reward_function.reward_kwargs",
+        "reward.reward_kwargs.failure_score=0.0",  # a module with no METHOD declares no loss
     )
 
 
@@ -341,3 +342,59 @@ def test_the_guard_stops_a_batch_of_unreadable_replies_with_an_example(judge_ser
     message = str(info.value)
     assert "3 of the last 3 samples this reward worker scored (100%)" in message
     assert "I will not choose" in message and "check the judge model, its template" in message
+
+
+def _method_from_the_docs(tmp_path):
+    """The whole reward method docs/methods/your-own.md shows, as a user would save it."""
+    from conftest import REPO_DIR
+
+    page = (REPO_DIR / "docs" / "methods" / "your-own.md").read_text(encoding="utf-8")
+    path = tmp_path / "my_reward.py"
+    path.write_text(page.split("```python\n", 1)[1].split("```", 1)[0])
+    return path
+
+
+def test_the_reward_method_the_docs_show_runs_under_verls_loader(tmp_path, judge_server, tokenizer_dir, tokenizer):
+    from writing_rl.tools.preflight.config_checks import check_config
+
+    def rate(request: dict, index: int) -> Reply:
+        response = request["messages"][-1]["content"].split("[Response]")[1]
+        return Reply(content='Fine work. {"score": 8}' if "good" in response else "I cannot rate this.")
+
+    server = judge_server(script=rate)
+    config = compose_writing_rl(
+        tokenizer_dir,
+        server.base_url,
+        f"reward.custom_reward_function.path={_method_from_the_docs(tmp_path)}",
+        "~reward.custom_reward_function.reward_kwargs",
+        "+reward.custom_reward_function.reward_kwargs.loss=0.1",
+    )
+    assert "a failed sample is paid 0.1 (the method's loss)" in check_config(config)
+    manager = load_manager(config, tokenizer)
+    assert manager.scoring.failure_score == 0.1
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], ["a good story", "a story", "<think>x"])
+    outputs = score_all(manager, batch)
+    assert [o["reward_score"] for o in outputs] == [0.8, 0.1, 0.1]
+    assert [o["reward_extra_info"]["parse_error"] for o in outputs] == [0, 1, 0]
+    assert [o["reward_extra_info"]["format_error"] for o in outputs] == [0, 0, 1]
+
+
+def test_a_fn_whose_module_declares_no_method_needs_a_failure_score(tmp_path, tokenizer_dir, tokenizer, judge_server):
+    from writing_rl.tools.preflight.config_checks import check_config
+
+    body = "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n    return 1.0\n"
+    path = tmp_path / "my_reward.py"
+    path.write_text(body)
+    url = judge_server().base_url
+    config = compose_writing_rl(
+        tokenizer_dir, url, f"reward.custom_reward_function.path={path}", "~reward.custom_reward_function.reward_kwargs"
+    )
+    expected = "declares no METHOD, so what a failed sample is paid is unknown"
+    with pytest.raises(ConfigError, match=expected):
+        check_config(config)
+    with pytest.raises(ConfigError, match=expected):
+        load_manager(config, tokenizer)
+    with open_dict(config):
+        config.reward.reward_kwargs.failure_score = -1.0
+    assert "a failed sample is paid -1 (reward.reward_kwargs.failure_score)" in check_config(config)
+    assert load_manager(config, tokenizer).scoring.failure_score == -1.0

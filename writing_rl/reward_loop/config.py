@@ -192,7 +192,7 @@ class ManagerConfig:
     # failure score with group_incomplete=1; "score" scores the members that arrived (partial_group=1).
     on_group_incomplete: str = option("fail", choices=ON_GROUP_INCOMPLETE)
     # What a failed sample is paid (judge errors under on_judge_error=loss, incomplete groups); null = the
-    # reward fn module's failure_score(**reward_kwargs) (our fns: their loss), else 0.0.
+    # reward method's METHOD.failure_score (ours: a loss); a fn whose module declares no METHOD needs it set.
     failure_score: float | None = None
     # Log one summary line per batch (win/tie/loss, errors, latency percentiles).
     log_summary: bool = True

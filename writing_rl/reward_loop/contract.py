@@ -2,32 +2,39 @@
 
 ``reward_fns/`` import from this module only (tests/test_layout.py checks it); a fn of yours should too.
 
+A reward method is one module: its fn, its options and one declaration, ``METHOD = RewardMethod(...)``,
+that our managers, ``writing-rl check-config`` and the preflight read (loaded once, as verl loads the fn:
+reward_loop/reward_fn.py). docs/reward-fns.md shows a whole one.
+
 A per-sample fn (``ParallelRewardManager``) has verl's ``custom_reward_function`` signature plus keyword
-arguments the manager passes when the fn declares them (reward_loop/fn_extras.py)::
+arguments the manager passes when the fn declares them::
 
     async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
-                            judge, curriculum=None, uid=None, group_size=1, **options) -> dict
+                            judge, curriculum=None, uid=None, group_size=1, on_parse_error="loss",
+                            **options) -> dict
 
 A group fn (``GroupRewardManager``) scores every rollout of a prompt at once, each a ``Member``::
 
-    async def compute_score(members: list[Member], *, judge, **options) -> list[dict]
+    async def compute_score(members: list[Member], *, judge, on_parse_error="loss", **options) -> list[dict]
 
-Either returns ``{"score": float, <numeric extra keys>}`` per sample and catches ``JudgeError`` itself
-(its neutral result); the module may define ``failure_score(**options) -> float``, what a failed sample
-is paid (its loss: reward_loop/scoring.py). A fn that declares ``on_parse_error`` gets
-``reward.reward_kwargs.on_parse_error`` from the manager.
+What the manager passes, to a fn whose signature names it (reward_loop/fn_extras.py): ``judge`` (a
+``SampleJudge``), ``judge_tokenizer`` (the GenRM's, when verl hosts it), ``curriculum`` (a ``Curriculum``,
+or ``None`` when ``curriculum.enable`` is off), ``uid`` and ``group_size`` (the sample's group),
+``on_parse_error`` (``reward.reward_kwargs.on_parse_error``). Everything else in the call is the fn's options.
 
-Options: the module declares the fn's options (``reward.custom_reward_function.reward_kwargs``) as a
-frozen dataclass named ``RewardOptions`` whose fields use ``option(default, choices=..., minimum=...)``
-where a value is bounded, with a comment above each field (the config reference prints it); the fn reads
-its keyword arguments with ``read_options(RewardOptions, given)``. The same declaration is checked when
-``writing-rl check-config``, the preflight or a reward worker starts (reward_loop/fn_options.py), so a
+Either fn returns ``{"score": float, <numeric extra keys>}`` per sample, the same keys for every sample,
+and catches ``JudgeError`` itself (its neutral result).
+
+Options: a frozen dataclass (``RewardMethod.options``) whose fields use ``option(default, choices=...,
+minimum=...)`` where a value is bounded, with a comment above each field (the config reference prints it);
+the fn reads its keyword arguments with ``read_options(Options, given)``. The same declaration is checked
+when ``writing-rl check-config``, the preflight or a reward worker starts (reward_loop/fn_options.py), so a
 misspelt or out-of-range option stops the run before any rollout. What this module gives a fn:
 
+- ``RewardMethod``: the declaration;
 - ``Member``: one rollout of a group; ``is_validation(extra_info)``: a validation row (``split`` test/val/validation);
-- ``Curriculum``: the handle a fn declaring ``curriculum`` gets (``None`` when ``curriculum.enable`` is
-  off): ``pin``/``advance`` for a whole group, ``pin_group``/``report`` one rollout at a time
-  (reward_loop/curriculum/handle.py; importing it loads no Ray);
+- ``Curriculum``: the handle a fn declaring ``curriculum`` gets: ``pin``/``advance`` for a whole group,
+  ``pin_group``/``report`` one rollout at a time (reward_loop/curriculum/handle.py; importing it loads no Ray);
 - ``option`` and ``read_options``: the options, as above;
 - the failure policy for unreadable judge replies (reward_loop/failures.py): ``fallback_outcome``
   (``"loss"`` or ``"tie"``, never a win),
@@ -38,16 +45,17 @@ misspelt or out-of-range option stops the run before any rollout. What this modu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from writing_rl.reward_loop.curriculum.handle import Curriculum
-from writing_rl.reward_loop.failures import fallback_outcome, raise_if_asked, unreadable_flags
+from writing_rl.reward_loop.failures import ON_PARSE_ERROR, fallback_outcome, raise_if_asked, unreadable_flags
 from writing_rl.reward_loop.fn_options import read_options
 from writing_rl.settings import option
 
 __all__ = [
     "Curriculum",
     "Member",
+    "RewardMethod",
     "fallback_outcome",
     "is_validation",
     "option",
@@ -55,6 +63,26 @@ __all__ = [
     "read_options",
     "unreadable_flags",
 ]
+
+
+@dataclass(frozen=True)
+class RewardMethod:
+    """What a reward fn's module declares as ``METHOD``, besides the fn."""
+
+    # failure_score(**reward_kwargs) -> float: what a failed sample is paid (a judge call that failed, a
+    # group that never completed): the method's loss. reward.reward_kwargs.failure_score overrides it.
+    failure_score: Callable[..., float]
+    # The fn's options (reward.custom_reward_function.reward_kwargs): a frozen dataclass of option() fields;
+    # None: a fn that takes none besides what the manager passes.
+    options: type | None = None
+    # The reward.reward_kwargs.on_parse_error values the fn honours.
+    on_parse_error: tuple[str, ...] = ON_PARSE_ERROR
+    # check_row(ground_truth, extra_info) -> None: raises ValueError for a row the fn cannot score (the
+    # preflight runs it on the training and validation rows).
+    check_row: Callable[..., None] | None = None
+    # judge_messages(row, response, group_size, reward_kwargs) -> messages: one judge call of the row with
+    # every policy response replaced by ``response`` (the preflight measures it against the judge's context).
+    judge_messages: Callable[..., list] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import ray
@@ -22,20 +21,12 @@ from writing_rl.reward_loop.contract import is_validation
 from writing_rl.reward_loop.curriculum.groups import Batched
 from writing_rl.reward_loop.curriculum.handle import Curriculum
 from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
-
-
-def reward_fn_parameters(config) -> set[str]:
-    """The keyword parameters of the configured reward fn (verl wraps it, so load it as verl does)."""
-    from verl.utils.import_utils import load_extern_object
-
-    fn_config = config.reward.custom_reward_function
-    fn = load_extern_object(module_path=fn_config.path, object_name=fn_config.name)
-    return set(inspect.signature(fn).parameters)
+from writing_rl.reward_loop.reward_fn import load_reward_fn
 
 
 class FnExtras:
     def __init__(self, config, scoring, reward_model_tokenizer=None):
-        self.accepted = reward_fn_parameters(config)
+        self.accepted = load_reward_fn(config).parameters
         self.scoring = scoring
         rollout = config.actor_rollout_ref.rollout
         self.train_group_size = int(rollout.n)

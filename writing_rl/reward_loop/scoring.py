@@ -20,9 +20,9 @@ from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.failures import FailureGuard
-from writing_rl.reward_loop.fn_options import check_configured_fn
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
+from writing_rl.reward_loop.reward_fn import load_reward_fn
 from writing_rl.reward_loop.sample_log import SampleLog
 from writing_rl.settings import ConfigError
 from writing_rl.terms import TermInput
@@ -69,7 +69,8 @@ class WorkerScoring:
                 "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
             )
         self.settings = ManagerConfig.from_verl(config, reward_router_address)
-        check_configured_fn(config)  # a bad option stops the worker at start, not at the first sample
+        self.reward_fn = load_reward_fn(config)
+        self.reward_fn.check_options(self.settings.on_parse_error)  # stops the worker at start, not at a sample
         reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)
         self.judge = OpenAIJudge(
@@ -88,7 +89,7 @@ class WorkerScoring:
             "term_error": settings.max_term_error_rate,
         }
         self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)
-        self.failure_score = failure_score(config, settings.failure_score)
+        self.failure_score = self.reward_fn.failure_score(settings.failure_score)
         self.keys = results.SameKeys()
         self.sample_log = SampleLog(settings.sample_log_dir) if settings.sample_log_dir else None
         self.in_flight = 0
@@ -194,29 +195,6 @@ def is_configuration_error(err: Exception) -> bool:
     if isinstance(err, JudgeContextLengthError):
         return True
     return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES
-
-
-def failure_score(config, configured: float | None) -> float:
-    """What a failed sample is paid: ``reward.reward_kwargs.failure_score`` when set, else the reward fn
-    module's ``failure_score(**reward_kwargs)`` (the method's loss), else 0.0 (with a warning)."""
-    if configured is not None:
-        return float(configured)
-    from verl.utils.import_utils import load_extern_object
-
-    fn_config = config.reward.custom_reward_function
-    try:
-        declared = load_extern_object(module_path=fn_config.path, object_name="failure_score")
-    except (AttributeError, ImportError):
-        declared = None
-    if declared is None:
-        logger.warning(
-            "%s declares no failure_score(): failed samples are paid 0.0; set reward.reward_kwargs.failure_score "
-            "to the reward's loss if 0.0 is more than that",
-            fn_config.path,
-        )
-        return 0.0
-    kwargs = dict(fn_config.get("reward_kwargs") or {})
-    return float(declared(**kwargs))
 
 
 def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:

@@ -164,10 +164,9 @@ def check_config(config) -> list[str]:
     from verl.utils.config import validate_config
 
     from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
-    from writing_rl.reward_loop.fn_extras import reward_fn_parameters
-    from writing_rl.reward_loop.fn_options import check_configured_fn
     from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
     from writing_rl.reward_loop.health.metrics import reports_health
+    from writing_rl.reward_loop.reward_fn import load_reward_fn
     from writing_rl.settings import ConfigError
     from writing_rl.tools.shared.trainers import trainer_of, unmet, unsupported
 
@@ -183,11 +182,12 @@ def check_config(config) -> list[str]:
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
-    if get_custom_reward_fn(config) is not None:
-        fn = config.reward.custom_reward_function
-        checked.append(f"reward fn {fn.path}:{fn.name}")
-        checked.append(check_configured_fn(config))
-    if manager_cls.__module__.startswith("writing_rl."):
+    reward_fn = load_reward_fn(config) if get_custom_reward_fn(config) is not None else None
+    if reward_fn is not None:
+        checked.append(f"reward fn {reward_fn.where}")
+        on_parse_error = (config.reward.get("reward_kwargs") or {}).get("on_parse_error") or "loss"
+        checked.append(reward_fn.check_options(on_parse_error))
+    if runs_our_manager(config):
         hosted = bool(config.reward.reward_model.enable)
         if hosted and not config.reward.reward_model.get("model_path"):
             raise ConfigError(
@@ -195,6 +195,14 @@ def check_config(config) -> list[str]:
             )
         # When verl hosts the GenRM its router address is only known at run time; any address will do here.
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
+        if reward_fn is None:
+            raise ConfigError(
+                "writing-rl's reward managers score with a judge-based reward fn: set "
+                "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
+            )
+        paid = reward_fn.failure_score(settings.failure_score)
+        source = "reward.reward_kwargs.failure_score" if settings.failure_score is not None else "the method's loss"
+        checked.append(f"a failed sample is paid {paid:g} ({source})")
         share = worker_concurrency(settings.judge.max_concurrency, int(config.reward.num_workers))
         explicit_url = (config.reward.get("reward_kwargs") or {}).get("judge", {}).get("base_url")
         judge = ", ".join(settings.judge.endpoints)
@@ -216,7 +224,7 @@ def check_config(config) -> list[str]:
                 f"(groups.timeout_s={groups.timeout_s:g})"
             )
         curriculum = settings.curriculum
-        scheduled = "curriculum" in reward_fn_parameters(config)
+        scheduled = "curriculum" in reward_fn.parameters
         if curriculum.enable and scheduled:
             curriculum.for_scheduler()
             checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")
@@ -229,6 +237,16 @@ def check_config(config) -> list[str]:
             else:
                 checked.append(f"WARNING API key env var ${name}: not set in this shell (reward workers need it)")
     return checked + [line for line in trainer if line]
+
+
+def runs_our_manager(config) -> bool:
+    """Whether verl will score with one of our reward managers (which hand the fn a judge)."""
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
+    from writing_rl.reward_loop.group_manager import GroupRewardManager
+    from writing_rl.reward_loop.manager import ParallelRewardManager
+
+    return issubclass(resolve_reward_manager_cls(config), (ParallelRewardManager, GroupRewardManager))
 
 
 def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:

@@ -6,16 +6,13 @@ lengths against ``data.max_prompt_length``, the judge prompt at ``max_response_l
 judge's context, and the judge endpoint itself (``GET /v1/models``). ``DRY_RUN=1`` and every
 ``scripts/train_*.sh`` run it first.
 
-A reward fn module declares what it needs with two optional functions (looked up on the module the
-config names, as verl loads it): ``preflight_row(ground_truth, extra_info)`` raises ``ValueError``
-for a row it cannot score, and ``preflight_judge_messages(row, response, group_size, reward_kwargs)``
-returns the judge messages of one call with every policy response replaced by ``response``.
+A reward method declares what it needs in its ``METHOD`` (reward_loop/contract.py): ``check_row`` raises
+``ValueError`` for a row it cannot score, and ``judge_messages`` gives the judge messages of one call with
+every policy response replaced by a given one.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import re
 from typing import Iterable, Sequence
@@ -44,19 +41,6 @@ from writing_rl.tools.preflight.judge_checks import (
 from writing_rl.tools.preflight.report import Report
 
 
-def reward_module(config):
-    """The module of ``reward.custom_reward_function.path`` (``pkg://pkg.mod`` or a file), as verl loads it."""
-    path = config.reward.custom_reward_function.get("path")
-    if not path:
-        return None
-    if path.startswith("pkg://"):
-        return importlib.import_module(path[len("pkg://") :])
-    spec = importlib.util.spec_from_file_location("preflight_reward_fn", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
     """The best way this machine has to count the judge prompt (judge_checks.py); ``judge``: the endpoint's
     settings when it may be asked (not hosted by verl, pinging allowed)."""
@@ -76,7 +60,8 @@ def run_preflight(
     config, remote: Iterable[str] = (), max_rows: int = 20_000, max_drop: float = 0.05, ping: bool = True
 ) -> Report:
     from writing_rl.reward_loop.config import ManagerConfig
-    from writing_rl.tools.preflight.config_checks import check_config
+    from writing_rl.reward_loop.reward_fn import load_reward_fn
+    from writing_rl.tools.preflight.config_checks import check_config, runs_our_manager
 
     report = Report()
     try:
@@ -87,9 +72,9 @@ def run_preflight(
     except Exception as err:  # noqa: BLE001 - any config error is one line of the report
         report.problem(f"config: {err}")
         return report
-    module = reward_module(config)
-    manager = config.reward.reward_manager
-    ours = manager.get("source") == "importlib" and str(manager.module.get("path", "")).startswith("pkg://writing_rl")
+    reward_fn = load_reward_fn(config)
+    method = None if reward_fn is None else reward_fn.method
+    ours = runs_our_manager(config)
     found = check_paths(config, set(remote), report)
 
     tokenizer = None
@@ -110,8 +95,8 @@ def run_preflight(
         except (OSError, ValueError) as err:
             report.note(f"no GenRM tokenizer at {found[GENRM_KEY][0]} ({err})")
 
-    check_row = getattr(module, "preflight_row", None)
-    build_judge = getattr(module, "preflight_judge_messages", None) if ours else None
+    check_row = None if method is None else method.check_row
+    build_judge = method.judge_messages if method is not None and ours else None
     where = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
     template_kwargs = dict(config.data.get("apply_chat_template_kwargs") or {})
     prompts: list[list[dict]] = []
