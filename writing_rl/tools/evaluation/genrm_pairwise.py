@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome, shown
 from writing_rl.protocols.prompts import (
     PAIRWISE_SYSTEM,
     Messages,
     load_template,
-    pairwise_messages,
     read_pairwise_request,
 )
 from writing_rl.tools.evaluation import judged, stats
@@ -50,6 +50,8 @@ from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 LENGTH_EDGES = (100, 500)
 ORDERS = ("chosen_first", "chosen_second")  # the chosen response shown as A, then as B
+CHOSEN_SLOT = dict(zip(ORDERS, SLOTS))
+PICKED = {"win": "chosen", "loss": "rejected", "tie": "tie"}  # the chosen response's outcome -> what was picked
 
 
 @dataclass(frozen=True)
@@ -78,16 +80,14 @@ class Call:
         if self.built is not None:
             return self.built
         pair = self.pair
-        a, b = (pair.chosen, pair.rejected) if self.order == ORDERS[0] else (pair.rejected, pair.chosen)
-        return pairwise_messages(pair.prompt, a, b, template=template, system=pair.system)
+        slot = CHOSEN_SLOT[self.order]
+        return comparison_messages(pair.prompt, pair.chosen, pair.rejected, slot, template=template, system=pair.system)
 
     def picked(self, judgment: Judgment) -> str | None:
         """Which response the verdict prefers: chosen, rejected or tie (None: nothing read)."""
         if judgment.verdict is None:
             return None
-        if judgment.verdict == "C":
-            return "tie"
-        return "chosen" if (judgment.verdict == "A") == (self.order == ORDERS[0]) else "rejected"
+        return PICKED[outcome(judgment.verdict, CHOSEN_SLOT[self.order])]
 
 
 @dataclass(frozen=True)
@@ -140,19 +140,19 @@ def _parquet_pairs(path: str | Path) -> PairInput:
         if label == "C":
             ties.add(index)
             continue
-        order = ORDERS[0] if label == "A" else ORDERS[1]
+        order = ORDERS[SLOTS.index(label)]
         if (index, order) in rows_of:
             raise InputError(
                 f"{where}: extra_info.index {index!r} already has a row with the chosen response as {label} "
                 f"({rows_of[index, order].rsplit(':', 1)[1].strip()})"
             )
         rows_of[index, order] = where
-        shown = read_pairwise_request(users[-1])  # None: another layout than the built-in one
-        if shown is None:
+        request = read_pairwise_request(users[-1])  # None: another layout than the built-in one
+        if request is None:
             pair = Pair(index, None, None, None, None)
         else:
-            chosen, rejected = (shown[1], shown[2]) if label == "A" else (shown[2], shown[1])
-            pair = Pair(index, shown[0], chosen, rejected, None)
+            chosen, rejected = shown(request[1], request[2], label)  # the chosen response is in slot `label`
+            pair = Pair(index, request[0], chosen, rejected, None)
         known = pairs.setdefault(index, pair)
         if known != pair and None not in (known.prompt, pair.prompt):  # the other order: the same texts
             raise InputError(f"{where}: extra_info.index {index!r} holds another pair than an earlier row")

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from writing_rl.protocols import strip_think
-from writing_rl.protocols.pairwise_task import outcome, read_ground_truth
-from writing_rl.protocols.prompts import Messages, format_criteria, load_template, pairwise_messages
+from writing_rl.protocols.comparison import SLOTS, agreed, comparison_messages, consistency, outcome
+from writing_rl.protocols.pairwise_task import read_ground_truth
+from writing_rl.protocols.prompts import Messages, format_criteria, load_template
 from writing_rl.settings import ConfigError
 from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
@@ -57,7 +58,7 @@ from writing_rl.tools.shared.verdicts import Judgment, read_verdict
 
 POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 LENGTH_UNIT = "characters"
-ORDERS = ("A", "B")  # the policy's slot: first, then second
+ORDERS = SLOTS  # the policy's slot: first, then second
 # (policy has no answer, baseline has none) -> (who had none, the policy's outcome)
 NO_ANSWER = {(True, False): ("policy", "loss"), (False, True): ("baseline", "win"), (True, True): ("both", "tie")}
 
@@ -144,8 +145,9 @@ def pair_up(items: dict[Any, Item], policy: dict[Any, str], baseline: dict[Any, 
 
 def build_messages(job: Job, template: str | None = None) -> Messages:
     pair = job.pair
-    shown = (pair.policy, pair.baseline) if job.slot == "A" else (pair.baseline, pair.policy)
-    return pairwise_messages(pair.item.query, *shown, criteria=pair.item.criteria, template=template)
+    return comparison_messages(
+        pair.item.query, pair.policy, pair.baseline, job.slot, criteria=pair.item.criteria, template=template
+    )
 
 
 def run_winrate(
@@ -218,8 +220,8 @@ def _record(pair: Pair, orders: dict[str, Judgment]) -> dict:
     if None in outcomes:
         failed = [orders[slot] for slot in ORDERS if orders[slot].verdict is None]
         return {**record, "status": "judge_error" if any(j.error for j in failed) else "unreadable", "outcome": None}
-    result = outcomes[0] if outcomes[0] == outcomes[1] else "tie"
-    return {**record, "status": "judged", "outcome": result, "consistent": outcomes[0] == outcomes[1]}
+    consistent = consistency(outcomes, len(ORDERS)) == 1
+    return {**record, "status": "judged", "outcome": agreed(outcomes), "consistent": consistent}
 
 
 def _verdict(judgment: Judgment) -> str:
