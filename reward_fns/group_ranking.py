@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -148,65 +148,62 @@ async def compute_score(
     options = read_options(RewardOptions, given)
     answers = [extract_answer(m.text, options.extraction) for m in members]
     candidates = list(dict.fromkeys(a for a in answers if a is not None))
-    flags = {"num_candidates": len(candidates)}
-    scores: dict[str, int] = {}
-    culprit = None
-    failures: list[Unreadable] = []
-
+    ranked = _Ranked({"num_candidates": len(candidates)})
     if len(candidates) > gqm.MAX_CANDIDATES:
-        flags["too_many_candidates"] = 1
+        ranked.flags["too_many_candidates"] = 1
     elif len(candidates) < 2:
-        flags["nothing_to_rank"] = 1
+        ranked.flags["nothing_to_rank"] = 1
     else:
-        path = options.judge_tokenizer_path
-        tokenizer = judge_tokenizer or (_load_tokenizer(path) if path else None)
-        if options.max_prompt_tokens and tokenizer is None:
-            raise ValueError(
-                "reward.custom_reward_function.reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set "
-                "judge_tokenizer_path (verl passes it automatically when it hosts the GenRM)"
-            )
-        layout = {"system": options.system_prompt, "template": options.template,
-                  "separator": options.candidate_separator, "special_tokens": markup_tokens(tokenizer)}  # fmt: skip
-        ranker = _Ranker(judge, members[0], options.seed, layout, tokenizer, options.max_prompt_tokens)
+        ranker = _Ranker.for_options(judge, members[0], options, judge_tokenizer)
+        await ranked.rank(ranker, candidates, options, on_parse_error)
+    return [_reward(m, answer, ranked, options, on_parse_error) for m, answer in zip(members, answers)]
+
+
+@dataclass
+class _Ranked:
+    """What the GenRM made of one group: a score per candidate, the culprit that made the group unreadable
+    (if one was found), the unreadable replies, and the group's flags."""
+
+    flags: dict
+    scores: dict[str, int] = field(default_factory=dict)
+    culprit: str | None = None
+    failures: list[Unreadable] = field(default_factory=list)
+
+    async def rank(self, ranker: _Ranker, candidates: list[str], options: RewardOptions, on_parse_error: str):
         result = await ranker.rank(candidates, attempt=0)
         for attempt in range(1, options.parse_retries + 1):
             if not isinstance(result, Unreadable):
                 break
-            failures.append(result)
+            self.failures.append(result)
             result = await ranker.rank(candidates, attempt)
         if isinstance(result, Unreadable):
-            failures.append(result)
+            self.failures.append(result)
             raise_if_asked(result, on_parse_error)
             if options.find_culprit and len(candidates) >= 3:
-                culprit, scores = await ranker.find_culprit(candidates)
-            if culprit is None:
-                flags["parse_error"] = 1
+                self.culprit, self.scores = await ranker.find_culprit(candidates)
+            if self.culprit is None:
+                self.flags["parse_error"] = 1
         elif isinstance(result, str):
-            flags[result] = 1  # judge_error or prompt_too_long
+            self.flags[result] = 1  # judge_error or prompt_too_long
         else:
-            scores = result
+            self.scores = result
 
-    # A group that could not be ranked: the lowest score (a loss) or, under on_parse_error=tie, the default.
-    unreadable = gqm.MIN_SCORE * options.score_scale if on_parse_error == "loss" else options.default_reward
-    results = []
-    for member, answer in zip(members, answers):
-        penalty = overlong_penalty(
-            member.response_length, options.max_resp_len, options.buffer_len, options.penalty_factor
-        )
-        if answer is None:
-            results.append(_result(options.format_error_reward - penalty, penalty, flags, format_error=1))
-        elif answer == culprit:
-            result = _result(gqm.MIN_SCORE * options.score_scale - penalty, penalty, flags, rank_score=gqm.MIN_SCORE)
-            results.append({**result, **unreadable_flags(failures), "culprit": 1})
-        elif answer in scores:
-            results.append(
-                _result(scores[answer] * options.score_scale - penalty, penalty, flags, rank_score=scores[answer])
-            )
-        elif flags.get("parse_error"):
-            results.append({**_result(unreadable - penalty, penalty, flags), **unreadable_flags(failures)})
-        else:
-            results.append(_result(options.default_reward - penalty, penalty, flags))
-    return results
+
+def _reward(member: Member, answer: str | None, ranked: _Ranked, options: RewardOptions, on_parse_error: str) -> dict:
+    penalty = overlong_penalty(member.response_length, options.max_resp_len, options.buffer_len, options.penalty_factor)
+    flags, scale = ranked.flags, options.score_scale
+    if answer is None:
+        return _result(options.format_error_reward - penalty, penalty, flags, format_error=1)
+    if answer == ranked.culprit:
+        result = _result(gqm.MIN_SCORE * scale - penalty, penalty, flags, rank_score=gqm.MIN_SCORE)
+        return {**result, **unreadable_flags(ranked.failures), "culprit": 1}
+    if answer in ranked.scores:
+        return _result(ranked.scores[answer] * scale - penalty, penalty, flags, rank_score=ranked.scores[answer])
+    if flags.get("parse_error"):
+        # A group that could not be ranked: the lowest score (a loss) or, under on_parse_error=tie, the default.
+        unreadable = gqm.MIN_SCORE * scale if on_parse_error == "loss" else options.default_reward
+        return {**_result(unreadable - penalty, penalty, flags), **unreadable_flags(ranked.failures)}
+    return _result(options.default_reward - penalty, penalty, flags)
 
 
 class _Ranker:
@@ -216,6 +213,19 @@ class _Ranker:
         self.judge, self.uid, self.seed = judge, member.uid, seed
         self.prompt_args = {**layout, **_task(member)}
         self.tokenizer, self.max_prompt_tokens = tokenizer, max_prompt_tokens
+
+    @classmethod
+    def for_options(cls, judge, member: Member, options: RewardOptions, judge_tokenizer) -> _Ranker:
+        path = options.judge_tokenizer_path
+        tokenizer = judge_tokenizer or (_load_tokenizer(path) if path else None)
+        if options.max_prompt_tokens and tokenizer is None:
+            raise ValueError(
+                "reward.custom_reward_function.reward_kwargs.max_prompt_tokens needs the GenRM's tokenizer: set "
+                "judge_tokenizer_path (verl passes it automatically when it hosts the GenRM)"
+            )
+        layout = {"system": options.system_prompt, "template": options.template,
+                  "separator": options.candidate_separator, "special_tokens": markup_tokens(tokenizer)}  # fmt: skip
+        return cls(judge, member, options.seed, layout, tokenizer, options.max_prompt_tokens)
 
     async def rank(self, candidates: list[str], attempt: int) -> dict[str, int] | str:
         """{candidate: score}, an ``Unreadable``, or the flag ``judge_error`` / ``prompt_too_long``."""
