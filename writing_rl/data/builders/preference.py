@@ -24,7 +24,8 @@ from writing_rl.data import fields
 from writing_rl.data.builder import BadRow
 from writing_rl.data.schemas import MESSAGES_SCHEMA, rl_schema
 from writing_rl.protocols import gqm, gqm_prompt, parse_verdict, strip_think
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
+from writing_rl.protocols.comparison import SLOTS, comparison_messages, other_slot, shown, verdict_for
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM
 
 PROMPT_ALIASES = ("prompt", "question", "instruction", "input")
 CHOSEN_ALIASES = ("chosen", "chosen_response", "response_chosen", "chosen_story")
@@ -126,23 +127,27 @@ class _PairBuilder:
     def slots(self, pair: Pair) -> list[str]:
         """Which slot the chosen response takes in each output row."""
         if self.swap:
-            return ["A", "B"]
+            return list(SLOTS)
         rng = random.Random(fields.content_seed(self.seed, pair.prompt, [pair.chosen, pair.rejected]))
-        return [rng.choice("AB")]
+        return [rng.choice(SLOTS)]
 
     def request(self, pair: Pair, chosen_slot: str, cot: bool = True) -> list[dict[str, str]]:
-        a, b = (pair.chosen, pair.rejected) if chosen_slot == "A" else (pair.rejected, pair.chosen)
         if self.output_format == "scores":
             return gqm_prompt.build_messages(
-                [a, b], writing_prompt=pair.prompt, prompt_type="score", cot=cot, system=self.system_prompt
+                list(shown(pair.chosen, pair.rejected, chosen_slot)),
+                writing_prompt=pair.prompt,
+                prompt_type="score",
+                cot=cot,
+                system=self.system_prompt,
             )
-        return pairwise_messages(
-            pair.prompt, a, b, template=self.template, system=self.system_prompt or PAIRWISE_SYSTEM
+        system = self.system_prompt or PAIRWISE_SYSTEM
+        return comparison_messages(
+            pair.prompt, pair.chosen, pair.rejected, chosen_slot, template=self.template, system=system
         )
 
     @staticmethod
     def label(pair: Pair, chosen_slot: str) -> str:
-        return "C" if pair.tie else chosen_slot
+        return verdict_for("tie" if pair.tie else "win", chosen_slot)
 
 
 @dataclass
@@ -197,7 +202,7 @@ class PrefSFTBuilder(_PairBuilder):
         pair = self.reader.read(row)
         if self.output_format == "scores" and pair.chosen_score is None:
             raise BadRow("chosen_score", "--output-format scores needs --chosen-score-key and --rejected-score-key")
-        other = "B" if self.critique_slot == "A" else "A"
+        other = other_slot(self.critique_slot)
         if pair.critique is not None:
             critiques = {self.critique_slot: pair.critique}
             if pair.critique_swapped is not None and self.swap:
@@ -211,7 +216,7 @@ class PrefSFTBuilder(_PairBuilder):
             reasoning = self._clean(critique, self.label(pair, slot), slot) if critique else None
             if self.output_format == "scores":
                 chosen_score, rejected_score = pair.chosen_score, pair.rejected_score
-                scores = {slot: chosen_score, "B" if slot == "A" else "A": rejected_score}
+                scores = {slot: chosen_score, other_slot(slot): rejected_score}
                 answer = gqm.gqm_response(reasoning, scores, "score", cot=reasoning is not None)
             else:
                 label = self.label(pair, slot)
