@@ -1,5 +1,5 @@
-"""Writing-RL's row format and what a pairwise verdict means for the response: shared by the reward
-(reward_fns/pairwise.py) and the offline tools (selection, ordering).
+"""Writing-RL's row format: shared by the reward (reward_fns/pairwise.py) and the offline tools
+(selection, ordering, win rate).
 
 Ground truth is Writing-RL's row format, as published: ``{prompt, target, criteria, id}`` where
 ``target`` is one reference or a list of references ordered easiest first.
@@ -14,13 +14,6 @@ from typing import Any, Mapping
 import numpy as np
 
 from writing_rl.protocols.prompts import format_criteria
-
-# Which slot the policy's response takes in each judge call.
-STRATEGIES = {
-    "position-advantage": ("A",),  # response shown first
-    "position-disadvantage": ("B",),  # reference shown first
-    "both": ("A", "B"),  # both orders, scores averaged
-}
 
 
 @dataclass(frozen=True)
@@ -82,13 +75,6 @@ def _read_id(raw: Any, where: str) -> int | str | None:
         f"{where}: reward_model.ground_truth.id must be an integer or a non-empty string (the prompt's id), "
         f"got {type(raw).__name__} {raw!r:.80}"
     )
-
-
-def outcome(verdict: str, response_slot: str) -> str:
-    """'win', 'tie' or 'loss' for the response, given the judge's verdict and the response's slot."""
-    if verdict == "C":
-        return "tie"
-    return "win" if verdict == response_slot else "loss"
 
 
 def _as_criteria(value: Any) -> Any:
