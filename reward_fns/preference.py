@@ -64,7 +64,7 @@ def compute_score(
     label = read_label(ground_truth, extra_info)
     if output_format == "auto":
         output_format = (extra_info or {}).get("output_format") or "auto"
-    verdict = read_verdict(solution_str, output_format)
+    verdict = last_line_verdict(solution_str, output_format)
     if verdict is None or (verdict == "C" and not allow_tie):
         return _result(0.0, valid=0)
     if verdict == label:
@@ -74,8 +74,9 @@ def compute_score(
     return _result(0.0, valid=1)
 
 
-def read_verdict(solution_str: str, output_format: str = "auto") -> str | None:
-    """``"A"``, ``"B"`` or ``"C"`` from a GenRM answer, or None when it is malformed.
+def last_line_verdict(solution_str: str, output_format: str = "auto") -> str | None:
+    """``"A"``, ``"B"`` or ``"C"`` from a GenRM answer whose last line is its verdict or score line, or
+    None when it is malformed.
 
     Read by ``writing_rl.protocols`` (conflicting verdicts, quoted-only verdicts and unclosed reasoning are
     malformed); training also asks that the verdict or score line be the answer's last line."""

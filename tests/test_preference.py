@@ -2,7 +2,7 @@
 
 import pytest
 
-from reward_fns.preference import compute_score, read_label, read_verdict
+from reward_fns.preference import compute_score, last_line_verdict, read_label
 
 CASES = [
     # answer, label, options, (score, valid_answer, correct, predicted_tie)
@@ -56,7 +56,7 @@ def test_malformed_answers_score_zero(answer, label, options):
 def test_output_format_comes_from_the_row_in_auto_mode():
     assert compute_score("p", "A: 8, B: 4", "A", {"output_format": "verdict"})["valid_answer"] == 0
     assert compute_score("p", "Fine.\n[[A]]", "A", {"output_format": "scores"})["valid_answer"] == 0
-    assert read_verdict("Fine.\n[[A]]") == "A" and read_verdict("A: 2, B: 9") == "B"
+    assert last_line_verdict("Fine.\n[[A]]") == "A" and last_line_verdict("A: 2, B: 9") == "B"
 
 
 def test_bad_labels_and_options_are_errors():

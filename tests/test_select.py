@@ -23,7 +23,7 @@ from writing_rl.tools.selection.margins import (
     response_score,
     tie_key,
 )
-from writing_rl.tools.selection.select import read_score_pair, run_select
+from writing_rl.tools.selection.select import run_select, score_pair_judgment
 from writing_rl.tools.shared.errors import JudgeFailures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment
@@ -64,7 +64,7 @@ def test_response_score(outcomes, expected):
     ],
 )
 def test_score_gap_points(scores, response_slot, points):
-    judgment = read_score_pair(f"Weighed.\nA: {scores[0]}, B: {scores[1]}")
+    judgment = score_pair_judgment(f"Weighed.\nA: {scores[0]}, B: {scores[1]}")
     assert judgment.scores == scores
     assert MARGIN_KINDS["score-gap"].reference_points(judgment, response_slot) == points
 

@@ -46,7 +46,7 @@ from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows, require_fields
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 LENGTH_EDGES = (100, 500)
 ORDERS = ("chosen_first", "chosen_second")  # the chosen response shown as A, then as B
@@ -187,7 +187,7 @@ def run_genrm_pairwise(
         load_template(template)  # a template without both response placeholders fails before any call
     pairs, calls = given.pairs, given.calls
     judgments, judge_section = judged.judge(
-        settings, calls, lambda c: c.messages(template), read_verdict, out_dir, cache, progress
+        settings, calls, lambda c: c.messages(template), verdict_judgment, out_dir, cache, progress
     )
     records = [judgment_record(call, judgment) for call, judgment in zip(calls, judgments)]
     judged.write_jsonl(Path(out_dir) / "judgments.jsonl", records)

@@ -53,7 +53,7 @@ from writing_rl.tools.evaluation.rewardbench_sets import (
     v2_scores,
 )
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 GENRMS = ("pairwise", "ranking")
 SHARE = {"chosen": 1.0, "tie": 0.5, None: 0.5, "rejected": 0.0}  # None: a reply with no verdict
@@ -113,7 +113,7 @@ def run_rewardbench(
             for order in ORDERS
         ]
         judgments, judge_section = judged.judge(
-            settings, calls, lambda c: c.call.messages(options.template), read_verdict, out_dir, cache, progress
+            settings, calls, lambda c: c.call.messages(options.template), verdict_judgment, out_dir, cache, progress
         )
         records = [_comparison_record(c, j) for c, j in zip(calls, judgments)]
     else:

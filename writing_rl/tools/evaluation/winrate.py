@@ -54,7 +54,7 @@ from writing_rl.tools.evaluation.inputs import (
 from writing_rl.tools.evaluation.judged import judge, rate, write_jsonl
 from writing_rl.tools.shared.inputs import field_value
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 LENGTH_UNIT = "characters"
@@ -189,7 +189,7 @@ def run_winrate(
         Job(pair, slot) for pair in pairs if pair.policy is not None and pair.baseline is not None for slot in ORDERS
     ]
     build = partial(build_messages, template=settings.template)
-    judgments, judge_section = judge(settings, jobs, build, read_verdict, out_dir, cache, progress)
+    judgments, judge_section = judge(settings, jobs, build, verdict_judgment, out_dir, cache, progress)
     records = prompt_records(pairs, jobs, judgments)
     write_jsonl(Path(out_dir) / "judgments.jsonl", records)
     report = summarise(records, len(items), len(policy), without_baseline, judgments)

@@ -176,7 +176,7 @@ def build_messages(call: Call, template: str | None = None, system_prompt: str |
     ]
 
 
-def read_critic(reply: str) -> Judgment:
+def critic_judgment(reply: str) -> Judgment:
     """The critic's integer score 1-10 and its reason, or nothing read (a parse failure)."""
     score = read_json_score(reply)
     if isinstance(score, Unreadable) or score != int(score):
@@ -224,7 +224,7 @@ def run_writingbench(
     ]  # fmt: skip
     out_path = Path(out_dir)
     judgments, judge_section = judged.judge(
-        settings, calls, lambda c: build_messages(c, template_text, system_prompt), read_critic, out_dir, cache,
+        settings, calls, lambda c: build_messages(c, template_text, system_prompt), critic_judgment, out_dir, cache,
         progress,
     )  # fmt: skip
     scores = scores_by_query(calls, judgments)

@@ -70,10 +70,10 @@ from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.judged_run import run_lines, run_section
 from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 from writing_rl.tools.shared.responses import match_responses
-from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 
-def read_score_pair(text: str) -> Judgment:
+def score_pair_judgment(text: str) -> Judgment:
     """A score pair, and the verdict it implies (the higher score wins, equal scores tie)."""
     scores = parse_score_pair(text)
     if scores is None:
@@ -83,7 +83,7 @@ def read_score_pair(text: str) -> Judgment:
 
 
 # What the built-in prompt asks the judge to end with (``MarginKind.judge_output``) -> its reader.
-READERS = {"verdict": read_verdict, "scores": read_score_pair}
+READERS = {"verdict": verdict_judgment, "scores": score_pair_judgment}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from writing_rl.protocols import Unreadable, read_reply
 from writing_rl.tools.shared.endpoints import CheckedJudge
 from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, read_verdict
+from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 T = TypeVar("T")
 # Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
@@ -66,7 +66,13 @@ def judge_through_cache(
     async def run() -> list[Judgment]:
         try:
             return await judge_all(
-                judge, jobs, build, settings.judge.max_concurrency, bar, read or read_verdict, stop_on_context_length
+                judge,
+                jobs,
+                build,
+                settings.judge.max_concurrency,
+                bar,
+                read or verdict_judgment,
+                stop_on_context_length,
             )
         finally:
             bar.end_line()
@@ -88,7 +94,7 @@ def judge_through_cache(
 async def judge_once(
     judge: Judge,
     messages: Messages,
-    read: Callable[[str], Judgment] = read_verdict,
+    read: Callable[[str], Judgment] = verdict_judgment,
     stop_on_context_length: bool = True,
 ) -> Judgment:
     """A truncated or refused reply, or one with no final verdict, counts as a parse failure, as in the
@@ -118,7 +124,7 @@ async def judge_all(
     build: Callable[[T], Messages],
     concurrency: int,
     on_done: Callable[[int], None] = lambda n: None,
-    read: Callable[[str], Judgment] = read_verdict,
+    read: Callable[[str], Judgment] = verdict_judgment,
     stop_on_context_length: bool = True,
 ) -> list[Judgment]:
     """``build(job)`` judged for every job, at most ``concurrency`` at a time, results in job order;

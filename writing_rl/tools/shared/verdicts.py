@@ -1,4 +1,5 @@
-"""A judge call's result as the offline tools count it (``Judgment``), and the reader of a pairwise verdict."""
+"""A judge call's result as the offline tools count it (``Judgment``), and a pairwise verdict reply as one
+(``verdict_judgment``: ``writing_rl.protocols.read_verdict``'s rules, nothing read on an ``Unreadable``)."""
 
 from __future__ import annotations
 
@@ -23,5 +24,6 @@ class Judgment:
         return self.verdict is None and self.value is None and self.error is None
 
 
-def read_verdict(text: str) -> Judgment:
+def verdict_judgment(text: str) -> Judgment:
+    """The reply's verdict as a ``Judgment``; ``Judgment()`` (a parse failure) when it has none."""
     return Judgment(verdict=parse_verdict(text))
