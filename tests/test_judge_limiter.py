@@ -128,7 +128,7 @@ def test_gate_grants_in_order_and_follows_the_limit():
         limit = AimdLimit(max_limit=2, decrease=0.5)
         gate = Gate(limit)
         first, second = await gate.acquire(), await gate.acquire()
-        assert gate.in_flight == 2 and first.limit == 2
+        assert gate.occupied == 2 and first.limit == 2
         assert not first.saturated and second.saturated  # the second took the last slot
         order = []
 
@@ -137,18 +137,18 @@ def test_gate_grants_in_order_and_follows_the_limit():
             order.append(name)
 
         tasks = [asyncio.create_task(queued(name)) for name in "abc"]
-        await until(lambda: len(gate._waiters) == 3)
+        await until(lambda: len(gate.waiters) == 3)
         assert gate.on_overload(first)  # limit 2 -> 1
         assert not gate.on_overload(second)  # same round: ignored
         gate.release()
         gate.release()  # 0 in flight, limit 1: one waiter goes
         await until(lambda: order == ["a"])
-        assert gate.in_flight == 1
+        assert gate.occupied == 1
         gate.on_success(second, 1.0)  # limit 1 -> 2: the next waiter goes at once
         await until(lambda: order == ["a", "b"])
         tasks[2].cancel()  # a cancelled waiter leaves the queue and holds nothing
         await asyncio.gather(tasks[2], return_exceptions=True)
-        assert gate._waiters == type(gate._waiters)() and gate.in_flight == 2
+        assert gate.waiters == type(gate.waiters)() and gate.occupied == 2
 
     asyncio.run(scenario())
 
@@ -161,9 +161,9 @@ def test_a_waiter_cancelled_before_a_release_raises_cancelled_and_the_next_waite
         gate = Gate(AimdLimit(max_limit=1))
         await gate.acquire()  # the one slot is held
         cancelled = asyncio.create_task(gate.acquire())
-        await until(lambda: len(gate._waiters) == 1)
+        await until(lambda: len(gate.waiters) == 1)
         behind = asyncio.create_task(gate.acquire())
-        await until(lambda: len(gate._waiters) == 2)
+        await until(lambda: len(gate.waiters) == 2)
         cancelled.cancel()
         gate.release()  # before `cancelled` runs again: wake() skips it and grants `behind`
         (outcome,) = await asyncio.gather(cancelled, return_exceptions=True)
@@ -172,7 +172,7 @@ def test_a_waiter_cancelled_before_a_release_raises_cancelled_and_the_next_waite
 
     outcome, ticket, gate = asyncio.run(scenario())
     assert isinstance(outcome, asyncio.CancelledError)
-    assert ticket.limit == 1 and gate.in_flight == 1 and not gate._waiters
+    assert ticket.limit == 1 and gate.occupied == 1 and not gate.waiters
 
 
 def test_a_cancelled_waiter_alone_in_the_queue_leaves_the_gate_free():
@@ -180,7 +180,7 @@ def test_a_cancelled_waiter_alone_in_the_queue_leaves_the_gate_free():
         gate = Gate(AimdLimit(max_limit=1))
         await gate.acquire()
         cancelled = asyncio.create_task(gate.acquire())
-        await until(lambda: len(gate._waiters) == 1)
+        await until(lambda: len(gate.waiters) == 1)
         cancelled.cancel()
         gate.release()
         (outcome,) = await asyncio.gather(cancelled, return_exceptions=True)
@@ -188,7 +188,7 @@ def test_a_cancelled_waiter_alone_in_the_queue_leaves_the_gate_free():
         return outcome, again, gate
 
     outcome, again, gate = asyncio.run(scenario())
-    assert isinstance(outcome, asyncio.CancelledError) and again.limit == 1 and gate.in_flight == 1
+    assert isinstance(outcome, asyncio.CancelledError) and again.limit == 1 and gate.occupied == 1
 
 
 def rate_limited_judge(server, concurrency, **overrides) -> OpenAIJudge:

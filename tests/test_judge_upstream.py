@@ -134,12 +134,12 @@ def test_room_goes_to_the_oldest_waiter_on_whichever_endpoint_frees_first():
         only_b = asyncio.ensure_future(wait_for_room([b]))
         await until(lambda: len(a.waiters) == 1 and len(b.waiters) == 2)
         seen = [a.has_room()]
-        b.give_back()  # the oldest waiter on b takes it, and leaves a's queue too
+        b.release()  # the oldest waiter on b takes it, and leaves a's queue too
         seen.append(await either)
         seen += [len(a.waiters), only_b.done()]
-        a.give_back()  # nobody waits on a any more: its room stays free
+        a.release()  # nobody waits on a any more: its room stays free
         seen.append(a.has_room())
-        b.give_back()
+        b.release()
         seen.append(await only_b)
         return seen
 
@@ -157,7 +157,7 @@ def test_a_cancelled_waiter_takes_no_room_and_a_turned_away_one_chooses_again():
         await until(lambda: len(a.waiters) == 2)
         cancelled.cancel()
         await asyncio.gather(cancelled, return_exceptions=True)
-        a.give_back()  # the cancelled waiter left the queue: the next one gets the room
+        a.release()  # the cancelled waiter left the queue: the next one gets the room
         got = await next_in_line
         turned = asyncio.ensure_future(wait_for_room([a]))
         await until(lambda: len(a.waiters) == 1)

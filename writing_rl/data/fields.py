@@ -81,22 +81,20 @@ def boolean(row: dict, key: str) -> bool:
 
 def language(row: dict, key: str) -> str | None:
     """An optional language code or name, checked against the codes GQM prompts know."""
-    value = text(row, key, required=False)
-    if value is None:
-        return None
-    try:
-        languages.language_name(value)
-    except ValueError as exc:
-        raise BadRow(key, str(exc)) from None
-    return value
+    return _checked_text(row, key, languages.language_name)
 
 
 def lang_pair(row: dict, key: str) -> str | None:
+    """An optional language pair (``en-zh``), each code one GQM prompts know."""
+    return _checked_text(row, key, languages.split_lang_pair)
+
+
+def _checked_text(row: dict, key: str, check) -> str | None:
     value = text(row, key, required=False)
     if value is None:
         return None
     try:
-        languages.split_lang_pair(value)
+        check(value)
     except ValueError as exc:
         raise BadRow(key, str(exc)) from None
     return value

@@ -160,7 +160,7 @@ class OpenAIJudge:
                             await self._sleep(outcome.wait_s)
                             continue
                     finally:
-                        upstream.give_back()
+                        upstream.release()
             finally:
                 self._gate.release()
             if isinstance(outcome, JudgeReply):
@@ -183,7 +183,7 @@ class OpenAIJudge:
             if upstream is not None and self.pool.takes_now(upstream.endpoint):
                 return upstream, upstream.ticket()
             if upstream is not None:
-                upstream.give_back()  # it stopped taking requests while we waited: choose again
+                upstream.release()  # it stopped taking requests while we waited: choose again
 
     async def _attempt(
         self, session: aiohttp.ClientSession, body: bytes, call: Call, upstream: Upstream, ticket: Ticket

@@ -150,46 +150,63 @@ class Ticket:
     saturated: bool
 
 
-class Gate:
-    """At most ``limit.slots`` holders at once, granted in arrival order. Belongs to one event loop."""
+class Room:
+    """At most ``limit.slots`` holders at once; requests waiting for room (futures) are let in first come,
+    first served. Belongs to one event loop."""
 
     def __init__(self, limit: AimdLimit):
         self.limit = limit
-        self.in_flight = 0
-        self._waiters: deque[asyncio.Future] = deque()
+        self.occupied = 0
+        self.waiters: deque[asyncio.Future] = deque()
 
-    async def acquire(self) -> Ticket:
-        if self.in_flight < self.limit.slots and not self._waiters:
-            self.in_flight += 1
-        else:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():  # granted just as we were cancelled
-                    self.release()
-                else:
-                    # Never granted, so it holds no slot. wake() may have dropped it from the queue
-                    # already (a release ran between the cancel and this task resuming).
-                    if waiter in self._waiters:
-                        self._waiters.remove(waiter)
-                    self.wake()  # a slot it might have been next for goes to the next waiter (as Semaphore)
-                raise
+    def has_room(self) -> bool:
+        return self.occupied < self.limit.slots and not self.waiters
+
+    def take(self) -> Ticket:
+        self.occupied += 1
+        return self.ticket()
+
+    def ticket(self) -> Ticket:
+        """For room already taken (``take``, or let in by ``wake``): whether it took the last room (or others
+        were waiting), so that its reply tests the limit."""
         slots = self.limit.slots
-        return Ticket(self.limit.epoch, slots, self.in_flight >= slots or bool(self._waiters))
+        return Ticket(self.limit.epoch, slots, self.occupied >= slots or bool(self.waiters))
 
     def release(self) -> None:
-        self.in_flight -= 1
+        self.occupied -= 1
         self.wake()
 
     def wake(self) -> None:
-        """Grant waiting requests the slots now free (after a release, or once the limit grew)."""
-        while self._waiters and self.in_flight < self.limit.slots:
-            waiter = self._waiters.popleft()
+        """Let waiting requests into the room now free (after a release, or once the limit grew); a waiter's
+        result is the room that let it in."""
+        while self.waiters and self.occupied < self.limit.slots:
+            waiter = self.waiters.popleft()
             if not waiter.done():
-                self.in_flight += 1
-                waiter.set_result(None)
+                self.occupied += 1
+                waiter.set_result(self)
+
+
+class Gate(Room):
+    """A room a request awaits: one client's own concurrency."""
+
+    async def acquire(self) -> Ticket:
+        if self.has_room():
+            return self.take()
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # let in just as we were cancelled
+                self.release()
+            else:
+                # Never let in, so it holds no room. wake() may have dropped it from the queue already (a
+                # release ran between the cancel and this task resuming).
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+                self.wake()  # room it might have been next for goes to the next waiter (as Semaphore)
+            raise
+        return self.ticket()
 
     def on_success(self, ticket: Ticket, latency_s: float, source: object = None) -> None:
         self.limit.on_success(latency_s, ticket.saturated, source)

@@ -19,46 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 from weakref import WeakKeyDictionary
 
 from writing_rl.judge.endpoints import Endpoint
-from writing_rl.judge.limiter import AimdLimit, Ticket
+from writing_rl.judge.limiter import AimdLimit, Room
 
 
-@dataclass(eq=False)
-class Upstream:
-    endpoint: Endpoint
-    limit: AimdLimit
-    occupied: int = 0  # requests holding room here (in flight, or waiting after a 429 in their place)
-    waiters: deque = field(default_factory=deque)  # futures of requests waiting for room, oldest first
+class Upstream(Room):
+    """One endpoint's room (requests in flight there, or waiting after a 429 in their place) and breaker."""
 
-    def has_room(self) -> bool:
-        return self.occupied < self.limit.slots and not self.waiters
-
-    def take(self) -> Ticket:
-        self.occupied += 1
-        return self.ticket()
-
-    def ticket(self) -> Ticket:
-        """For room already taken (``take``, or handed over by ``wake``): it took the last room (or others
-        were waiting), so its reply tests the limit."""
-        slots = self.limit.slots
-        return Ticket(self.limit.epoch, slots, self.occupied >= slots or bool(self.waiters))
-
-    def give_back(self) -> None:
-        self.occupied -= 1
-        self.wake()
-
-    def wake(self) -> None:
-        """Hand the room now free to waiting requests (after a request ended, or once the limit grew)."""
-        while self.waiters and self.occupied < self.limit.slots:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                self.occupied += 1
-                waiter.set_result(self)
+    def __init__(self, endpoint: Endpoint, limit: AimdLimit):
+        super().__init__(limit)
+        self.endpoint = endpoint
 
     def turn_away(self) -> None:
         """The endpoint stopped taking requests (its breaker opened, it asked for a pause): those waiting
@@ -80,7 +54,7 @@ async def wait_for_room(upstreams: Iterable[Upstream]) -> Upstream | None:
         return await waiter
     except asyncio.CancelledError:
         if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
-            waiter.result().give_back()  # room handed over just as we were cancelled
+            waiter.result().release()  # room handed over just as we were cancelled
         raise
     finally:
         for upstream in upstreams:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import AnyStr, Iterable, Sequence
+from typing import Any, AnyStr, Iterable, Sequence
 
 from writing_rl.protocols.gqm import (
     LABELS,
@@ -39,49 +39,25 @@ TEMPLATE_FIELDS = (
 _EXAMPLE_SCORES = (7, 9, 4, 7, 2, 8, 5, 3, 6, 1)
 
 
-def build_prompt(
-    candidates: Sequence[str],
-    *,
-    source_text: str | None = None,
-    writing_prompt: str | None = None,
-    src_lang: str | None = None,
-    trg_lang: str | None = None,
-    lang_pair: str | None = None,
-    prompt_type: str = "ranking_score",
-    cot: bool = True,
-    template: str | None = None,
-    separator: str = "\n\n",
-    special_tokens: tuple[str, ...] = (),
-) -> str:
-    """The GQM request for a group of candidates (the user message).
-
-    Give ``source_text`` (machine translation; languages as codes or names, or ``lang_pair``) or
-    ``writing_prompt`` (general writing). ``cot=False`` asks for the final lines only. ``template``
-    replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
-    (text inside candidates that looks like a placeholder is left alone). ``separator`` goes between
-    candidate blocks (``Translation A:`` and the fenced text); with a template these two reproduce a
-    published layout exactly (docs/judges/prompts.md). ``special_tokens`` (the
-    GenRM tokenizer's) are broken up in the candidates besides the usual template tags (writing_rl/protocols/quoting.py).
-    """
-    prompter = GroupPrompter(
-        candidates,
-        source_text=source_text,
-        writing_prompt=writing_prompt,
-        src_lang=src_lang,
-        trg_lang=trg_lang,
-        lang_pair=lang_pair,
-        prompt_type=prompt_type,
-        cot=cot,
-        template=template,
-        separator=separator,
-        special_tokens=special_tokens,
-    )
+def build_prompt(candidates: Sequence[str], **task: Any) -> str:
+    """The GQM request for a group of candidates (the user message); ``task``: ``GroupPrompter``'s keyword
+    arguments."""
+    prompter = GroupPrompter(candidates, **task)
     return prompter.render([prompter.block(i, i) for i in range(len(candidates))])
 
 
 class GroupPrompter:
     """``build_prompt`` for many orderings and subsets of one group's candidates (what augmentation and
     position shuffling need): the task and each candidate's fenced text are prepared once.
+
+    Give ``source_text`` (machine translation; languages as codes or names, or ``lang_pair``) or
+    ``writing_prompt`` (general writing). ``cot=False`` asks for the final lines only. ``template``
+    replaces the layout: a text with ``{placeholders}`` among ``TEMPLATE_FIELDS``, filled in one pass
+    (text inside candidates that looks like a placeholder is left alone). ``separator`` goes between
+    candidate blocks (``Translation A:`` and the fenced text); with a template these two reproduce a
+    published layout exactly (docs/judges/prompts.md). ``special_tokens`` (the GenRM tokenizer's) are broken
+    up in the candidates besides the usual template tags (writing_rl/protocols/quoting.py).
+
     ``prompter.prompt(order)`` is ``build_prompt([candidates[i] for i in order], ...)``;
     ``prompter.prompts_utf8(orders)`` gives many of them encoded as UTF-8, for writers that store bytes."""
 
