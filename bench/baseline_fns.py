@@ -11,7 +11,7 @@ from weakref import WeakKeyDictionary
 
 import aiohttp
 
-from writing_rl.protocols import parse_verdict
+from writing_rl.protocols import verdict_or_none
 from writing_rl.protocols.prompts import pairwise_messages
 
 
@@ -51,7 +51,7 @@ async def docs_style(data_source, solution_str, ground_truth, extra_info=None, *
     async with aiohttp.ClientSession() as session:
         async with session.post(url, json=_request(solution_str, ground_truth, model)) as resp:
             data = await resp.json()
-    return _reward(parse_verdict(data["choices"][0]["message"]["content"]))
+    return _reward(verdict_or_none(data["choices"][0]["message"]["content"]))
 
 
 _SESSIONS: dict = {}
@@ -65,4 +65,4 @@ async def lean(data_source, solution_str, ground_truth, extra_info=None, *, url:
         session = _SESSIONS[loop] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
     async with session.post(url, json=_request(solution_str, ground_truth, model)) as resp:
         data = await resp.json()
-    return _reward(parse_verdict(data["choices"][0]["message"]["content"]))
+    return _reward(verdict_or_none(data["choices"][0]["message"]["content"]))

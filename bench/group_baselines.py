@@ -7,7 +7,7 @@ import asyncio
 import itertools
 
 from reward_fns.brpo import OUTCOME_VALUE
-from writing_rl.protocols import parse_verdict
+from writing_rl.protocols import verdict_or_none
 from writing_rl.protocols.comparison import outcome
 from writing_rl.protocols.prompts import pairwise_messages
 
@@ -21,7 +21,7 @@ async def round_robin(members, *, judge, judge_tokenizer=None):
     )
     totals = [[] for _ in texts]
     for (i, j), reply in zip(jobs, replies):
-        verdict = parse_verdict(reply.text)
+        verdict = verdict_or_none(reply.text)
         if verdict is not None:
             totals[i].append(OUTCOME_VALUE[outcome(verdict, "A")])
             totals[j].append(OUTCOME_VALUE[outcome(verdict, "B")])

@@ -90,7 +90,7 @@ def last_line_verdict(solution_str: str, output_format: str = "auto") -> str | N
         output_format = "verdict" if _VERDICT.search(last_line) else "scores"
     if output_format == "verdict" and not _VERDICT.search(last_line):
         return None  # a verdict that does not end the answer
-    if output_format == "scores" and isinstance(protocols.parse_scores(last_line, ("A", "B")), str):
+    if output_format == "scores" and isinstance(protocols.parse_scores(last_line, ("A", "B")), protocols.Unreadable):
         return None  # training wants the exact score line, 'A: 7, B: 4'
     comparison = protocols.read_comparison(solution_str, output_format)
     return None if isinstance(comparison, protocols.Unreadable) else comparison.verdict

@@ -3,16 +3,16 @@ import pytest
 from writing_rl.judge import JudgeReply
 from writing_rl.protocols import (
     Unreadable,
-    parse_score_pair,
-    parse_verdict,
     read_comparison,
     read_gqm_output,
     read_json_score,
     read_reply,
     read_score_pair,
     read_verdict,
+    score_pair_or_none,
     split_reasoning,
     strip_think,
+    verdict_or_none,
     without_quotes,
 )
 
@@ -56,7 +56,7 @@ def test_strip_think(response, answer):
     ],
 )
 def test_parse_verdict(output, verdict):
-    assert parse_verdict(output) == verdict
+    assert verdict_or_none(output) == verdict
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_parse_verdict(output, verdict):
     ],
 )
 def test_parse_score_pair(output, scores):
-    assert parse_score_pair(output) == scores
+    assert score_pair_or_none(output) == scores
 
 
 # Replies written by a judge that a policy tried to fool, and what each must read as: never the

@@ -11,7 +11,14 @@ Every reward and offline tool reads replies through here, by one set of rules a 
 - A reply cut at the judge's token limit, or a refusal, is unreadable (``read_reply``).
 
 Readers return their value or an ``Unreadable`` (a ``str`` reason with a ``kind``: ``parse_error``,
-``judge_truncated``, ``judge_refusal``); model output never raises.
+``judge_truncated``, ``judge_refusal``); model output never raises. By name:
+
+- ``read_*`` of a reply read the whole reply, ``parse_*`` one line of it (a ranking, a scores line): the
+  value or an ``Unreadable``. (``read_ground_truth`` and ``read_rubric`` read a data row instead: a bad row
+  is a data error and raises ``ValueError``.)
+- ``check_*`` return None when the parts agree, else the ``Unreadable`` saying how they differ;
+- ``*_or_none`` (``verdict_or_none``, ``score_pair_or_none``) are readers for callers that need only the
+  value: None where the reader says ``Unreadable``.
 """
 
 from writing_rl.protocols.gqm_reply import (
@@ -27,12 +34,12 @@ from writing_rl.protocols.pairwise import (
     PAIRWISE_OUTPUTS,
     VERDICTS,
     Comparison,
-    parse_score_pair,
-    parse_verdict,
     read_comparison,
     read_json_score,
     read_score_pair,
     read_verdict,
+    score_pair_or_none,
+    verdict_or_none,
 )
 from writing_rl.protocols.text import (
     THINK_CLOSE,
@@ -58,16 +65,20 @@ __all__ = [
     "Unreadable",
     "check_consistent",
     "parse_ranking",
-    "parse_score_pair",
     "parse_scores",
-    "parse_verdict",
     "read_comparison",
     "read_gqm_output",
     "read_json_score",
     "read_reply",
     "read_score_pair",
     "read_verdict",
+    "score_pair_or_none",
     "split_reasoning",
     "strip_think",
+    "verdict_or_none",
     "without_quotes",
 ]
+
+# The old name of ``verdict_or_none``, kept while writing_rl/data/builders/preference.py imports it: not a
+# ``parse_*`` of the rule above (it returns None, not an ``Unreadable``). New code uses ``verdict_or_none``.
+parse_verdict = verdict_or_none

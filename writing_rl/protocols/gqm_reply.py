@@ -1,10 +1,11 @@
-"""GQM replies (GRRM's group protocol, writing_rl/protocols/gqm.py): ranking and scores lines, whole answers."""
+"""GQM replies (GRRM's group protocol, writing_rl/protocols/gqm.py): ranking and scores lines (``parse_*``), whole
+answers (``read_gqm_output``). Each returns its value or an ``Unreadable`` saying why (writing_rl/protocols/__init__.py)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Sequence
 
 from writing_rl.protocols.gqm import (
     HEADER_MODES,
@@ -26,20 +27,20 @@ from writing_rl.protocols.text import Unreadable, clip, split_reasoning, without
 _EMPHASIS = re.compile(r"^[*_`\s]+|[*_`\s.]+$")
 
 
-def parse_ranking(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> Ranking | str:
-    """``"B > A = D > C"`` -> ``(("B",), ("A", "D"), ("C",))``, or the reason it is not a valid ranking.
+def parse_ranking(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> Ranking | Unreadable:
+    """``"B > A = D > C"`` -> ``(("B",), ("A", "D"), ("C",))``, or an ``Unreadable``: why it is not a valid ranking.
 
     strict: exactly one space around ``>`` and ``=``, nothing else on the line. Otherwise spacing is
     free and markdown emphasis or backticks around the line are ignored.
     """
     labels = _labels(labels)
     if not isinstance(line, str):
-        return f"expected a ranking line, got {type(line).__name__}"
+        return Unreadable(f"expected a ranking line, got {type(line).__name__}")
     text = line.strip() if strict else _EMPHASIS.sub("", line)
     if not text:
-        return "empty ranking line"
+        return Unreadable("empty ranking line")
     if "<" in text:
-        return f"ranking {clip(text)} uses '<'; rank best first with '>'"
+        return Unreadable(f"ranking {clip(text)} uses '<'; rank best first with '>'")
     if strict:
         tiers = [tier.split(" = ") for tier in text.split(" > ")]
     else:
@@ -56,50 +57,52 @@ _STRICT_SCORE = re.compile(r"^([A-Z]): (\d{1,2})$")
 _LOOSE_SCORE = re.compile(r"^\s*([A-Z])\s*:\s*(\d+)\s*$")
 
 
-def parse_scores(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> dict[str, int] | str:
-    """``"B: 9, A: 7"`` -> ``{"B": 9, "A": 7}`` (integers 0-10, every candidate once), or the reason."""
+def parse_scores(line: str, labels: Sequence[str] | int, *, strict: bool = True) -> dict[str, int] | Unreadable:
+    """``"B: 9, A: 7"`` -> ``{"B": 9, "A": 7}`` (integers 0-10, every candidate once), or an ``Unreadable``."""
     labels = _labels(labels)
     if not isinstance(line, str):
-        return f"expected a scores line, got {type(line).__name__}"
+        return Unreadable(f"expected a scores line, got {type(line).__name__}")
     text = line.strip() if strict else _EMPHASIS.sub("", line)
     if not text:
-        return "empty scores line"
+        return Unreadable("empty scores line")
     pattern = _STRICT_SCORE if strict else _LOOSE_SCORE
     scores: dict[str, int] = {}
     items = []
     for item in text.split(", ") if strict else text.split(","):
         match = pattern.match(item)
         if not match:
-            return f"scores {clip(text)}: {clip(item)} is not '<label>: <integer>'"
+            return Unreadable(f"scores {clip(text)}: {clip(item)} is not '<label>: <integer>'")
         label, value = match.group(1), int(match.group(2))
         if not MIN_SCORE <= value <= MAX_SCORE:
-            return f"scores {clip(text)}: {label} has {value}, outside {MIN_SCORE}-{MAX_SCORE}"
+            return Unreadable(f"scores {clip(text)}: {label} has {value}, outside {MIN_SCORE}-{MAX_SCORE}")
         items.append(label)
         scores[label] = value
     reason = _check_labels(items, labels, f"scores {clip(text)}")
     return reason or scores
 
 
-def check_consistent(ranking: Ranking, scores: Mapping[str, int]) -> str | None:
-    """None when the ranking is the one the scores imply; else the reason."""
+def check_consistent(ranking: Ranking, scores: Mapping[str, int]) -> Unreadable | None:
+    """None when the ranking is the one the scores imply; else an ``Unreadable`` saying how they differ."""
     implied = ranking_from_scores(scores)
     if tuple(ranking) == implied:
         return None
-    return f"ranking {format_ranking(ranking)} disagrees with the scores, which rank {format_ranking(implied)}"
+    return Unreadable(
+        f"ranking {format_ranking(ranking)} disagrees with the scores, which rank {format_ranking(implied)}"
+    )
 
 
-def _check_labels(items: list[str], labels: tuple[str, ...], what: str) -> str | None:
+def _check_labels(items: list[str], labels: tuple[str, ...], what: str) -> Unreadable | None:
     known = set(labels)
     seen: set[str] = set()
     for item in items:
         if item not in known:
-            return f"{what}: {clip(item)} is not a candidate label ({labels[0]}-{labels[-1]})"
+            return Unreadable(f"{what}: {clip(item)} is not a candidate label ({labels[0]}-{labels[-1]})")
         if item in seen:
-            return f"{what} names {item} twice"
+            return Unreadable(f"{what} names {item} twice")
         seen.add(item)
     missing = [label for label in labels if label not in seen]
     if missing:
-        return f"{what} leaves out {', '.join(missing)}"
+        return Unreadable(f"{what} leaves out {', '.join(missing)}")
     return None
 
 
@@ -133,7 +136,7 @@ def read_gqm_output(
     headers: str = "required",
     strict: bool = True,
     min_reasoning_chars: int = MIN_REASONING_CHARS,
-) -> Union[GQMOutput, Unreadable]:
+) -> GQMOutput | Unreadable:
     """Read a whole GenRM answer; a ``GQMOutput``, or an ``Unreadable`` saying why it does not follow the protocol.
 
     - The final block is read from the last non-empty lines (blank lines are ignored). A ``<think>``
@@ -151,8 +154,7 @@ def read_gqm_output(
     _check_choice("prompt_type", prompt_type, PROMPT_TYPES)
     _check_choice("variant", variant, VARIANTS)
     _check_choice("headers", headers, HEADER_MODES)
-    result = _read(text, _labels(labels), prompt_type, variant, headers, strict, min_reasoning_chars)
-    return Unreadable(result) if isinstance(result, str) and not isinstance(result, Unreadable) else result
+    return _read(text, _labels(labels), prompt_type, variant, headers, strict, min_reasoning_chars)
 
 
 def _read(
@@ -163,7 +165,7 @@ def _read(
     headers: str,
     strict: bool,
     min_reasoning_chars: int,
-) -> Union[GQMOutput, str]:
+) -> GQMOutput | Unreadable:
     split = split_reasoning(text)
     if isinstance(split, Unreadable):
         return split
@@ -185,10 +187,12 @@ def _read(
             elif headers == "required":
                 heading = RANKING_HEADER if keyword == "rank" else SCORES_HEADER
                 found = clip(lines[nonblank[cursor]].strip()) if cursor >= 0 else "nothing"
-                return f"expected a header line like {heading!r} before the {slot[:-7]} line, found {found}"
+                return Unreadable(f"expected a header line like {heading!r} before the {slot[:-7]} line, found {found}")
             continue
         if cursor < 0:
-            return f"the answer ends before its {slot} line (expected the final block of a {prompt_type} answer)"
+            return Unreadable(
+                f"the answer ends before its {slot} line (expected the final block of a {prompt_type} answer)"
+            )
         values[slot] = lines[nonblank[cursor]]
         cursor -= 1
 
@@ -197,11 +201,11 @@ def _read(
         before = "\n".join(lines[: nonblank[cursor] + 1]).strip()
         reasoning = f"{reasoning}\n{before}".strip() if reasoning else before
     if variant == "no_cot" and reasoning:
-        return f"expected only the final {len(values)} line(s) (no_cot), found reasoning before them"
+        return Unreadable(f"expected only the final {len(values)} line(s) (no_cot), found reasoning before them")
     if variant == "default" and not reasoning:
-        return "no reasoning before the final block"
+        return Unreadable("no reasoning before the final block")
     if variant == "zero" and len(reasoning) < min_reasoning_chars * len(labels):
-        return (
+        return Unreadable(
             f"only {len(reasoning)} reasoning characters before the final block; the zero variant needs "
             f"{min_reasoning_chars} per candidate ({min_reasoning_chars * len(labels)})"
         )
@@ -212,12 +216,12 @@ def _read(
         values = {slot: _INLINE_HEADER.sub("", line) for slot, line in values.items()}
     if "ranking" in values:
         parsed = parse_ranking(values["ranking"], labels, strict=strict)
-        if isinstance(parsed, str):
+        if isinstance(parsed, Unreadable):
             return parsed
         ranking = parsed
     if "scores" in values:
         parsed_scores = parse_scores(values["scores"], labels, strict=strict)
-        if isinstance(parsed_scores, str):
+        if isinstance(parsed_scores, Unreadable):
             return parsed_scores
         scores = parsed_scores
         if ranking is None:
@@ -238,18 +242,18 @@ _INLINE_HEADER = re.compile(r"^[\s#*]*(?:final\s+)?(?:rankings?|scores?)\s*\**\s
 
 def _conflicting_line(
     answer: str, values: dict[str, str], labels: tuple[str, ...], ranking: Ranking, scores: dict[str, int] | None
-) -> str | None:
-    """The reason when a line other than the final ones states a different complete ranking or scores."""
+) -> Unreadable | None:
+    """Why, when a line other than the final ones states a different complete ranking or scores."""
     finals = {line.strip() for line in values.values()}
     for line in without_quotes(answer).splitlines():
         if not line.strip() or line.strip() in finals:
             continue
         other = parse_ranking(line, labels, strict=False)
-        if not isinstance(other, str) and other != ranking:
-            return f"conflicting rankings: {clip(line.strip())} and the final {format_ranking(ranking)}"
+        if not isinstance(other, Unreadable) and other != ranking:
+            return Unreadable(f"conflicting rankings: {clip(line.strip())} and the final {format_ranking(ranking)}")
         other_scores = parse_scores(line, labels, strict=False)
-        if not isinstance(other_scores, str) and scores is not None and other_scores != scores:
-            return f"conflicting scores: {clip(line.strip())} and the final ones"
+        if not isinstance(other_scores, Unreadable) and scores is not None and other_scores != scores:
+            return Unreadable(f"conflicting scores: {clip(line.strip())} and the final ones")
     return None
 
 

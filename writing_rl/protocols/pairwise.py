@@ -53,12 +53,12 @@ _LABEL_NOUN = re.compile(r"\b(?:response|assistant|answer)\s+(?=[AB]\s*:)", re.I
 _OUT_OF_TEN = re.compile(r"(\d)\s*/\s*10\b")
 
 
-def _score_pair_line(line: str) -> tuple[int, int] | str:
+def _score_pair_line(line: str) -> tuple[int, int] | Unreadable:
     """``(a, b)`` from one line such as ``A: 7, B: 4`` (also ``**Scores:** Response A: 7/10, ...``)."""
     line = _SCORES_LABEL.sub("", re.sub(r"[*_`]", "", line))
     line = _OUT_OF_TEN.sub(r"\1", _LABEL_NOUN.sub("", line))
     scores = parse_scores(line, ("A", "B"), strict=False)
-    return scores if isinstance(scores, str) else (scores["A"], scores["B"])
+    return scores if isinstance(scores, Unreadable) else (scores["A"], scores["B"])
 
 
 def read_score_pair(reply: str) -> tuple[int, int] | Unreadable:
@@ -78,9 +78,9 @@ def _score_pair_in(unquoted: str) -> tuple[int, int] | Unreadable:
     if not lines:
         return Unreadable("no answer after the reasoning")
     scores = _score_pair_line(lines[-1])
-    if isinstance(scores, str):
+    if isinstance(scores, Unreadable):
         return Unreadable(f"the last line is not a score pair 'A: <0-10>, B: <0-10>': {scores}")
-    others = {pair for pair in map(_score_pair_line, lines[:-1]) if not isinstance(pair, str)}
+    others = {pair for pair in map(_score_pair_line, lines[:-1]) if not isinstance(pair, Unreadable)}
     if others - {scores}:
         return Unreadable(f"conflicting score pairs {sorted(others | {scores})} in one reply")
     return scores
@@ -205,13 +205,13 @@ def _number_in_range(value: object, key: str, low: float, high: float) -> float 
     return float(score)
 
 
-def parse_verdict(reply: str) -> str | None:
-    """``read_verdict`` for callers that only need the verdict or None."""
+def verdict_or_none(reply: str) -> str | None:
+    """``read_verdict`` for callers that only need the verdict or None (the reason dropped)."""
     verdict = read_verdict(reply)
     return None if isinstance(verdict, Unreadable) else verdict
 
 
-def parse_score_pair(reply: str) -> tuple[int, int] | None:
-    """``read_score_pair`` for callers that only need the pair or None."""
+def score_pair_or_none(reply: str) -> tuple[int, int] | None:
+    """``read_score_pair`` for callers that only need the pair or None (the reason dropped)."""
     scores = read_score_pair(reply)
     return None if isinstance(scores, Unreadable) else scores

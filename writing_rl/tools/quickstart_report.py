@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from writing_rl.files import read_jsonl
-from writing_rl.protocols import Unreadable, parse_verdict, read_verdict, strip_think
+from writing_rl.protocols import Unreadable, read_verdict, strip_think, verdict_or_none
 from writing_rl.protocols.prompts import read_pairwise_request
 
 PROMPT_CHARS = 200
@@ -80,7 +80,7 @@ def head(text: str, limit: int) -> str:
 
 
 def has_verdict(call: dict) -> bool:
-    return call.get("reply") is not None and parse_verdict(call["reply"]) is not None
+    return call.get("reply") is not None and verdict_or_none(call["reply"]) is not None
 
 
 def choose_example(records: list[dict], transcripts: list[dict]) -> Example | None:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from writing_rl.judge.cache import CachedJudge
-from writing_rl.protocols import parse_score_pair, strip_think
+from writing_rl.protocols import score_pair_or_none, strip_think
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome
 from writing_rl.protocols.pairwise_task import read_ground_truth
 from writing_rl.tools.selection.job import SelectJob
@@ -75,7 +75,7 @@ from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 def score_pair_judgment(text: str) -> Judgment:
     """A score pair, and the verdict it implies (the higher score wins, equal scores tie)."""
-    scores = parse_score_pair(text)
+    scores = score_pair_or_none(text)
     if scores is None:
         return Judgment()
     a, b = scores

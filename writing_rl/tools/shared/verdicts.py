@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from writing_rl.protocols import parse_verdict
+from writing_rl.protocols import verdict_or_none
 
 
 @dataclass(frozen=True)
@@ -26,4 +26,4 @@ class Judgment:
 
 def verdict_judgment(text: str) -> Judgment:
     """The reply's verdict as a ``Judgment``; ``Judgment()`` (a parse failure) when it has none."""
-    return Judgment(verdict=parse_verdict(text))
+    return Judgment(verdict=verdict_or_none(text))
