@@ -11,13 +11,12 @@ reports by default), and whether generation stopped or ran out of tokens.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from writing_rl.genrm.batching import left_padded, settle
+from writing_rl.genrm.batching import BatchQueue, left_padded
 
 # The sampling parameters verl's agent loop sends; anything else is refused, never silently ignored.
 KNOWN_SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", "logprobs", "max_tokens", "max_new_tokens"}
@@ -74,47 +73,19 @@ class TokenGenerator:
         self.stop_ids = stop_ids
         self.pad_id = pad_id
         self.max_batch_size = max_batch_size
-        self._queue: deque[_Request] = deque()
-        self._wakeup: asyncio.Event | None = None
-        self._worker: asyncio.Task | None = None
         # A weight update waits for the batch in flight, and the next batch waits for the update.
         self.model_lock = asyncio.Lock()
+        self._batches = BatchQueue(self._joins, self._answer, self.model_lock)
 
     async def generate(self, prompt_ids: list[int], key: SamplingKey) -> Generated:
         request = _Request(list(prompt_ids), key, asyncio.get_running_loop().create_future())
-        if self._worker is None or self._worker.done():
-            self._wakeup = asyncio.Event()
-            self._worker = asyncio.get_running_loop().create_task(self._serve())
-        self._queue.append(request)
-        self._wakeup.set()
-        return await request.future
+        return await self._batches.submit(request)
 
-    def _take_batch(self) -> list[_Request]:
-        while self._queue and self._queue[0].future.done():
-            self._queue.popleft()
-        if not self._queue:
-            return []
-        head, batch, rest = self._queue[0], [], deque()
-        for request in self._queue:
-            if request.future.done():
-                continue
-            (batch if request.key == head.key and len(batch) < self.max_batch_size else rest).append(request)
-        self._queue = rest
-        return batch
+    def _joins(self, batch: list[_Request], request: _Request) -> bool:
+        return request.key == batch[0].key and len(batch) < self.max_batch_size
 
-    async def _serve(self) -> None:
-        while True:
-            batch = self._take_batch()
-            if not batch:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            async with self.model_lock:
-                try:
-                    results = await asyncio.to_thread(self.run_batch, [r.prompt_ids for r in batch], batch[0].key)
-                except Exception as exc:  # a failed batch fails its own requests only
-                    results = [exc] * len(batch)
-            settle([request.future for request in batch], results)
+    def _answer(self, batch: list[_Request]) -> list[Generated]:
+        return self.run_batch([r.prompt_ids for r in batch], batch[0].key)
 
     @torch.inference_mode()
     def run_batch(self, prompts: list[list[int]], key: SamplingKey) -> list[Generated]:

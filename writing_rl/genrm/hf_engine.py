@@ -23,11 +23,10 @@ import asyncio
 import gc
 import itertools
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from writing_rl.genrm.batching import left_padded, settle
+from writing_rl.genrm.batching import BatchQueue, left_padded
 from writing_rl.genrm.engine import Generation, Sampling
 from writing_rl.genrm.requests import ChatRequests, PreparedRequest, Usage
 
@@ -114,9 +113,7 @@ class HFEngine:
         if context and self.max_model_len > context:
             raise ValueError(f"max_model_len={self.max_model_len} exceeds the model's context of {context}")
 
-        self._queue: deque[_Request] = deque()
-        self._wakeup: asyncio.Event | None = None
-        self._worker: asyncio.Task | None = None
+        self._batches = BatchQueue(self._joins, self.run_batch_or_split)
         self._solo = itertools.count()
         self._stats = BatchStats()
 
@@ -137,54 +134,19 @@ class HFEngine:
             request.key = (max_new, sampling.temperature, sampling.top_p)
         else:
             request.key = ("seeded", next(self._solo))
-        self._ensure_worker()
-        self._queue.append(request)
-        self._wakeup.set()
-        return await request.future
-
-    def _ensure_worker(self) -> None:
-        if self._worker is None or self._worker.done():
-            self._wakeup = asyncio.Event()
-            self._worker = asyncio.get_running_loop().create_task(self._serve_batches())
+        return await self._batches.submit(request)
 
     # ---------------------------------------------------------------- batching
 
-    def take_batch(self) -> list[_Request]:
-        """The oldest live request and the queued requests that can share its ``generate`` call."""
-        while self._queue and self._queue[0].future.done():  # cancelled while waiting
-            self._queue.popleft()
-        if not self._queue:
-            return []
-        head = self._queue[0]
-        batch, rest = [], deque()
-        width = 0
-        for request in self._queue:
-            if request.future.done():
-                continue
-            fits = len(batch) < self.batch_cap and request.key == head.key
-            if fits and self.max_batch_tokens and batch:
-                new_width = max(width, len(request.prepared.ids))
-                fits = (len(batch) + 1) * (new_width + head.prepared.max_tokens) <= self.max_batch_tokens
-            if fits:
-                batch.append(request)
-                width = max(width, len(request.prepared.ids))
-            else:
-                rest.append(request)
-        self._queue = rest
-        return batch
-
-    async def _serve_batches(self) -> None:
-        while True:
-            batch = self.take_batch()
-            if not batch:
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            try:
-                results = await asyncio.to_thread(self.run_batch_or_split, batch)
-            except Exception as exc:  # one failed generate fails its batch only
-                results = [exc] * len(batch)
-            settle([request.future for request in batch], results)
+    def _joins(self, batch: list[_Request], request: _Request) -> bool:
+        """Whether a queued request can share the ``generate`` call of ``batch`` (headed by the oldest)."""
+        head = batch[0]
+        if len(batch) >= self.batch_cap or request.key != head.key:
+            return False
+        if not self.max_batch_tokens:
+            return True
+        width = max(len(r.prepared.ids) for r in (*batch, request))
+        return (len(batch) + 1) * (width + head.prepared.max_tokens) <= self.max_batch_tokens
 
     def run_batch_or_split(self, batch: list[_Request]) -> list[Generation | BaseException]:
         """``run_batch``; when it runs out of memory, each half of the batch on its own (recursively).
@@ -280,7 +242,7 @@ class HFEngine:
         return {
             "engine": "hf",
             "device": self.device,
-            "queued": sum(1 for r in self._queue if not r.future.done()),
+            "queued": self._batches.waiting(),
             "requests": s.requests,
             "batches": s.batches,
             "largest_batch": s.largest_batch,
@@ -293,12 +255,7 @@ class HFEngine:
         }
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-        for request in self._queue:
-            if not request.future.done():
-                request.future.cancel()
-        self._queue.clear()
+        self._batches.close()
         self.model = None
         if self.device.startswith("cuda"):
             self._torch.cuda.empty_cache()
