@@ -37,14 +37,13 @@ from typing import Any
 
 import ray
 from verl import DataProto
-from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop.contract import Member
-from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.group.collector import GroupError
 from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
-from writing_rl.reward_loop.scoring import WorkerScoring, prompt_text
+from writing_rl.reward_loop.manager import JudgeRewardManager
+from writing_rl.reward_loop.scoring import prompt_text
 from writing_rl.settings import ConfigError
 
 # Calls Ray runs at once in an async actor left at its default max_concurrency, as verl leaves
@@ -87,25 +86,17 @@ def check_streaming_capacity(config) -> None:
         )
 
 
-class GroupRewardManager(RewardManagerBase):
-    def __init__(
-        self,
-        config,
-        tokenizer,
-        compute_score,
-        reward_router_address: str | None = None,
-        reward_model_tokenizer=None,
-        **unused: Any,
-    ):
-        super().__init__(config, tokenizer, compute_score)
+class GroupRewardManager(JudgeRewardManager):
+    def __init__(self, config, tokenizer, compute_score, **kwargs: Any):
+        super().__init__(config, tokenizer, compute_score, **kwargs)
+        self.groups = self.scoring.settings.groups
+        self.rendezvous = GroupRendezvous(RayCollectors(self.groups, lambda: self.scoring.batches_started))
+
+    def check(self, config, compute_score) -> None:
         if not inspect.iscoroutinefunction(compute_score):
             raise ConfigError("GroupRewardManager needs an async group reward fn (e.g. pkg://reward_fns.brpo)")
         if _in_ray_actor():  # a verl reward worker (`writing-rl score` runs one in-process: no slot limit)
             check_streaming_capacity(config)
-        self.scoring = WorkerScoring(config, tokenizer, reward_router_address)
-        self.groups = self.scoring.settings.groups
-        self.rendezvous = GroupRendezvous(RayCollectors(self.groups, lambda: self.scoring.batches_started))
-        self.extras = FnExtras(config, self.scoring, reward_model_tokenizer)
 
     async def run_single(self, data: DataProto) -> dict:
         with self.scoring.sample_in_flight():

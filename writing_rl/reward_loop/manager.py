@@ -29,7 +29,10 @@ from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.scoring import JudgeFailure, WorkerScoring
 
 
-class ParallelRewardManager(RewardManagerBase):
+class JudgeRewardManager(RewardManagerBase):
+    """What our two managers share as verl builds them: the worker's scoring (one judge client, the failure
+    policy, the extra info) and what a reward fn is handed besides the sample."""
+
     def __init__(
         self,
         config,
@@ -40,8 +43,17 @@ class ParallelRewardManager(RewardManagerBase):
         **unused: Any,
     ):
         super().__init__(config, tokenizer, compute_score)
+        self.check(config, compute_score)
         self.scoring = WorkerScoring(config, tokenizer, reward_router_address)
         self.extras = FnExtras(config, self.scoring, reward_model_tokenizer)
+
+    def check(self, config, compute_score) -> None:
+        """Refuse what this manager cannot run, before anything starts."""
+
+
+class ParallelRewardManager(JudgeRewardManager):
+    def __init__(self, config, tokenizer, compute_score, **kwargs: Any):
+        super().__init__(config, tokenizer, compute_score, **kwargs)
         self._fn_is_async = inspect.iscoroutinefunction(compute_score)
 
     async def run_single(self, data: DataProto) -> dict:

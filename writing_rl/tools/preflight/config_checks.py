@@ -243,10 +243,9 @@ def runs_our_manager(config) -> bool:
     """Whether verl will score with one of our reward managers (which hand the fn a judge)."""
     from verl.trainer.ppo.reward import resolve_reward_manager_cls
 
-    from writing_rl.reward_loop.group_manager import GroupRewardManager
-    from writing_rl.reward_loop.manager import ParallelRewardManager
+    from writing_rl.reward_loop.manager import JudgeRewardManager
 
-    return issubclass(resolve_reward_manager_cls(config), (ParallelRewardManager, GroupRewardManager))
+    return issubclass(resolve_reward_manager_cls(config), JudgeRewardManager)
 
 
 def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
