@@ -17,7 +17,7 @@ from writing_rl.help_format import HelpFormatter
 from writing_rl.settings import ConfigError
 from writing_rl.tools.cli import _parsers, build_parser
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.score import PROGRESS, Progress
+from writing_rl.tools.score import PROGRESS, ProgressFile
 
 from conftest import PER_SAMPLE, REPO_DIR
 from judge_server import Reply, default_script
@@ -358,8 +358,8 @@ def test_ctrl_c_keeps_what_was_scored(tmp_path, sample_data, tokenizer_dir, judg
         add(self, outputs)
         raise KeyboardInterrupt
 
-    add = Progress.add
-    monkeypatch.setattr(Progress, "add", add_then_interrupt)
+    add = ProgressFile.add
+    monkeypatch.setattr(ProgressFile, "add", add_then_interrupt)
     out = tmp_path / "out"
     assert cli(score_args(sample_data, out, tokenizer_dir, judge_server().base_url)) == 130
     line = error_line(capsys)

@@ -35,7 +35,7 @@ import ray
 from writing_rl.files import atomic_write_text
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.reward_loop.results import FAILURE_KEYS
-from writing_rl.tools.shared.responses import Sample, match_responses
+from writing_rl.tools.shared.responses import MatchedResponse, match_responses
 
 PROGRESS = ".score_progress.jsonl"
 _INFRASTRUCTURE = tuple(
@@ -72,7 +72,7 @@ def load_rows(path: str | Path) -> list[dict]:
     return rows
 
 
-def with_group_sizes(rows: list[dict], samples: list[Sample]) -> list[dict]:
+def with_group_sizes(rows: list[dict], samples: list[MatchedResponse]) -> list[dict]:
     """Rows whose ``extra_info.group_size`` is the number of responses given for them: group rewards
     (BRPO, group ranking) treat the responses to one row as one group."""
     counts = Counter(s.row for s in samples)
@@ -109,7 +109,7 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
     return config
 
 
-def row_chunks(samples: list[Sample], batch_size: int) -> list[list[int]]:
+def row_chunks(samples: list[MatchedResponse], batch_size: int) -> list[list[int]]:
     """Sample indices in chunks of about ``batch_size`` that never split the samples of one row (a
     group reward needs the whole group in flight at once)."""
     by_row: dict[int, list[int]] = {}
@@ -132,7 +132,7 @@ def fingerprint(data: str, responses: str, config_name: str, overrides: Sequence
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
 
 
-class Progress:
+class ProgressFile:
     """``OUT/.score_progress.jsonl``: the fingerprint, then one line per scored sample. The file is
     written from the first finished chunk on, so a run that scored nothing leaves nothing to resume."""
 
@@ -190,7 +190,7 @@ class Progress:
 
 
 async def _score_all(
-    worker, rows: list[dict], samples: list[Sample], batch_size: int, progress, kept: Progress
+    worker, rows: list[dict], samples: list[MatchedResponse], batch_size: int, progress, kept: ProgressFile
 ) -> list[dict]:
     from writing_rl.reward_loop.batch import build_reward_batch
 
@@ -261,7 +261,7 @@ def run_score(
     samples = match_responses(rows, responses)
     rows = with_group_sizes(rows, samples)
     out_dir = Path(out)
-    kept = Progress(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer), restart)
+    kept = ProgressFile(out_dir, fingerprint(data, responses, config_name, overrides, tokenizer), restart)
     resumed = len(kept.done)
     # Group rewards meet in a Ray actor (reward_loop/group/collector.py): start a local Ray if none is running.
     own_ray = config.reward.reward_manager.name == "GroupRewardManager" and not ray.is_initialized()

@@ -55,7 +55,9 @@ PICKED = {"win": "chosen", "loss": "rejected", "tie": "tie"}  # the chosen respo
 
 
 @dataclass(frozen=True)
-class Pair:
+class PreferencePair:
+    """A prompt with a chosen and a rejected response, as the evaluation's input holds it."""
+
     index: Any
     prompt: str | None  # None: a pref-rl row in another layout than the built-in one (texts unknown)
     chosen: str | None
@@ -70,8 +72,10 @@ class Pair:
 
 
 @dataclass(frozen=True, eq=False)
-class Call:
-    pair: Pair
+class PreferenceCall:
+    """One judge call: a preference pair shown in one order (the chosen response as A or as B)."""
+
+    pair: PreferencePair
     order: str  # one of ORDERS
     built: Messages | None = None  # a pref-rl row's own messages, sent as they are
 
@@ -92,8 +96,8 @@ class Call:
 
 @dataclass(frozen=True)
 class PairInput:
-    pairs: list[Pair]
-    calls: list[Call]
+    pairs: list[PreferencePair]
+    calls: list[PreferenceCall]
     ties_skipped: int
     built: bool  # pref-rl rows, sent as built (else JSONL pairs, rendered)
 
@@ -111,14 +115,14 @@ def read_pairs(path: str | Path) -> PairInput:
                 raise InputError(f"{where}: {name} must be a non-empty string, got {type(record[name]).__name__}")
         if record["chosen"].strip() == record["rejected"].strip():
             raise InputError(f"{where}: rejected is identical to chosen (no preference to judge)")
-        pairs.append(Pair(index, record["prompt"], record["chosen"], record["rejected"]))
+        pairs.append(PreferencePair(index, record["prompt"], record["chosen"], record["rejected"]))
     if not pairs:
         raise InputError(f"{path}: no pairs")
-    return PairInput(pairs, [Call(pair, order) for pair in pairs for order in ORDERS], 0, built=False)
+    return PairInput(pairs, [PreferenceCall(pair, order) for pair in pairs for order in ORDERS], 0, built=False)
 
 
 def _parquet_pairs(path: str | Path) -> PairInput:
-    pairs: dict[Any, Pair] = {}
+    pairs: dict[Any, PreferencePair] = {}
     asked: list[tuple[Any, str, Messages]] = []  # (pair, order, the row's messages), in row order
     rows_of: dict[tuple[Any, str], str] = {}  # (pair, order) -> the row holding it
     ties: set[Any] = set()
@@ -149,10 +153,10 @@ def _parquet_pairs(path: str | Path) -> PairInput:
         rows_of[index, order] = where
         request = read_pairwise_request(users[-1])  # None: another layout than the built-in one
         if request is None:
-            pair = Pair(index, None, None, None, None)
+            pair = PreferencePair(index, None, None, None, None)
         else:
             chosen, rejected = shown(request[1], request[2], label)  # the chosen response is in slot `label`
-            pair = Pair(index, request[0], chosen, rejected, None)
+            pair = PreferencePair(index, request[0], chosen, rejected, None)
         known = pairs.setdefault(index, pair)
         if known != pair and None not in (known.prompt, pair.prompt):  # the other order: the same texts
             raise InputError(f"{where}: extra_info.index {index!r} holds another pair than an earlier row")
@@ -161,7 +165,7 @@ def _parquet_pairs(path: str | Path) -> PairInput:
         asked.append((index, order, messages))
     if not pairs:
         raise InputError(f"{path}: no pair with a chosen response ({len(ties)} tie pairs)")
-    calls = [Call(pairs[index], order, messages) for index, order, messages in asked]
+    calls = [PreferenceCall(pairs[index], order, messages) for index, order, messages in asked]
     return PairInput(list(pairs.values()), calls, len(ties), built=True)
 
 
@@ -216,7 +220,7 @@ def run_genrm_pairwise(
     ]
 
 
-def judgment_record(call: Call, judgment: Judgment) -> dict:
+def judgment_record(call: PreferenceCall, judgment: Judgment) -> dict:
     """One line of judgments.jsonl."""
     picked = call.picked(judgment)
     return {
@@ -231,7 +235,7 @@ def judgment_record(call: Call, judgment: Judgment) -> dict:
     }
 
 
-def summarise(pairs: Sequence[Pair], records: Sequence[dict], edges: tuple[int, ...]) -> dict:
+def summarise(pairs: Sequence[PreferencePair], records: Sequence[dict], edges: tuple[int, ...]) -> dict:
     by_pair: dict[Any, dict[str, dict]] = {}
     for record in records:
         by_pair.setdefault(record["index"], {})[record["order"]] = record

@@ -42,7 +42,7 @@ from writing_rl.protocols.gqm_task import read_answer
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, load_template
 from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, Call, Pair
+from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, PreferenceCall, PreferencePair
 from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.rewardbench_sets import (
@@ -65,7 +65,7 @@ class Comparison:
 
     item: Item
     rejected: int
-    call: Call
+    call: PreferenceCall
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,9 @@ def run_rewardbench(
             load_template(options.template)  # a template without both response placeholders fails before any call
         system = options.system_prompt or PAIRWISE_SYSTEM
         calls = [
-            Comparison(item, j, Call(Pair((item.id, j), item.prompt, item.chosen, rejected, system), order))
+            Comparison(
+                item, j, PreferenceCall(PreferencePair((item.id, j), item.prompt, item.chosen, rejected, system), order)
+            )
             for item in items
             for j, rejected in enumerate(item.rejected)
             for order in ORDERS

@@ -73,7 +73,9 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Pair:
+class PolicyBaselinePair:
+    """The policy's and the baseline's answers to one prompt."""
+
     item: Item
     policy: str | None  # the answer (reasoning dropped); None: the response has none
     baseline: str | None
@@ -81,7 +83,7 @@ class Pair:
 
 @dataclass(frozen=True)
 class Job:
-    pair: Pair
+    pair: PolicyBaselinePair
     slot: str  # the policy's slot, "A" or "B"
 
 
@@ -128,16 +130,18 @@ def _jsonl_prompts(path: str | Path):
         yield where, (record["index"], {**record, **fields})
 
 
-def pair_up(items: dict[Any, Item], policy: dict[Any, str], baseline: dict[Any, str] | None) -> tuple[list[Pair], int]:
+def pair_up(
+    items: dict[Any, Item], policy: dict[Any, str], baseline: dict[Any, str] | None
+) -> tuple[list[PolicyBaselinePair], int]:
     """The prompts that have a policy response and a baseline (prompt order), and how many have no baseline."""
     pairs, missing = [], 0
     for index, item in items.items():
         if index not in policy:
             continue
         if baseline is None:
-            pairs.append(Pair(item, strip_think(policy[index]), item.reference))
+            pairs.append(PolicyBaselinePair(item, strip_think(policy[index]), item.reference))
         elif index in baseline:
-            pairs.append(Pair(item, strip_think(policy[index]), strip_think(baseline[index])))
+            pairs.append(PolicyBaselinePair(item, strip_think(policy[index]), strip_think(baseline[index])))
         else:
             missing += 1
     return pairs, missing
@@ -199,7 +203,9 @@ def run_winrate(
     return [*summary_lines(report), f"wrote {out_dir}/judgments.jsonl, report.json, report.md", plot(out_dir, report)]
 
 
-def prompt_records(pairs: Sequence[Pair], jobs: Sequence[Job], judgments: Sequence[Judgment]) -> list[dict]:
+def prompt_records(
+    pairs: Sequence[PolicyBaselinePair], jobs: Sequence[Job], judgments: Sequence[Judgment]
+) -> list[dict]:
     """One record per prompt: the verdict and the policy's outcome in each order, and the prompt's outcome
     (None when an order failed or was unreadable: left out of every rate)."""
     by_pair: dict[int, dict[str, Judgment]] = {}
@@ -208,7 +214,7 @@ def prompt_records(pairs: Sequence[Pair], jobs: Sequence[Job], judgments: Sequen
     return [_record(pair, by_pair.get(id(pair), {})) for pair in pairs]
 
 
-def _record(pair: Pair, orders: dict[str, Judgment]) -> dict:
+def _record(pair: PolicyBaselinePair, orders: dict[str, Judgment]) -> dict:
     lengths = {"policy_chars": len(pair.policy or ""), "baseline_chars": len(pair.baseline or "")}
     record = {"index": pair.item.index, "domain": pair.item.domain, **lengths}
     if pair.policy is None or pair.baseline is None:  # no answer: scored without a judge call, as in training

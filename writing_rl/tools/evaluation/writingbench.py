@@ -99,7 +99,9 @@ class Query:
 
 
 @dataclass(frozen=True)
-class Call:
+class CriterionCall:
+    """One critic call: a query's response scored on one checklist criterion."""
+
     query: Query
     criterion: dict
     response: str  # the answer shown to the critic (reasoning dropped)
@@ -159,7 +161,7 @@ def fill_template(template: str, values: dict[str, str]) -> str:
     return FORMAT_PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) else m.group(0)[0], template)
 
 
-def build_messages(call: Call, template: str | None = None, system_prompt: str | None = None) -> Messages:
+def build_messages(call: CriterionCall, template: str | None = None, system_prompt: str | None = None) -> Messages:
     response = plain_text(call.response)
     values = {
         "query": call.query.query,
@@ -219,7 +221,7 @@ def run_writingbench(
     if other is not None and not {index for index, text in shown.items() if text is not None} & set(other):
         raise InputError(f"{compare}: no index in common with the answered responses")
     calls = [
-        Call(queries[index], item, text) for index, text in shown.items() if text is not None
+        CriterionCall(queries[index], item, text) for index, text in shown.items() if text is not None
         for item in queries[index].checklist
     ]  # fmt: skip
     out_path = Path(out_dir)
@@ -261,7 +263,7 @@ def run_writingbench(
     return [*printed, f"wrote {out_dir}/scores.jsonl, report.json, report.md", plot_line]
 
 
-def scores_by_query(calls: Sequence[Call], judgments: Sequence[Judgment]) -> list[dict]:
+def scores_by_query(calls: Sequence[CriterionCall], judgments: Sequence[Judgment]) -> list[dict]:
     """WritingBench's score lines in the order of the calls (``run_writingbench`` makes them in benchmark
     order); failed calls are left out (counted in the report), and so is a query with no score."""
     lines_by_index: dict[Any, dict] = {}
@@ -296,7 +298,7 @@ def read_scores(path: str | Path) -> dict[Any, dict[str, list[int]]]:
     return result
 
 
-def summarise(queries: dict[Any, Query], scores: list[dict], calls: Sequence[Call], judgments) -> dict:
+def summarise(queries: dict[Any, Query], scores: list[dict], calls: Sequence[CriterionCall], judgments) -> dict:
     per_query = {s["index"]: [e["score"] for entries in s["scores"].values() for e in entries] for s in scores}
     indices = list(per_query)
     means = [sum(per_query[i]) / len(per_query[i]) for i in indices]

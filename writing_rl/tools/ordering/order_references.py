@@ -59,7 +59,7 @@ class Prompt:
 
 
 @dataclass(frozen=True)
-class Call:
+class OrderingCall:
     """One judge call: two candidates of a prompt, in one order."""
 
     prompt: int
@@ -96,9 +96,9 @@ def read_prompts(
     return prompts, rejected
 
 
-def pair_calls(prompts: Sequence[Prompt]) -> list[Call]:
+def pair_calls(prompts: Sequence[Prompt]) -> list[OrderingCall]:
     return [
-        Call(p, i, j, slot)
+        OrderingCall(p, i, j, slot)
         for p, prompt in enumerate(prompts)
         for i, j in itertools.combinations(range(len(prompt.candidates)), 2)
         for slot in SLOTS
@@ -106,7 +106,7 @@ def pair_calls(prompts: Sequence[Prompt]) -> list[Call]:
 
 
 def call_messages(prompts: Sequence[Prompt], template: str | None):
-    def build(call: Call):
+    def build(call: OrderingCall):
         prompt = prompts[call.prompt]
         candidates = prompt.candidates
         return comparison_messages(

@@ -94,7 +94,7 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Call:
+class SelectionCall:
     """One judge call: a response against its row's best reference, in one order."""
 
     item: int  # index into the IdMargin list
@@ -124,9 +124,9 @@ def read_rows(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple
 
 def judge_calls(
     items: list[IdMargin], tasks: list[Task], samples, kind: MarginKind
-) -> tuple[list[Call], dict[tuple[int, int], list[float]]]:
+) -> tuple[list[SelectionCall], dict[tuple[int, int], list[float]]]:
     """Two calls (both orders) per response with an answer; responses with none get a loss now."""
-    calls: list[Call] = []
+    calls: list[SelectionCall] = []
     points: dict[tuple[int, int], list[float]] = {}
     for sample in samples:
         item = items[sample.row]
@@ -139,12 +139,12 @@ def judge_calls(
             points[(sample.row, response)].append(kind.high)
             continue
         for slot in SLOTS:
-            calls.append(Call(sample.row, response, tasks[sample.row], answer, slot))
+            calls.append(SelectionCall(sample.row, response, tasks[sample.row], answer, slot))
     return calls, points
 
 
 def call_messages(template: str | None, judge_output: str = "verdict"):
-    def build(call: Call):
+    def build(call: SelectionCall):
         task = call.task
         return comparison_messages(
             task.prompt,

@@ -61,7 +61,7 @@ def judge_through_cache(
     Returns the judgments, the closed cache (its ``stats`` and ``path`` for reports) and the wall time."""
     judge = open_judge(settings.judge, cache_path)
     start = time.perf_counter()
-    bar = Progress(len(jobs), judge, enabled=progress)
+    bar = ProgressLine(len(jobs), judge, enabled=progress)
 
     async def run() -> list[Judgment]:
         try:
@@ -151,7 +151,7 @@ async def judge_all(
     return results  # type: ignore[return-value]
 
 
-class Progress:
+class ProgressLine:
     """``judged 1200/4000 calls, 95/s, cache hits 800, failures 0``, on stderr at most once a second."""
 
     def __init__(self, total: int, judge: CachedJudge | None = None, enabled: bool = True, every_s: float = 1.0):

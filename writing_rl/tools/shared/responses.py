@@ -12,13 +12,15 @@ RESPONSE_KEYS = ("id", "index")
 
 
 @dataclass(frozen=True)
-class Sample:
+class MatchedResponse:
+    """A policy response line matched to its data row."""
+
     row: int  # position in the data file
     key: str  # "id=3" or "index=3": what the response line named
     response: str
 
 
-def match_responses(rows: list[dict], responses_path: str | Path) -> list[Sample]:
+def match_responses(rows: list[dict], responses_path: str | Path) -> list[MatchedResponse]:
     """Pair each response line with its row: by ``id`` (ground_truth.id) or ``index`` (extra_info.index,
     else the row's position)."""
     by_id, by_index = {}, {}
@@ -40,7 +42,7 @@ def match_responses(rows: list[dict], responses_path: str | Path) -> list[Sample
     return samples
 
 
-def _match_line(record: dict, where: str, by_id: dict[str, int], by_index: dict[str, int]) -> Sample:
+def _match_line(record: dict, where: str, by_id: dict[str, int], by_index: dict[str, int]) -> MatchedResponse:
     if not isinstance(record.get("response"), str):
         raise ValueError(f"{where}: expected a string field 'response'")
     field = next((k for k in RESPONSE_KEYS if record.get(k) is not None), None)
@@ -50,4 +52,4 @@ def _match_line(record: dict, where: str, by_id: dict[str, int], by_index: dict[
     value = str(record[field])
     if value not in lookup:
         raise ValueError(f"{where}: no row in the data has {field}={value}")
-    return Sample(row=lookup[value], key=f"{field}={value}", response=record["response"])
+    return MatchedResponse(row=lookup[value], key=f"{field}={value}", response=record["response"])
