@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from data_prep.commands.builder_options import BuilderOptions, Option
-from data_prep.commands.options import LANGUAGE_COLUMNS, add_subcommand
+from data_prep.commands.options import LANGUAGE_COLUMNS, add_dataset_name, add_subcommand
 from writing_rl.data.builders.gqm import GQMRLBuilder, GQMSFTBuilder
 from writing_rl.data.builders.gqm_rows import DUPLICATES
 from writing_rl.protocols import gqm_prompt
@@ -69,7 +69,7 @@ def add_gqm_sft(subparsers) -> None:
     # no "drop": the analysis names candidates by label, and dropping one would relabel the rest
     _gqm_options(p, options, policies=("keep", "reject"))
     options.add(p, {"cot": Option("answers without analysis: just the final lines", negate=True)})
-    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+    add_dataset_name(p)
     p.set_defaults(make_builder=options.builder)
 
 

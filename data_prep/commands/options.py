@@ -72,6 +72,11 @@ def add_subcommand(subparsers, name: str, help: str, description: str, example: 
     return parser
 
 
+def add_dataset_name(parser: argparse.ArgumentParser) -> None:
+    """The option of the SFT builders, which write LLaMA-Factory's dataset_info.json beside their parquet."""
+    parser.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+
+
 def build_settings(args: argparse.Namespace) -> BuildSettings:
     """The build run the options of ``add_subcommand`` ask for."""
     return BuildSettings(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from data_prep.commands.builder_options import BuilderOptions, Option
-from data_prep.commands.options import add_subcommand
+from data_prep.commands.options import add_dataset_name, add_subcommand
 from writing_rl.data.builders.preference import OUTPUT_FORMATS, PrefRLBuilder, PrefSFTBuilder
 
 
@@ -70,7 +70,7 @@ def add_pref_sft(subparsers) -> None:
             )
         },
     )
-    p.add_argument("--dataset-name", help="name of the LLaMA-Factory dataset entry (default: the output dir name)")
+    add_dataset_name(p)
     p.set_defaults(make_builder=options.builder)
 
 
