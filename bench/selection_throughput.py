@@ -92,8 +92,8 @@ def judge_without_cache(data, responses, settings) -> float:
     from writing_rl.judge import OpenAIJudge
     from writing_rl.tools.selection.margins import MARGIN_KINDS
     from writing_rl.tools.selection.select import call_messages, judge_calls, read_rows
-    from writing_rl.tools.shared.judge_runner import judge_all
     from writing_rl.tools.shared.responses import match_responses
+    from writing_rl.tools.shared.tool_judge import judge_all
 
     rows = pq.read_table(data).to_pylist()
     items, tasks = read_rows(rows, "data_source", need_domain=False)

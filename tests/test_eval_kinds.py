@@ -101,4 +101,4 @@ def test_writing_rl_help_imports_no_kind_work_module():
                                   check=True).stdout.split())  # fmt: skip
     assert {"writing_rl.tools.evaluation.kinds.writingbench", "writing_rl.tools.evaluation.kind"} <= imported
     assert not {kind.module for kind in KINDS} & imported
-    assert not {"pyarrow", "writing_rl.judge.cache", "writing_rl.tools.evaluation.judged"} & imported
+    assert not {"pyarrow", "writing_rl.judge.cache", "writing_rl.tools.evaluation.judge_calls"} & imported

@@ -1,6 +1,7 @@
 """The judge options of the commands that call a judge themselves (``select``, ``order-references``,
-``eval``): the training config's judge with the same shortcuts as ``score``. Failed judge calls
-(``JudgeFailures``) end such a command with one line through ``writing_rl.tools.cli``."""
+``eval``): the training config's judge with the same shortcuts as ``score``, read into the judge settings
+(``writing_rl.tools.shared.judge_settings``). Failed judge calls (``JudgeFailures``) end such a command with
+one line through ``writing_rl.tools.cli``."""
 
 from __future__ import annotations
 
@@ -43,9 +44,29 @@ def add_judge_options(p) -> None:
 
 
 def judge_settings_from(args):
-    from writing_rl.tools.shared.judge_settings import judge_overrides, load_judge_settings
+    from writing_rl.tools.shared.judge_settings import load_judge_settings
 
     shortcuts = judge_overrides(
         args.judge_url, args.judge_model, args.api_key_env, args.max_concurrency, args.timeout_s, args.max_retries
     )
     return load_judge_settings(args.config_name, [*args.overrides, *shortcuts], args.config_dir)
+
+
+def judge_overrides(
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    api_key_env: str | None = None,
+    max_concurrency: int | None = None,
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+) -> list[str]:
+    """Hydra overrides for the command-line shortcuts (the same keys as in training)."""
+    values = {
+        "base_url": judge_url,
+        "model": judge_model,
+        "api_key_env": api_key_env,
+        "max_concurrency": max_concurrency,
+        "timeout_s": timeout_s,
+        "max_retries": max_retries,
+    }
+    return [f"reward.reward_kwargs.judge.{key}={value}" for key, value in values.items() if value is not None]

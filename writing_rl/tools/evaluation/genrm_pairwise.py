@@ -42,7 +42,7 @@ from writing_rl.protocols.prompts import (
     load_template,
     read_pairwise_request,
 )
-from writing_rl.tools.evaluation import judged, stats
+from writing_rl.tools.evaluation import judge_calls, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows, require_fields
 from writing_rl.tools.shared.judge_settings import JudgeSettings
@@ -190,11 +190,11 @@ def run_genrm_pairwise(
     if template:
         load_template(template)  # a template without both response placeholders fails before any call
     pairs, calls = given.pairs, given.calls
-    judgments, judge_section = judged.judge(
+    judgments, judge_section = judge_calls.judge(
         settings, calls, lambda c: c.messages(template), verdict_judgment, out_dir, cache, progress
     )
     records = [judgment_record(call, judgment) for call, judgment in zip(calls, judgments)]
-    judged.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
+    out.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
     report = summarise(pairs, records, tuple(length_edges))
     report["requests"] = (
         "pref-rl rows, sent as built" if given.built else f"template {template}" if template else "built-in prompt"
@@ -209,12 +209,12 @@ def run_genrm_pairwise(
             axes, list(buckets), list(buckets.values()), "GenRM accuracy by len(chosen) - len(rejected)", "accuracy"
         ),
     )
-    rate, orders = judged.rate, report["orders"]
+    rate, orders = out.rate, report["orders"]
     return [
         f"accuracy {out.interval(report['accuracy'])} over {report['pairs']} pairs (chosen first "
         f"{rate(orders['chosen_first']['accuracy'])}, chosen second {rate(orders['chosen_second']['accuracy'])})",
         f"position consistency {rate(report['position_consistency']['rate'])}, tie rate {rate(report['tie_rate'])}",
-        f"judge calls {len(calls)}: {judged.failures_line(report['failures'])}",
+        f"judge calls {len(calls)}: {out.failures_line(report['failures'])}",
         f"wrote {out_dir}/judgments.jsonl, report.json, report.md",
         plot_line,
     ]
@@ -263,7 +263,7 @@ def summarise(pairs: Sequence[PreferencePair], records: Sequence[dict], edges: t
         "orders": {order: _order_stats([r for r in records if r["order"] == order]) for order in ORDERS},
         "both_orders_correct": _share([p[ORDERS[0]]["correct"] and p[ORDERS[1]]["correct"] for p in both]),
         "position_consistency": _share([p[ORDERS[0]]["picked"] == p[ORDERS[1]]["picked"] for p in both]),
-        "tie_rate": judged.share(sum(r["picked"] == "tie" for r in read), len(read)),
+        "tie_rate": out.share(sum(r["picked"] == "tie" for r in read), len(read)),
         "length_buckets": {
             "difference": "len(chosen) - len(rejected) in characters; a bucket holds |d| in (low, high]",
             "edges": list(edges),
@@ -273,7 +273,7 @@ def summarise(pairs: Sequence[PreferencePair], records: Sequence[dict], edges: t
             },
             "unknown": sum(t[2] is None for t in tally),  # pairs read, requests in another layout than the built-in
         },
-        "failures": judged.failures(
+        "failures": out.failures(
             sum(r["error"] is not None for r in records), sum(r["unreadable"] for r in records), len(records)
         ),
     }
@@ -282,14 +282,14 @@ def summarise(pairs: Sequence[PreferencePair], records: Sequence[dict], edges: t
 def _order_stats(records: Sequence[dict]) -> dict:
     read = [r for r in records if r["picked"] is not None]
     return {
-        "accuracy": judged.share(sum(r["correct"] for r in read), len(read)),
+        "accuracy": out.share(sum(r["correct"] for r in read), len(read)),
         "read": len(read),
         "ties": sum(r["picked"] == "tie" for r in read),
     }
 
 
 def _share(flags: Sequence[bool]) -> dict:
-    return {"rate": judged.share(sum(map(bool, flags)), len(flags)), "pairs": len(flags)}
+    return {"rate": out.share(sum(map(bool, flags)), len(flags)), "pairs": len(flags)}
 
 
 def bucket_names(edges: Sequence[int]) -> list[str]:
@@ -314,7 +314,7 @@ def markdown(report: dict) -> str:
     failures = report["failures"]
     rows = [
         ("both orders", sum(s["read"] for s in orders.values()), out.interval(report["accuracy"])),
-        *((order.replace("_", " "), s["read"], judged.rate(s["accuracy"])) for order, s in orders.items()),
+        *((order.replace("_", " "), s["read"], out.rate(s["accuracy"])) for order, s in orders.items()),
     ]
     return "\n".join(
         [
@@ -326,12 +326,12 @@ def markdown(report: dict) -> str:
             "",
             out.markdown_table(["order", "verdicts read", "accuracy"], rows),
             "",
-            f"- both orders correct: {judged.rate(report['both_orders_correct']['rate'])} "
+            f"- both orders correct: {out.rate(report['both_orders_correct']['rate'])} "
             f"of {report['both_orders_correct']['pairs']} pairs read in both orders",
             f"- position consistency (both verdicts name the same response, or both are ties): "
-            f"{judged.rate(report['position_consistency']['rate'])}",
-            f"- tie rate: {judged.rate(report['tie_rate'])}",
-            f"- {judged.failures_line(failures)}",
+            f"{out.rate(report['position_consistency']['rate'])}",
+            f"- tie rate: {out.rate(report['tie_rate'])}",
+            f"- {out.failures_line(failures)}",
             "",
             f"## By length difference (d = {buckets['difference']})",
             "",

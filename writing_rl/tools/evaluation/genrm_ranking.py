@@ -48,7 +48,7 @@ from writing_rl.protocols.gqm_task import (
     tiers,
 )
 from writing_rl.protocols.prompts import Messages
-from writing_rl.tools.evaluation import judged, stats
+from writing_rl.tools.evaluation import judge_calls, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows
 from writing_rl.tools.shared.judge_settings import JudgeSettings
@@ -143,11 +143,11 @@ def run_genrm_ranking(
 ) -> list[str]:
     """Judge, write every output, and return the lines to print."""
     groups = read_groups(data, options)
-    judgments, judge_section = judged.judge(
+    judgments, judge_section = judge_calls.judge(
         settings, groups, lambda g: g.messages, lambda text: Judgment(value=text), out_dir, cache, progress
     )
     records = [score_group(group, judgment, options) for group, judgment in zip(groups, judgments)]
-    judged.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
+    out.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
     report = summarise(records, options)
     report["judge"] = judge_section
     out.write_reports(out_dir, report, markdown(report))
@@ -157,7 +157,7 @@ def run_genrm_ranking(
         f"pairwise-order accuracy {out.interval(report['pairwise_accuracy'])}, Kendall tau "
         f"{out.interval(report['kendall_tau'])} over {report['groups_read']} of {report['groups']} groups "
         f"({report['sources_read']} of {report['sources']} sources, each weighing the same)",
-        f"judge calls {len(groups)}: {judged.failures_line(report['failures'])}",
+        f"judge calls {len(groups)}: {out.failures_line(report['failures'])}",
         f"wrote {out_dir}/judgments.jsonl, report.json, report.md",
         plot_line,
     ]
@@ -259,7 +259,7 @@ def summarise(records: Sequence[dict], options: RankingOptions) -> dict:
         "tau_undefined": sum(r["kendall_tau"] is None for r in read),
         "by_group_size": clustered_by(read, "pairwise_accuracy", "candidates"),
         "by_augmentation": clustered_by(read, "pairwise_accuracy", "augmentation"),
-        "failures": judged.failures(
+        "failures": out.failures(
             sum(r["error"] is not None for r in records),
             sum(r["unreadable"] is not None for r in records),
             len(records),
@@ -302,7 +302,7 @@ def markdown(report: dict) -> str:
             "",
             f"- Kendall tau undefined (every candidate tied in the gold or the predicted ranking): "
             f"{report['tau_undefined']} of {report['groups_read']} groups",
-            f"- {judged.failures_line(report['failures'])}",
+            f"- {out.failures_line(report['failures'])}",
             "",
             "## Pairwise-order accuracy by group size and by augmentation",
             "",

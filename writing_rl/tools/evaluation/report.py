@@ -1,5 +1,6 @@
 """Writing an evaluation's outputs in ``--out``: report.json (machine-readable), report.md (a table a
-person reads) and PNG plots, each written to a temp file and renamed when complete.
+person reads), JSONL files (judgments.jsonl, ...) and PNG plots, each written to a temp file and renamed
+when complete; and the report's failure section (``failures``: judge errors and unreadable replies).
 
 Plots need matplotlib (``pip install 'writing-rl[plot]'``); without it the reports are still written and
 ``plot`` (from ``writing_rl.tools.shared.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
@@ -16,7 +17,19 @@ from typing import Any, Sequence
 from writing_rl.files import atomic_write_text
 from writing_rl.tools.shared.plot import BLUE, NO_MATPLOTLIB, plot
 
-__all__ = ["NO_MATPLOTLIB", "bar_plot_with_intervals", "interval", "markdown_table", "plot", "write_reports"]
+__all__ = [
+    "NO_MATPLOTLIB",
+    "bar_plot_with_intervals",
+    "failures",
+    "failures_line",
+    "interval",
+    "markdown_table",
+    "plot",
+    "rate",
+    "share",
+    "write_jsonl",
+    "write_reports",
+]
 
 
 def write_reports(out: str | Path, report: dict[str, Any], markdown: str) -> None:
@@ -26,10 +39,42 @@ def write_reports(out: str | Path, report: dict[str, Any], markdown: str) -> Non
     atomic_write_text(out / "report.md", markdown.rstrip() + "\n")
 
 
+def write_jsonl(path: str | Path, records: Sequence[dict]) -> None:
+    """One JSON object per line (judgments.jsonl), written whole or not at all."""
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def failures(judge_errors: int, unreadable: int, calls: int) -> dict[str, float]:
+    """Judge calls that failed and replies nothing could be read from, counted and as shares of the
+    calls; both are left out of every score."""
+    return {
+        "judge_error": judge_errors,
+        "unreadable": unreadable,
+        "judge_error_rate": share(judge_errors, calls),
+        "unreadable_rate": share(unreadable, calls),
+    }
+
+
+def failures_line(section: dict[str, float]) -> str:
+    return (
+        f"judge errors {section['judge_error']} ({rate(section['judge_error_rate'])}), unreadable "
+        f"{section['unreadable']} ({rate(section['unreadable_rate'])}): counted, never scored"
+    )
+
+
+def share(count: float, total: float) -> float:
+    return count / total if total else float("nan")
+
+
+def rate(value: float) -> str:
+    """``0.750``, or ``–`` for a share of nothing."""
+    return "–" if math.isnan(value) else f"{value:.3f}"
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(value: Any) -> str:
         if isinstance(value, float):
-            return "–" if math.isnan(value) else f"{value:.3f}"
+            return rate(value)
         return str(value).replace("|", "\\|")
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -40,7 +40,7 @@ from writing_rl.protocols import Unreadable, gqm_prompt
 from writing_rl.protocols.gqm import labels_for
 from writing_rl.protocols.gqm_task import read_answer
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, load_template
-from writing_rl.tools.evaluation import judged, stats
+from writing_rl.tools.evaluation import judge_calls, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, PreferenceCall, PreferencePair
 from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
@@ -114,21 +114,21 @@ def run_rewardbench(
             for j, rejected in enumerate(item.rejected)
             for order in ORDERS
         ]
-        judgments, judge_section = judged.judge(
+        judgments, judge_section = judge_calls.judge(
             settings, calls, lambda c: c.call.messages(options.template), verdict_judgment, out_dir, cache, progress
         )
         records = [_comparison_record(c, j) for c, j in zip(calls, judgments)]
     else:
         calls = group_calls(items, options)
-        judgments, judge_section = judged.judge(
+        judgments, judge_section = judge_calls.judge(
             settings, calls, lambda c: c.messages, lambda text: Judgment(value=text), out_dir, cache, progress
         )
         records = [_group_record(c, j, options) for c, j in zip(calls, judgments)]
     scored = item_scores(items, records)
     report = summarise(version, genrm, items, scored, records, excluded)
     report["judge"] = judge_section
-    judged.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
-    judged.write_jsonl(Path(out_dir) / "items.jsonl", scored)
+    out.write_jsonl(Path(out_dir) / "judgments.jsonl", records)
+    out.write_jsonl(Path(out_dir) / "items.jsonl", scored)
     out.write_reports(out_dir, report, markdown(report))
     subsets = {name: s for name, s in report["subsets"].items() if s["count"]}
     plot_line = out.plot(
@@ -138,10 +138,10 @@ def run_rewardbench(
         ),
     )  # fmt: skip
     return [
-        f"{benchmark_name(version)} overall {judged.rate(report['overall'])} ({genrm} GenRM) over "
+        f"{benchmark_name(version)} overall {out.rate(report['overall'])} ({genrm} GenRM) over "
         f"{report['items_scored']} of {report['items']} prompts in {len(report['subsets'])} subsets",
         *(f"note: {note}" for note in report["notes"]),
-        f"judge calls {len(records)}: {judged.failures_line(report['failures'])}; prompts not scored "
+        f"judge calls {len(records)}: {out.failures_line(report['failures'])}; prompts not scored "
         f"{report['items'] - report['items_scored']}",
         f"wrote {out_dir}/judgments.jsonl, items.jsonl, report.json, report.md",
         plot_line,
@@ -240,7 +240,7 @@ def summarise(version, genrm, items, scored, records, excluded) -> dict:
         entry["count"] = entry.pop("n")
         entry["chance"] = sum(line["chance"] for line in lines) / len(lines)
         if genrm == "pairwise":
-            entry["strict"] = judged.share(sum(line["strict"] for line in read), len(read))
+            entry["strict"] = out.share(sum(line["strict"] for line in read), len(read))
         subsets[subset] = entry
     accuracy = {subset: s["mean"] for subset, s in subsets.items() if s["count"]}
     unscored = [subset for subset, s in subsets.items() if not s["count"]]
@@ -256,7 +256,7 @@ def summarise(version, genrm, items, scored, records, excluded) -> dict:
         items_scored=sum(line["score"] is not None for line in scored),
         subsets=subsets,
         excluded=excluded,
-        failures=judged.failures(
+        failures=out.failures(
             sum(r["error"] is not None for r in records), sum(r["unreadable"] for r in records), len(records)
         ),
     )
@@ -292,7 +292,7 @@ def markdown(report: dict) -> str:
     lines = [
         f"# {benchmark_name(version)}: {genrm} GenRM",
         "",
-        f"Overall **{judged.rate(report['overall'])}** over {report['items_scored']} of {report['items']} prompts. "
+        f"Overall **{out.rate(report['overall'])}** over {report['items_scored']} of {report['items']} prompts. "
         f"Scoring: {SCORING[genrm]}. A prompt with a failed judge call is not scored.",
         "",
     ]
@@ -300,5 +300,5 @@ def markdown(report: dict) -> str:
         lines += [out.markdown_table(["section", "score"], list(report["sections"].items())), ""]
     lines += [out.markdown_table(header, rows), ""]
     lines += [f"- {note}" for note in report["notes"]]
-    lines.append(f"- {judged.failures_line(report['failures'])}")
+    lines.append(f"- {out.failures_line(report['failures'])}")
     return "\n".join(lines)

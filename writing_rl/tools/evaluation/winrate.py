@@ -40,8 +40,8 @@ from writing_rl.protocols.comparison import SLOTS, agreed, comparison_messages, 
 from writing_rl.protocols.pairwise_task import read_ground_truth
 from writing_rl.protocols.prompts import Messages, format_criteria, load_template
 from writing_rl.settings import ConfigError
-from writing_rl.tools.evaluation import judged, stats
 from writing_rl.tools.evaluation import report as out
+from writing_rl.tools.evaluation import stats
 from writing_rl.tools.evaluation.inputs import (
     InputError,
     dump_matcher,
@@ -51,7 +51,8 @@ from writing_rl.tools.evaluation.inputs import (
     require_fields,
     responses_by_index,
 )
-from writing_rl.tools.evaluation.judged import judge, rate, write_jsonl
+from writing_rl.tools.evaluation.judge_calls import judge
+from writing_rl.tools.evaluation.report import rate, write_jsonl
 from writing_rl.tools.shared.inputs import field_value
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
@@ -281,7 +282,7 @@ def summarise(records: list[dict], prompts: int, responses: int, without_baselin
             "scored": len(scored),
         },
         "failures": {
-            **judged.failures(
+            **out.failures(
                 sum(j.error is not None for j in judgments), sum(j.parse_failure for j in judgments), len(judgments)
             ),
             "prompts_left_out": left_out,
@@ -290,7 +291,7 @@ def summarise(records: list[dict], prompts: int, responses: int, without_baselin
             "policy": no_answer["policy"],
             "baseline": no_answer["baseline"],
             "both": no_answer["both"],
-            "share": judged.share(sum(no_answer.values()), len(scored)),
+            "share": out.share(sum(no_answer.values()), len(scored)),
         },
         "domains": domains,
     }
@@ -305,7 +306,7 @@ def summary_lines(report: dict) -> list[str]:
         "of the scored prompts, left out of the length-controlled rate)",
         f"wins {counts['wins']}, ties {counts['ties']}, losses {counts['losses']}; inconsistent orders "
         f"{inconsistency['prompts']} of {inconsistency['judged_in_both_orders']} ({inconsistency['flips']} flips)",
-        f"judge calls {report['judge']['calls']}: {judged.failures_line(failures)}; prompts left out "
+        f"judge calls {report['judge']['calls']}: {out.failures_line(failures)}; prompts left out "
         f"{failures['prompts_left_out']}",
     ]
     if failures["judge_error"]:
@@ -360,7 +361,7 @@ def markdown(report: dict) -> str:
             + " / ".join(out.interval(report["by_order"][k]) for k in ("policy_first", "policy_second")),
             "",
             f"Left out of every rate: {failures['prompts_left_out']} prompts with a failed or unreadable order "
-            f"(judge calls: {judged.failures_line(failures)}); {prompts['without_baseline']} prompts without a "
+            f"(judge calls: {out.failures_line(failures)}); {prompts['without_baseline']} prompts without a "
             "baseline response.",
         ]
     )

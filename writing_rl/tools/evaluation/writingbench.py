@@ -47,7 +47,7 @@ from writing_rl.protocols import Unreadable, read_json_score, strip_think
 from writing_rl.protocols.prompts import Messages, format_criteria
 from writing_rl.protocols.quoting import fence, plain_text
 from writing_rl.settings import ConfigError
-from writing_rl.tools.evaluation import judged, stats
+from writing_rl.tools.evaluation import judge_calls, stats
 from writing_rl.tools.evaluation import report as out
 from writing_rl.tools.evaluation.inputs import (
     InputError,
@@ -225,12 +225,12 @@ def run_writingbench(
         for item in queries[index].checklist
     ]  # fmt: skip
     out_path = Path(out_dir)
-    judgments, judge_section = judged.judge(
+    judgments, judge_section = judge_calls.judge(
         settings, calls, lambda c: build_messages(c, template_text, system_prompt), critic_judgment, out_dir, cache,
         progress,
     )  # fmt: skip
     scores = scores_by_query(calls, judgments)
-    judged.write_jsonl(out_path / "scores.jsonl", scores)
+    out.write_jsonl(out_path / "scores.jsonl", scores)
     report = summarise(queries, scores, calls, judgments)
     report["queries_with_response"] = len(shown)
     report["extra_samples_ignored"] = getattr(answers, "extra_samples", 0)
@@ -249,7 +249,7 @@ def run_writingbench(
     failures = report["failures"]
     printed = [
         f"overall {out.interval(report['overall'])} over {report['queries_scored']} queries",
-        f"critic calls {len(calls)}: {judged.failures_line(failures)}; queries with no answer (no call, not "
+        f"critic calls {len(calls)}: {out.failures_line(failures)}; queries with no answer (no call, not "
         f"scored) {failures['no_answer']}",
     ]
     if "compare" in report:
@@ -310,7 +310,7 @@ def summarise(queries: dict[Any, Query], scores: list[dict], calls: Sequence[Cri
         "domain1": stats.by_group(means, [queries[i].domain1 for i in indices]),
         "domain2": stats.by_group(means, [queries[i].domain2 for i in indices]),
         "failures": {
-            **judged.failures(
+            **out.failures(
                 sum(j.error is not None for j in judgments), sum(j.parse_failure for j in judgments), len(judgments)
             ),
             "queries_with_failed_criteria": len({c.query.index for c, j in zip(calls, judgments) if j.value is None}),
@@ -374,7 +374,7 @@ def markdown(report: dict) -> str:
             [(d, s["n"], out.interval(s)) for d, s in report["domain2"].items()],
         ),
         "",
-        f"Critic calls (left out of every mean): {judged.failures_line(failures)}; queries with failed "
+        f"Critic calls (left out of every mean): {out.failures_line(failures)}; queries with failed "
         f"criteria {failures['queries_with_failed_criteria']}.",
         "",
         f"Queries with a response: {report['queries_with_response']}; with no answer (empty, or a `<think>` "

@@ -37,9 +37,9 @@ from writing_rl.data.readers import iter_chunks
 from writing_rl.protocols.comparison import SLOTS, comparison_messages
 from writing_rl.tools.ordering.job import OrderJob
 from writing_rl.tools.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
-from writing_rl.tools.shared.judge_runner import judge_through_cache, stop_on_failures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.judged_run import csv_text, run_lines, run_section, written_together
+from writing_rl.tools.shared.judged_job import csv_text, run_lines, run_section, written_together
+from writing_rl.tools.shared.tool_judge import judge_through_cache, stop_on_failures
 
 _ORDERED = "__ordered_references__"  # the builder's references column, filled with the judged order
 CSV_COLUMNS = (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from writing_rl.tools.selection.margins import MARGIN_KINDS, Choice, IdMargin, MarginKind, bin_counts
-from writing_rl.tools.shared.judged_run import csv_text, written_together
+from writing_rl.tools.shared.judged_job import csv_text, written_together
 from writing_rl.tools.shared.plot import BLUE, GREY, Series, histogram, render
 
 CSV_COLUMNS = (

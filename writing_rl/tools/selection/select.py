@@ -65,11 +65,11 @@ from writing_rl.tools.selection.margins import (
 )
 from writing_rl.tools.selection.outputs import write_outputs
 from writing_rl.tools.shared.inputs import field_value
-from writing_rl.tools.shared.judge_runner import judge_through_cache, stop_on_failures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.judged_run import run_lines, run_section
+from writing_rl.tools.shared.judged_job import run_lines, run_section
 from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 from writing_rl.tools.shared.responses import match_responses
+from writing_rl.tools.shared.tool_judge import judge_through_cache, stop_on_failures
 from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 

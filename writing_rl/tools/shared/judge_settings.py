@@ -1,5 +1,6 @@
-"""The judge an offline tool uses, read from the same Hydra config as training (``reward.reward_kwargs.judge``
-and the pairwise ``template``), so that a tool judges exactly as the reward does."""
+"""The judge settings of an offline tool, read from the same Hydra config as training
+(``reward.reward_kwargs.judge`` and the pairwise ``template``), so that a tool judges exactly as the reward
+does. The command-line options that choose them: ``writing_rl.tools.commands.judge_options``."""
 
 from __future__ import annotations
 
@@ -13,28 +14,10 @@ from writing_rl.settings import ConfigError
 
 @dataclass(frozen=True)
 class JudgeSettings:
+    """The judge an offline tool calls, and the pairwise template it renders."""
+
     judge: JudgeConfig
     template: str | None = None  # pairwise template file; None = the built-in one
-
-
-def judge_overrides(
-    judge_url: str | None = None,
-    judge_model: str | None = None,
-    api_key_env: str | None = None,
-    max_concurrency: int | None = None,
-    timeout_s: float | None = None,
-    max_retries: int | None = None,
-) -> list[str]:
-    """Hydra overrides for the command-line shortcuts (the same keys as in training)."""
-    values = {
-        "base_url": judge_url,
-        "model": judge_model,
-        "api_key_env": api_key_env,
-        "max_concurrency": max_concurrency,
-        "timeout_s": timeout_s,
-        "max_retries": max_retries,
-    }
-    return [f"reward.reward_kwargs.judge.{key}={value}" for key, value in values.items() if value is not None]
 
 
 def load_judge_settings(

@@ -1,7 +1,7 @@
-"""The judged-job runner of the offline tools (``writing-rl select``, ``order-references``, ``eval``).
+"""The offline tools' judge (``writing-rl select``, ``order-references``, ``eval``) and their calls through it.
 
-- the judge itself: ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
-- one judgment (verdict or counted failure) and a bounded, progress-reporting runner;
+- the judge itself: ``ToolJudge``, an ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
+- one judgment (verdict or counted failure) and a bounded runner with a progress line (``ProgressLine``);
 - the failure policy: judge errors stop a run before it writes anything, unless allowed; a reply that
   every call would get (HTTP 401, 403, 404: key, endpoint or model) stops it at once. Either way the
   answered calls stay cached and the same command resumes.

@@ -1,6 +1,7 @@
-"""What the judged data commands (``writing-rl select``, ``writing-rl order-references``) share around their
-own judging: the options of a run (``JudgedJob``, which each command's job extends), the run section of the
-summary and of the printed report, the CSV report's text and the output files written together.
+"""A judged data command's job (``writing-rl select``, ``writing-rl order-references``) and what such a job
+writes around its own results: the options of a run (``JudgedJob``, which each command's job extends), the
+run section of the summary and of the printed report, the CSV report's text and the output files written
+together.
 
 Light on purpose (no judge, no pyarrow): the command parsers read their defaults from the jobs."""
 
