@@ -62,17 +62,12 @@ def judge_through_cache(
     judge = open_judge(settings.judge, cache_path)
     start = time.perf_counter()
     bar = ProgressLine(len(jobs), judge, enabled=progress)
+    read = read or verdict_judgment
 
     async def run() -> list[Judgment]:
         try:
             return await judge_all(
-                judge,
-                jobs,
-                build,
-                settings.judge.max_concurrency,
-                bar,
-                read or verdict_judgment,
-                stop_on_context_length,
+                judge, jobs, build, settings.judge.max_concurrency, bar, read, stop_on_context_length
             )
         finally:
             bar.end_line()
