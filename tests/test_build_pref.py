@@ -7,7 +7,7 @@ import pytest
 
 from data_prep.build_parquet import main as build
 from reward_fns.preference import compute_score
-from writing_rl.protocols import gqm, parse_verdict
+from writing_rl.protocols import gqm, verdict_or_none
 
 
 def pair(i, **extra):
@@ -143,7 +143,7 @@ def test_sft_answers_are_critique_then_label_and_critiques_keep_their_order(tmp_
     for row in conversations:
         system, user, assistant = row["messages"]
         assert system["role"] == "system" and user["role"] == "user"
-        verdict = parse_verdict(assistant["content"])
+        verdict = verdict_or_none(assistant["content"])
         chosen = next(p["chosen"] for p in rows if p["prompt"] in user["content"])
         request = user["content"]
         expected = "A" if request.index(chosen) < request.index("[Response B]") else "B"

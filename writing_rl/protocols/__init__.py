@@ -78,7 +78,3 @@ __all__ = [
     "verdict_or_none",
     "without_quotes",
 ]
-
-# The old name of ``verdict_or_none``, kept while writing_rl/data/builders/preference.py imports it: not a
-# ``parse_*`` of the rule above (it returns None, not an ``Unreadable``). New code uses ``verdict_or_none``.
-parse_verdict = verdict_or_none

@@ -23,7 +23,7 @@ import pyarrow as pa
 from writing_rl.data import fields
 from writing_rl.data.builder import BadRow
 from writing_rl.data.schemas import MESSAGES_SCHEMA, rl_schema
-from writing_rl.protocols import gqm, gqm_prompt, parse_verdict, strip_think
+from writing_rl.protocols import gqm, gqm_prompt, strip_think, verdict_or_none
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, other_slot, shown, verdict_for
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM
 
@@ -44,7 +44,7 @@ RL_SCHEMA = rl_schema(
 
 
 @dataclass(frozen=True)
-class Pair:
+class CritiquedPair:
     prompt: str
     chosen: str
     rejected: str
@@ -66,7 +66,7 @@ class PairReader:
     chosen_score_key: str | None = None
     rejected_score_key: str | None = None
 
-    def read(self, row: dict) -> Pair:
+    def read(self, row: dict) -> CritiquedPair:
         chosen_key = self._key(row, self.chosen_key, CHOSEN_ALIASES)
         rejected_key = self._key(row, self.rejected_key, REJECTED_ALIASES)
         chosen, chosen_turns = _response(row, chosen_key)
@@ -91,7 +91,7 @@ class PairReader:
                 )
         critique = fields.text(row, self.critique_key, required=False) if self.critique_key else None
         swapped = fields.text(row, self.critique_swapped_key, required=False) if self.critique_swapped_key else None
-        return Pair(prompt, chosen, rejected, tie, critique, swapped, chosen_score, rejected_score)
+        return CritiquedPair(prompt, chosen, rejected, tie, critique, swapped, chosen_score, rejected_score)
 
     def input_keys(self) -> set[str]:
         """Every column this reader may read (an unset key reads any of its aliases)."""
@@ -124,14 +124,14 @@ class _PairBuilder:
         if self.output_format not in OUTPUT_FORMATS:
             raise ValueError(f"--output-format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
 
-    def slots(self, pair: Pair) -> list[str]:
+    def slots(self, pair: CritiquedPair) -> list[str]:
         """Which slot the chosen response takes in each output row."""
         if self.swap:
             return list(SLOTS)
         rng = random.Random(fields.content_seed(self.seed, pair.prompt, [pair.chosen, pair.rejected]))
         return [rng.choice(SLOTS)]
 
-    def request(self, pair: Pair, chosen_slot: str, cot: bool = True) -> list[dict[str, str]]:
+    def request(self, pair: CritiquedPair, chosen_slot: str, cot: bool = True) -> list[dict[str, str]]:
         if self.output_format == "scores":
             return gqm_prompt.build_messages(
                 list(shown(pair.chosen, pair.rejected, chosen_slot)),
@@ -146,7 +146,7 @@ class _PairBuilder:
         )
 
     @staticmethod
-    def label(pair: Pair, chosen_slot: str) -> str:
+    def label(pair: CritiquedPair, chosen_slot: str) -> str:
         return verdict_for("tie" if pair.tie else "win", chosen_slot)
 
 
@@ -235,7 +235,7 @@ class PrefSFTBuilder(_PairBuilder):
         """The critique without a final verdict of its own (the label is appended); a verdict that
         contradicts the label means the critique belongs to the other order."""
         text = critique.strip()
-        verdict = parse_verdict(text)
+        verdict = verdict_or_none(text)
         if verdict is not None and verdict != label:
             raise BadRow(
                 self.reader.critique_key or "critique",
