@@ -17,12 +17,7 @@ from writing_rl.genrm.hf_engine import RAISE_CAP_AFTER, HFEngine
 from writing_rl.genrm.pool import GenRMPool
 from writing_rl.genrm.pool_config import PoolConfig, PoolStartError
 from writing_rl.genrm.requests import resolve_max_tokens
-from writing_rl.judge.base import (
-    JudgeContextLengthError,
-    JudgeError,
-    context_length_numbers,
-    is_context_length_error,
-)
+from writing_rl.judge.errors import JudgeContextLengthError, JudgeError, context_length_numbers, is_context_length_error
 
 from genrm_helpers import PROMPTS, LoopThread, direct_greedy, gather, start_site
 from tiny import build_tiny_qwen2

@@ -18,7 +18,7 @@ from writing_rl.genrm.engine import Generation, Sampling
 from writing_rl.genrm.pool import PoolReply
 from writing_rl.genrm.pool_config import JudgeEngineError, JudgeRequestError
 from writing_rl.genrm.server import JudgeServer, RequestError, parse_chat_request
-from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeTimeout, is_context_length_error
+from writing_rl.judge.errors import JudgeConnectionError, JudgeContextLengthError, JudgeTimeout, is_context_length_error
 
 from genrm_helpers import LoopThread, start_site
 

@@ -13,7 +13,7 @@ from writing_rl.genrm.hf_engine import HFEngine
 from writing_rl.genrm.pool import PoolReply
 from writing_rl.genrm.pool_config import JudgeEngineError, JudgeRequestError
 from writing_rl.genrm.server import JudgeServer
-from writing_rl.judge.base import JudgeContextLengthError
+from writing_rl.judge.errors import JudgeContextLengthError
 
 
 class EngineAsPool:

@@ -55,7 +55,7 @@ class RequestRejected(ValueError):
 
 class ContextTooLong(RequestRejected):
     """The prompt plus the completion budget do not fit the model's context. Worded as OpenAI and vLLM
-    word it, so that judge clients recognise a configuration error (judge/base.py) instead of a bad reply."""
+    word it, so that judge clients recognise a configuration error instead of a bad reply (judge/errors.py)."""
 
 
 class EngineUnavailable(RuntimeError):

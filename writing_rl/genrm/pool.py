@@ -32,7 +32,8 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from writing_rl.genrm.engine import ContextTooLong, EngineUnavailable, Generation, RequestRejected, Sampling
 from writing_rl.genrm.pool_config import JudgeEngineError, JudgeRequestError, PoolConfig, PoolStartError
 from writing_rl.genrm.replica import replica_class
-from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeReply, JudgeTimeout, Messages
+from writing_rl.judge.base import JudgeReply, Messages
+from writing_rl.judge.errors import JudgeConnectionError, JudgeContextLengthError, JudgeTimeout
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from writing_rl.genrm.engine import ENGINES, Sampling
-from writing_rl.judge.base import JudgeError
+from writing_rl.judge.errors import JudgeError
 
 PLACEMENT_STRATEGIES = ("SPREAD", "PACK", "STRICT_SPREAD", "STRICT_PACK")
 DEVICES = ("auto", "cpu", "cuda")

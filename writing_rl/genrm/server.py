@@ -25,7 +25,7 @@ from aiohttp import web
 
 from writing_rl.genrm.engine import Sampling
 from writing_rl.genrm.pool_config import JudgeRequestError
-from writing_rl.judge.base import JudgeConnectionError, JudgeContextLengthError, JudgeError, JudgeTimeout
+from writing_rl.judge.errors import JudgeConnectionError, JudgeContextLengthError, JudgeError, JudgeTimeout
 
 ROLES = ("system", "user", "assistant")
 # Parameters a client may send that this server cannot honour: refused, never silently ignored.

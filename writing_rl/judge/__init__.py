@@ -1,24 +1,20 @@
 """The judge layer: one async interface (``Judge.complete``), an OpenAI-compatible HTTP client,
 typed failures and the per-sample recorder used by the reward manager."""
 
-from writing_rl.judge.base import (
-    NO_CALLS,
-    Judge,
+from writing_rl.judge.base import Judge, JudgeReply, Messages, NoJudge
+from writing_rl.judge.config import JudgeConfig
+from writing_rl.judge.errors import (
     JudgeConnectionError,
     JudgeContextLengthError,
     JudgeError,
     JudgeHTTPError,
     JudgeRateLimited,
-    JudgeReply,
     JudgeResponseError,
     JudgeTimeout,
     JudgeUnavailable,
-    Messages,
-    NoJudge,
-    SampleJudge,
 )
-from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.http import OpenAIJudge
+from writing_rl.judge.sample import NO_CALLS, SampleJudge
 
 __all__ = [
     "Judge",

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from writing_rl.judge.base import Judge, JudgeError, JudgeReply, Messages
+from writing_rl.judge.base import Judge, JudgeReply, Messages
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.judge.errors import JudgeError
 
 FORMAT_VERSION = "1"
 

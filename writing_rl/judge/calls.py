@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from writing_rl.judge.base import JudgeError
 from writing_rl.judge.endpoints import Endpoint
+from writing_rl.judge.errors import JudgeError
 
 
 @dataclass

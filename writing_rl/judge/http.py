@@ -25,17 +25,7 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from writing_rl.judge.base import (
-    JudgeConnectionError,
-    JudgeContextLengthError,
-    JudgeError,
-    JudgeRateLimited,
-    JudgeReply,
-    JudgeResponseError,
-    JudgeTimeout,
-    JudgeUnavailable,
-    Messages,
-)
+from writing_rl.judge.base import JudgeReply, Messages
 from writing_rl.judge.calls import Answer, Call, JudgeStats, RateLimited
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.endpoints import (
@@ -48,6 +38,15 @@ from writing_rl.judge.endpoints import (
     EndpointPool,
     redact_url,
     reply_outcome,
+)
+from writing_rl.judge.errors import (
+    JudgeConnectionError,
+    JudgeContextLengthError,
+    JudgeError,
+    JudgeRateLimited,
+    JudgeResponseError,
+    JudgeTimeout,
+    JudgeUnavailable,
 )
 from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, is_context_length_error
+from writing_rl.judge.errors import JudgeContextLengthError, JudgeHTTPError, is_context_length_error
 
 
 def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from writing_rl.judge.base import (
+from writing_rl.judge.errors import (
     JudgeConnectionError,
     JudgeContextLengthError,
     JudgeError,

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from writing_rl.judge import Judge, JudgeError, Messages, OpenAIJudge
-from writing_rl.judge.base import JudgeContextLengthError, JudgeHTTPError, JudgeReply
+from writing_rl.judge.base import JudgeReply
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.judge.errors import JudgeContextLengthError, JudgeHTTPError
 from writing_rl.protocols import Unreadable, read_reply
 from writing_rl.tools.shared.endpoints import CheckedJudge
 from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line

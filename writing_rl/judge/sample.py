@@ -1,0 +1,135 @@
+"""The judge as one sample (or one group) sees it: ``SampleJudge`` forwards its calls and records them
+for the sample's extra info (``judge_calls``, ``judge_latency_s``, ...)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+from writing_rl.judge.base import Judge, JudgeReply
+from writing_rl.judge.errors import JudgeError
+from writing_rl.protocols import Unreadable, read_reply
+from writing_rl.protocols.prompts import Messages
+
+
+@dataclass
+class CallRecord:
+    messages: Messages
+    latency_s: float
+    reply: str | None = None
+    error: str | None = None
+    member: int | None = None  # in a group: the member the call was made for (None: the whole group)
+    retries: int = 0  # attempts after the first (429s not counted: they are rate_limited)
+    rate_limited: int = 0
+    tokens: int = 0
+    concurrency_limit: int = 0
+    hedges: int = 0
+
+
+@dataclass
+class SampleJudge:
+    """The judge as one sample (or one group) sees it: forwards calls and records them for its metrics.
+
+    A group reward makes the calls of one member through ``judge.member(i)``; the group's record then
+    says which calls each member's reward came from (calls made without it, for the whole group, count for
+    every member). Each call is *counted* once (calls, tokens, retries, 429s): a group-wide call on the
+    group's first member, so that sums over samples are what the judge served.
+    """
+
+    # The extra-info keys ``metrics`` measures for each sample.
+    METRIC_KEYS: ClassVar[tuple[str, ...]] = (
+        "judge_error",
+        "judge_latency_s",
+        "judge_calls",
+        "judge_rate_limited",
+        "judge_retries",
+        "judge_tokens",
+        "judge_concurrency_limit",
+        "judge_hedges",
+    )
+
+    judge: Judge
+    keep_transcripts: bool = False
+    calls: list[CallRecord] = field(default_factory=list)
+    errors: list[JudgeError] = field(default_factory=list)
+    # (reply text, why) of each reply the reward could not read: the manager's parse-error guard shows one.
+    unreadable: list[tuple[str, Unreadable]] = field(default_factory=list)
+    _for_member: int | None = None
+
+    def member(self, index: int) -> SampleJudge:
+        """The same judge, recording its calls as made for member ``index``."""
+        return SampleJudge(
+            self.judge, self.keep_transcripts, self.calls, self.errors, self.unreadable, _for_member=index
+        )
+
+    def read(self, reply: JudgeReply, reader: Callable[..., Any], *args: Any) -> Any:
+        """``reader(reply.text, *args)`` through ``protocols.read_reply`` (a truncated or refused reply is
+        unreadable whatever it holds); an unreadable reply is remembered."""
+        value = read_reply(reply, reader, *args)
+        if isinstance(value, Unreadable):
+            self.unreadable.append((reply.text, value))
+        return value
+
+    async def complete(self, messages: Messages) -> JudgeReply:
+        start = time.perf_counter()
+        try:
+            reply = await self.judge.complete(messages)
+        except JudgeError as err:
+            self.errors.append(err)
+            met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit, "hedges": err.hedges}
+            self._record(messages, time.perf_counter() - start, error=str(err), retries=err.attempts - 1, **met)
+            raise
+        met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit, "hedges": reply.hedges}
+        self._record(
+            messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, tokens=reply.tokens, **met
+        )
+        return reply
+
+    def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
+        kept = messages if self.keep_transcripts else []
+        self.calls.append(CallRecord(kept, latency_s, member=self._for_member, **outcome))
+
+    def calls_for(self, member: int | None = None) -> list[CallRecord]:
+        """All calls, or those a member's reward came from: its own and the group-wide ones."""
+        return self.calls if member is None else [c for c in self.calls if c.member in (None, member)]
+
+    @property
+    def latencies(self) -> list[float]:
+        return [call.latency_s for call in self.calls if call.error is None]
+
+    def counted_for(self, member: int | None = None) -> list[CallRecord]:
+        """The calls a member is counted for: its own, and the group-wide ones on member 0."""
+        if member is None:
+            return self.calls
+        return [c for c in self.calls if c.member == member or (c.member is None and member == 0)]
+
+    def metrics(self, member: int | None = None) -> dict[str, float]:
+        """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call
+        and the mean latency of the calls its reward came from; the number of calls, 429s met, retries,
+        hedges and reply tokens it is counted for; and the client's concurrency limit when the last call was sent (with
+        no call: the client's limit now; 0 for a judge without one)."""
+        calls, counted = self.calls_for(member), self.counted_for(member)
+        latencies = [c.latency_s for c in calls if c.error is None]
+        limit = calls[-1].concurrency_limit if calls else getattr(self.judge, "concurrency_limit", 0)
+        return {
+            "judge_error": int(any(c.error is not None for c in calls)),
+            "judge_latency_s": sum(latencies) / len(latencies) if latencies else 0.0,
+            "judge_calls": len(counted),
+            "judge_rate_limited": sum(c.rate_limited for c in counted),
+            "judge_retries": sum(c.retries for c in counted),
+            "judge_tokens": sum(c.tokens for c in counted),
+            "judge_concurrency_limit": int(limit or 0),
+            "judge_hedges": sum(c.hedges for c in counted),
+        }
+
+    def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:
+        return [
+            {"messages": c.messages, "reply": c.reply, "error": c.error, "latency_s": round(c.latency_s, 4)}
+            for c in self.calls_for(member)
+        ]
+
+
+# The judge keys of a sample that made no judge call (``SampleJudge.METRIC_KEYS``), of the types a sample
+# that made calls has: verl builds each extra-info column from its first sample.
+NO_CALLS = {**dict.fromkeys(SampleJudge.METRIC_KEYS, 0), "judge_latency_s": 0.0}
