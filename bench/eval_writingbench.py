@@ -53,12 +53,12 @@ def lean_client_s(url: str, bench: Path, responses: Path, capacity: int) -> floa
     import aiohttp
 
     from writing_rl.tools.evaluation.inputs import responses_by_index
-    from writing_rl.tools.evaluation.writingbench import CriterionCall, build_messages, read_benchmark
+    from writing_rl.tools.evaluation.writingbench import CriterionCall, critic_messages, read_benchmark
 
     queries = read_benchmark(bench)
     answers = responses_by_index(str(responses), queries)
     bodies = [
-        json.dumps({"model": "sim-critic", "messages": build_messages(CriterionCall(queries[i], item, text))})
+        json.dumps({"model": "sim-critic", "messages": critic_messages(CriterionCall(queries[i], item, text))})
         for i, text in answers.items()
         for item in queries[i].checklist
     ]

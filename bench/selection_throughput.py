@@ -91,12 +91,12 @@ def judge_without_cache(data, responses, settings) -> float:
 
     from writing_rl.judge import OpenAIJudge
     from writing_rl.tools.selection.margins import MARGIN_KINDS
-    from writing_rl.tools.selection.select import call_messages, judge_calls, read_rows
+    from writing_rl.tools.selection.select import call_messages, judge_calls, read_tasks
     from writing_rl.tools.shared.responses import match_responses
     from writing_rl.tools.shared.tool_judge import judge_all
 
     rows = pq.read_table(data).to_pylist()
-    items, tasks = read_rows(rows, "data_source", need_domain=False)
+    items, tasks = read_tasks(rows, "data_source", need_domain=False)
     calls, _ = judge_calls(items, tasks, match_responses(rows, responses), MARGIN_KINDS["win-rate"])
     judge = OpenAIJudge(settings.judge)
 

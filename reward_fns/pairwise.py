@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
-from writing_rl.protocols.pairwise_task import WritingRLTask, read_ground_truth
+from writing_rl.protocols.pairwise_task import WritingRLTask, read_writing_rl_task
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
 from writing_rl.reward_loop.contract import (
     Curriculum,
@@ -142,7 +142,7 @@ async def compute_score(
     reaches ``advance_threshold`` (writing_rl/reward_loop/curriculum/groups.py): Writing-RL's rule,
     with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
     the first reference. ``reference_level`` reports the level judged at."""
-    task = read_ground_truth(ground_truth, extra_info)
+    task = read_writing_rl_task(ground_truth, extra_info)
     how = read_options(RewardOptions, given)
     scheduled = curriculum is not None and uid is not None and len(task.references) > 1
     scheduled = scheduled and not is_validation(extra_info)
@@ -171,7 +171,7 @@ async def compute_group_score(
     move a level. ``reference_level`` reports the pinned level.
     """
     first = members[0]
-    task = read_ground_truth(first.ground_truth, first.extra_info)
+    task = read_writing_rl_task(first.ground_truth, first.extra_info)
     how = read_options(RewardOptions, given)
     key = curriculum_key(task)
     level = 0
@@ -229,12 +229,12 @@ def _result(
 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
     """A row the pairwise reward can score: a prompt and at least one reference."""
-    read_ground_truth(ground_truth, extra_info)
+    read_writing_rl_task(ground_truth, extra_info)
 
 
 def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
     """The judge call of this row with the response against its longest reference."""
-    task = read_ground_truth(row.ground_truth, row.extra_info)
+    task = read_writing_rl_task(row.ground_truth, row.extra_info)
     reference = max(task.references, key=len)
     system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
     return pairwise_messages(

@@ -32,13 +32,13 @@ from writing_rl.protocols.gqm_task import (
     prompt_type_for,
     ranking_agreement,
     read_answer,
-    read_ground_truth,
+    read_gold_ranking,
 )
 from writing_rl.reward_loop.contract import RewardMethod, option, read_options
 
 # The ground truth and the two terms live in writing_rl.protocols.gqm_task (writing-rl eval genrm-ranking
 # reports the same terms); re-exported here for code that imported them from this module.
-__all__ = ["MARGIN_REWARDS", "compute_score", "margin_score", "preflight_row", "ranking_agreement", "read_ground_truth"]
+__all__ = ["MARGIN_REWARDS", "compute_score", "margin_score", "preflight_row", "ranking_agreement", "read_gold_ranking"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def compute_score(
     has it, else ``ranking_score`` for a score-dict truth and ``ranking`` for a ranking truth.
     """
     options = read_options(RewardOptions, given)
-    truth_scores, truth_ranking, labels = read_ground_truth(ground_truth, extra_info)
+    truth_scores, truth_ranking, labels = read_gold_ranking(ground_truth, extra_info)
     prompt_type = prompt_type_for(options.prompt_type, extra_info, truth_scores)
     answer = read_answer(
         solution_str,
@@ -106,7 +106,7 @@ def _result(total: float, valid: int, ranking_reward: float = 0.0, score_reward:
 
 def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
     """A GQM row with gold scores or a gold ranking of at least two candidates (writing-rl preflight)."""
-    read_ground_truth(ground_truth, extra_info)
+    read_gold_ranking(ground_truth, extra_info)
 
 
 def failure_score(**_: Any) -> float:

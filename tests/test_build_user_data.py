@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_prep.build_parquet import main as build
-from reward_fns.pairwise import read_ground_truth
+from reward_fns.pairwise import read_writing_rl_task
 from writing_rl.protocols.prompts import format_criteria, pairwise_messages
 
 CHECKLIST = [
@@ -274,7 +274,7 @@ def test_training_renders_checklists_that_reach_it_unrendered():
     as_read = np.array([{**CHECKLIST[0], "5-6": None}, {**CHECKLIST[1], "1-2": None}], dtype=object)
     assert format_criteria(as_read).splitlines() == CHECKLIST_TEXT
     assert format_criteria(CHECKLIST[1]) == "\n".join(CHECKLIST_TEXT[3:])  # one entry on its own
-    task = read_ground_truth({"prompt": "Write.", "target": ["ref"], "criteria": CHECKLIST, "id": 0})
+    task = read_writing_rl_task({"prompt": "Write.", "target": ["ref"], "criteria": CHECKLIST, "id": 0})
     user = pairwise_messages(task.prompt, "a", "b", task.criteria)[-1]["content"]
     assert "[Evaluation criteria]\n" + "\n".join(CHECKLIST_TEXT) in user
 

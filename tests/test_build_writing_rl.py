@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_prep.build_parquet import main as build
-from reward_fns.pairwise import read_ground_truth
+from reward_fns.pairwise import read_writing_rl_task
 
 
 def write_jsonl(path, rows):
@@ -42,7 +42,7 @@ def test_rows_have_writing_rl_ground_truth_and_dense_ids(tmp_path):
         assert row["extra_info"]["index"] == truth["id"]
         assert row["prompt"] == [{"role": "user", "content": truth["prompt"]}]
         assert row["data_source"] == "writing" and row["reward_model"]["style"] == "model"
-        task = read_ground_truth(truth)  # what the pairwise reward will read
+        task = read_writing_rl_task(truth)  # what the pairwise reward will read
         assert task.references == (f"easy {truth['id']}", f"hard {truth['id']}")
     assert rows[1]["reward_model"]["ground_truth"]["criteria"] == "- Vivid\n- Short"
     assert rows[0]["reward_model"]["ground_truth"]["criteria"] == "Be kind."

@@ -22,7 +22,7 @@ from writing_rl.reward_loop.curriculum.log import (
     save_levels,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum.report import describe
+from writing_rl.reward_loop.curriculum.report import describe_state
 from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 from writing_rl.settings import ConfigError
 
@@ -354,7 +354,7 @@ def test_show_reports_levels(tmp_path, capsys):
 
     state = tmp_path / "state"
     save_levels(state / LATEST, LevelTable(["a", "b", "c", "d"], [2, 0, 1, 2], [3, 3, 2, 4]).arrays())
-    text = describe(state, top=2)
+    text = describe_state(state, top=2)
     assert "4 ids; 2 (50.0%) at their hardest reference" in text
     assert "level   0:        1" in text and "level   2:        2" in text
     assert "most advanced: a (2/2), c (1/1)" in text and "least advanced: b (0/2)" in text

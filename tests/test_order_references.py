@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from reward_fns.pairwise import read_ground_truth
+from reward_fns.pairwise import read_writing_rl_task
 from writing_rl.data.builders.writing import SCHEMA
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.tools.cli import main as cli
@@ -155,7 +155,7 @@ def test_recovers_a_known_order(tmp_path, judge_server):
     assert len(server.requests) == 5 * 4 + 2 * 1  # every pair in both orders; one candidate: no call
     first = pq.read_table(out / "train.parquet").to_pylist()[0]
     assert pq.read_table(out / "train.parquet").schema == SCHEMA
-    task = read_ground_truth(first["reward_model"]["ground_truth"])  # what the reward will read
+    task = read_writing_rl_task(first["reward_model"]["ground_truth"])  # what the reward will read
     assert task.criteria == "- imagery\n- rhythm" and task.id == 0
     assert "[Evaluation criteria]\n- imagery\n- rhythm" in server.requests[0]["messages"][-1]["content"]
 

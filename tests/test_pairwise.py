@@ -5,9 +5,9 @@ import asyncio
 import numpy as np
 import pytest
 
-from reward_fns.pairwise import compute_score, read_ground_truth
-from writing_rl.protocols.comparison import outcome
+from reward_fns.pairwise import compute_score, read_writing_rl_task
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+from writing_rl.protocols.comparison import outcome
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.failures import UnreadableJudgeReply
 
@@ -181,13 +181,13 @@ def test_every_result_has_the_same_keys():
 
 
 def test_ground_truth_forms_accepted():
-    assert read_ground_truth({"prompt": "p", "target": "one ref"}).references == ("one ref",)
-    assert read_ground_truth({"prompt": "p", "target": np.array(["a", "b"], dtype=object)}).references == ("a", "b")
-    task = read_ground_truth('{"prompt": "p", "target": ["a"], "criteria": "be brief", "id": 3}')
+    assert read_writing_rl_task({"prompt": "p", "target": "one ref"}).references == ("one ref",)
+    assert read_writing_rl_task({"prompt": "p", "target": np.array(["a", "b"], dtype=object)}).references == ("a", "b")
+    task = read_writing_rl_task('{"prompt": "p", "target": ["a"], "criteria": "be brief", "id": 3}')
     assert task.criteria == "be brief" and task.id == 3
-    assert read_ground_truth({"prompt": "p", "target": ["a"], "id": np.int64(4)}).id == 4
-    assert read_ground_truth({"prompt": "p", "target": ["a"], "id": 5.0}).id == 5  # parquet's float column
-    assert read_ground_truth({"prompt": "p", "target": ["a"], "id": "essay-17"}).id == "essay-17"
+    assert read_writing_rl_task({"prompt": "p", "target": ["a"], "id": np.int64(4)}).id == 4
+    assert read_writing_rl_task({"prompt": "p", "target": ["a"], "id": 5.0}).id == 5  # parquet's float column
+    assert read_writing_rl_task({"prompt": "p", "target": ["a"], "id": "essay-17"}).id == "essay-17"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +209,7 @@ def test_ground_truth_forms_accepted():
 )
 def test_bad_ground_truth_names_the_sample_and_field(truth, message):
     with pytest.raises(ValueError, match=message):
-        read_ground_truth(truth, {"index": 7})
+        read_writing_rl_task(truth, {"index": 7})
 
 
 def test_unknown_strategy_is_rejected():

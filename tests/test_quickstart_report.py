@@ -11,7 +11,7 @@ from writing_rl.protocols.prompts import pairwise_messages
 from writing_rl.tools.quickstart_report import (
     Example,
     JudgeView,
-    Responses,
+    ScoredResponses,
     choose_example,
     head,
     judge_view,
@@ -92,7 +92,7 @@ def test_judge_view_gives_up_on_a_custom_template():
 
 
 def test_slot_labels_pairwise_and_brpo():
-    responses = Responses("r.jsonl", [1, 2, 4], [GOOD, BAD, None])
+    responses = ScoredResponses("r.jsonl", [1, 2, 4], [GOOD, BAD, None])
     view = JudgeView(PROMPT, REFERENCE, GOOD)
     pairwise = [{"row": 0, "reference_level": 2}, {"row": 0, "reference_level": 0}, {"row": 1}]
     assert slot_labels(0, view, pairwise, responses) == {

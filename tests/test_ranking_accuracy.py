@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from reward_fns.ranking_accuracy import compute_score, margin_score, ranking_agreement, read_ground_truth
+from reward_fns.ranking_accuracy import compute_score, margin_score, ranking_agreement, read_gold_ranking
 
 TRUTH = {"A": 8, "B": 7, "C": 6, "D": 2}  # A > B > C > D
 TRUTH_JSON = json.dumps(TRUTH)
@@ -133,7 +133,7 @@ def test_bad_ground_truth_is_a_data_error_naming_the_sample(truth, match):
 
 
 def test_pair_math():
-    truth = read_ground_truth({"A": 5, "B": 5, "C": 1})
+    truth = read_gold_ranking({"A": 5, "B": 5, "C": 1})
     assert truth[1] == (("A", "B"), ("C",))
     assert ranking_agreement((("A", "B"), ("C",)), truth[1]) == 1.0
     assert ranking_agreement((("A",), ("B",), ("C",)), truth[1]) == pytest.approx(2 / 3)  # A-B should be a tie

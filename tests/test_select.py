@@ -458,15 +458,15 @@ def test_bin_counts(values, low, high, bins, counts):
 
 def test_margin_histogram_png():
     from writing_rl.tools.selection.outputs import margin_histogram
-    from writing_rl.tools.shared.plot import BLUE, GREY, RED, Series, histogram, render
+    from writing_rl.tools.shared.plot import BLUE, GREY, RED, Series, histogram, render_png
 
     ranked = rank_ids(items({0: 1.0, 1: 0.9, 2: 0.2, 3: 0.2}))
     choice = choose(ranked, top_k=2)
-    png = render(lambda axes: margin_histogram(axes, ranked, choice, bins=10))
+    png = render_png(lambda axes: margin_histogram(axes, ranked, choice, bins=10))
     assert len(png) > 10_000
     assert {BLUE, GREY, RED} <= png_colours(png)  # selected bars, the others, the cut line
     with pytest.raises(ValueError, match="need 1 counts in every series"):
-        render(lambda axes: histogram(axes, [0, 1], [Series("x", [1, 2], BLUE)], "t", "x"))
+        render_png(lambda axes: histogram(axes, [0, 1], [Series("x", [1, 2], BLUE)], "t", "x"))
 
 
 def test_select_without_matplotlib_writes_the_rest_and_says_so(tmp_path, judge_server, capsys, no_matplotlib):

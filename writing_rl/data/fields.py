@@ -14,7 +14,7 @@ from writing_rl.protocols import gqm, languages
 CHAT_ROLES = ("system", "user", "assistant")
 
 
-def describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
@@ -25,7 +25,7 @@ def text(row: dict, key: str, *, required: bool = True, allow_empty: bool = Fals
     if value is None and not required:
         return None
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise BadRow(key, f"expected a non-empty string, got {describe(value)}")
+        raise BadRow(key, f"expected a non-empty string, got {describe_value(value)}")
     return value
 
 
@@ -33,10 +33,10 @@ def text_list(row: dict, key: str, *, min_items: int = 1) -> list[str]:
     """A list of non-empty strings with at least ``min_items`` items."""
     value = row.get(key)
     if not isinstance(value, (list, tuple)):
-        raise BadRow(key, f"expected a list of strings, got {describe(value)}")
+        raise BadRow(key, f"expected a list of strings, got {describe_value(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
-            raise BadRow(key, f"item {i} must be a non-empty string, got {describe(item)}")
+            raise BadRow(key, f"item {i} must be a non-empty string, got {describe_value(item)}")
     if len(value) < min_items:
         raise BadRow(key, f"expected at least {min_items} items, got {len(value)}")
     return list(value)
@@ -46,7 +46,7 @@ def int_scores(row: dict, key: str, count: int, low: int = gqm.MIN_SCORE, high: 
     """``count`` whole-number scores in [low, high] (7 and 7.0 both read as 7)."""
     value = row.get(key)
     if not isinstance(value, (list, tuple)):
-        raise BadRow(key, f"expected a list of {count} integer scores, got {describe(value)}")
+        raise BadRow(key, f"expected a list of {count} integer scores, got {describe_value(value)}")
     if len(value) != count:
         raise BadRow(key, f"has {len(value)} scores for {count} candidates (lengths must match)")
     if all(type(item) is int for item in value) and all(low <= item <= high for item in value):
@@ -55,7 +55,7 @@ def int_scores(row: dict, key: str, count: int, low: int = gqm.MIN_SCORE, high: 
     for i, item in enumerate(value):
         number = _whole_number(item)
         if number is None or not low <= number <= high:
-            raise BadRow(key, f"score {i} must be an integer from {low} to {high}, got {describe(item)}")
+            raise BadRow(key, f"score {i} must be an integer from {low} to {high}, got {describe_value(item)}")
         scores.append(number)
     return scores
 
@@ -63,7 +63,7 @@ def int_scores(row: dict, key: str, count: int, low: int = gqm.MIN_SCORE, high: 
 def int_score(row: dict, key: str, low: int = gqm.MIN_SCORE, high: int = gqm.MAX_SCORE) -> int:
     number = _whole_number(row.get(key))
     if number is None or not low <= number <= high:
-        raise BadRow(key, f"expected an integer score from {low} to {high}, got {describe(row.get(key))}")
+        raise BadRow(key, f"expected an integer score from {low} to {high}, got {describe_value(row.get(key))}")
     return number
 
 
@@ -76,7 +76,7 @@ def boolean(row: dict, key: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
         return value.strip().lower() in ("true", "1", "yes")
-    raise BadRow(key, f"expected true/false, got {describe(value)}")
+    raise BadRow(key, f"expected true/false, got {describe_value(value)}")
 
 
 def language(row: dict, key: str) -> str | None:
@@ -104,13 +104,13 @@ def chat(row: dict, key: str) -> list[dict[str, str]]:
     """A chat: a list of {role, content} with roles system/user/assistant and string contents."""
     value = row.get(key)
     if not isinstance(value, (list, tuple)) or not value:
-        raise BadRow(key, f"expected a non-empty list of {{role, content}} messages, got {describe(value)}")
+        raise BadRow(key, f"expected a non-empty list of {{role, content}} messages, got {describe_value(value)}")
     messages = []
     for i, message in enumerate(value):
         if not isinstance(message, dict) or message.get("role") not in CHAT_ROLES:
-            raise BadRow(key, f"message {i} must be a dict with role in {CHAT_ROLES}, got {describe(message)}")
+            raise BadRow(key, f"message {i} must be a dict with role in {CHAT_ROLES}, got {describe_value(message)}")
         if not isinstance(message.get("content"), str):
-            raise BadRow(key, f"message {i} content must be a string, got {describe(message.get('content'))}")
+            raise BadRow(key, f"message {i} content must be a string, got {describe_value(message.get('content'))}")
         messages.append({"role": message["role"], "content": message["content"]})
     return messages
 

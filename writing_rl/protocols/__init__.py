@@ -14,8 +14,8 @@ Readers return their value or an ``Unreadable`` (a ``str`` reason with a ``kind`
 ``judge_truncated``, ``judge_refusal``); model output never raises. By name:
 
 - ``read_*`` of a reply read the whole reply, ``parse_*`` one line of it (a ranking, a scores line): the
-  value or an ``Unreadable``. (``read_ground_truth`` and ``read_rubric`` read a data row instead: a bad row
-  is a data error and raises ``ValueError``.)
+  value or an ``Unreadable``. (``read_writing_rl_task``, ``read_gold_ranking`` and ``read_rubric`` read a
+  data row instead: a bad row is a data error and raises ``ValueError``.)
 - ``check_*`` return None when the parts agree, else the ``Unreadable`` saying how they differ;
 - ``*_or_none`` (``verdict_or_none``, ``score_pair_or_none``) are readers for callers that need only the
   value: None where the reader says ``Unreadable``.

@@ -28,7 +28,7 @@ from writing_rl.protocols.text import Unreadable
 MARGIN_REWARDS = (1.0, 0.6, 0.2)
 
 
-def read_ground_truth(ground_truth: Any, extra_info: Mapping | None = None):
+def read_gold_ranking(ground_truth: Any, extra_info: Mapping | None = None):
     """(scores or None, ranking, labels) from a score dict (JSON text or mapping) or a ranking string.
 
     A bad ground truth is a data error, not a model error: it raises ValueError naming the sample.

@@ -24,7 +24,7 @@ class WritingRLTask:
     id: int | str | None  # the prompt's id (the curriculum's key): an integer or a non-empty string
 
 
-def read_ground_truth(ground_truth: Any, extra_info: Mapping | None = None) -> WritingRLTask:
+def read_writing_rl_task(ground_truth: Any, extra_info: Mapping | None = None) -> WritingRLTask:
     """Validate a Writing-RL ground truth; errors name the sample and the field."""
     where = _sample_name(ground_truth, extra_info)
     if isinstance(ground_truth, str):

@@ -99,7 +99,7 @@ def path_problem(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from writing_rl.tools.shared.errors import describe
+    from writing_rl.tools.shared.errors import describe_error
 
     args = build_parser().parse_args(argv)
     prefix = f"writing-rl {args.command}: error:"
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line for the user; --debug shows the traceback
         if args.debug:
             raise
-        code, line = describe(exc)
+        code, line = describe_error(exc)
         print(f"{prefix} {' '.join(line.splitlines())}", file=sys.stderr)
         return code
 

@@ -38,7 +38,7 @@ class JudgeView:
 
 
 @dataclass(frozen=True)
-class Responses:
+class ScoredResponses:
     """The scored responses file: each response's line number and its answer as the reward judged it."""
 
     name: str
@@ -46,7 +46,7 @@ class Responses:
     answers: list[str | None]  # closed <think> dropped; None: no answer
 
     @classmethod
-    def read(cls, path: str | Path) -> Responses:
+    def read(cls, path: str | Path) -> ScoredResponses:
         numbered = [(number, strip_think(str(r.get("response", "")))) for number, r in read_jsonl(path)]
         return cls(str(path), [n for n, _ in numbered], [a for _, a in numbered])
 
@@ -116,7 +116,7 @@ def judge_view(messages: list[dict]) -> JudgeView | None:
     return JudgeView(*shown) if shown else None
 
 
-def slot_labels(sample: int, view: JudgeView, records: list[dict], responses: Responses) -> dict[str, str]:
+def slot_labels(sample: int, view: JudgeView, records: list[dict], responses: ScoredResponses) -> dict[str, str]:
     """Who wrote A and B: the policy's response (this sample), and the reference it was judged against."""
     mine = responses.answers[sample]
     labels = {}
@@ -130,7 +130,7 @@ def slot_labels(sample: int, view: JudgeView, records: list[dict], responses: Re
     return labels
 
 
-def _reference_label(sample: int, text: str, records: list[dict], responses: Responses) -> str:
+def _reference_label(sample: int, text: str, records: list[dict], responses: ScoredResponses) -> str:
     record = records[sample]
     if "is_reference" not in record:
         level = record.get("reference_level")
@@ -172,7 +172,7 @@ def reward_text(record: dict, calls: list[dict]) -> str:
     return f"{reward}: " + ", ".join(f"{key} {share:g}" for key, share in outcomes.items()) if outcomes else reward
 
 
-def example_lines(records: list[dict], transcripts: list[dict], responses: Responses) -> list[str]:
+def example_lines(records: list[dict], transcripts: list[dict], responses: ScoredResponses) -> list[str]:
     example = choose_example(records, transcripts)
     if example is None:
         return ["-- no sample reached the judge (every response was a format error or a reference)"]
@@ -238,7 +238,7 @@ def _parse_error_pay(records: list[dict]) -> str:
 def report(out_dir: str, responses: str, untrained: bool = False, max_tokens: int | None = None) -> str:
     records = [record for _, record in read_jsonl(Path(out_dir) / "scores.jsonl")]
     transcripts = [record for _, record in read_jsonl(Path(out_dir) / "transcripts.jsonl")]
-    scored = Responses.read(responses)
+    scored = ScoredResponses.read(responses)
     if not (len(records) == len(transcripts) == len(scored.answers)):
         raise ValueError(
             f"{out_dir}: {len(records)} scores and {len(transcripts)} transcripts for {len(scored.answers)} "

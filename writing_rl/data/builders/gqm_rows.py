@@ -40,7 +40,7 @@ RL_SCHEMA = rl_schema(
 
 
 @dataclass
-class Group:
+class RankedGroup:
     task: dict  # build_prompt's task arguments: source_text + languages, or writing_prompt
     candidates: list[str]
     scores: list[int]
@@ -74,7 +74,7 @@ class GroupReader:
     analysis_key: str | None = None
     duplicates: str = "keep"
 
-    def read(self, row: dict) -> Group:
+    def read(self, row: dict) -> RankedGroup:
         source = fields.text(row, self.source_key, required=False)
         if source is not None:
             src_lang = fields.language(row, self.src_lang_key)
@@ -98,7 +98,7 @@ class GroupReader:
         scores = fields.int_scores(row, self.score_key, len(candidates))
         positions = self._kept_positions(candidates, scores)
         analysis = fields.text(row, self.analysis_key, required=False, allow_empty=True) if self.analysis_key else None
-        return Group(
+        return RankedGroup(
             task,
             [candidates[i] for i in positions],
             [scores[i] for i in positions],

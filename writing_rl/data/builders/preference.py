@@ -272,7 +272,7 @@ def _response(row: dict, key: str) -> tuple[str, list[dict] | None]:
         if not replies or not replies[-1].strip():
             raise BadRow(key, "a chat must end with a non-empty assistant message")
         return replies[-1], turns
-    raise BadRow(key, f"expected a response text or a chat, got {fields.describe(value)}")
+    raise BadRow(key, f"expected a response text or a chat, got {fields.describe_value(value)}")
 
 
 def _prompt_text(row: dict, key: str) -> str:

@@ -81,7 +81,7 @@ def read_rubric_column(value: Any, key: str) -> list[dict]:
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value:
-        raise BadRow(key, f"expected a non-empty list of criteria, got {fields.describe(value)}")
+        raise BadRow(key, f"expected a non-empty list of criteria, got {fields.describe_value(value)}")
     rubric = [_criterion(item, f"{key}[{i}]") for i, item in enumerate(value)]
     if not any(c["weight"] > 0 for c in rubric):
         raise BadRow(key, "no criterion has a positive weight (a rubric of pitfalls only scores nothing)")
@@ -90,7 +90,7 @@ def read_rubric_column(value: Any, key: str) -> list[dict]:
 
 def _criterion(item: Any, where: str) -> dict:
     if not isinstance(item, dict):
-        raise BadRow(where, f"expected a criterion object, got {fields.describe(item)}")
+        raise BadRow(where, f"expected a criterion object, got {fields.describe_value(item)}")
     if "criterion" in item:
         text = item["criterion"]
     elif "title" in item or "name" in item:
@@ -102,8 +102,8 @@ def _criterion(item: Any, where: str) -> dict:
             where, "expected {criterion, weight}, {title, description, weight} or {name, criteria_description}"
         )
     if not isinstance(text, str) or not text.strip():
-        raise BadRow(where, f"the criterion text must be a non-empty string, got {fields.describe(text)}")
+        raise BadRow(where, f"the criterion text must be a non-empty string, got {fields.describe_value(text)}")
     weight = item.get("weight", 1.0)
     if not isinstance(weight, numbers.Real) or isinstance(weight, bool) or not math.isfinite(weight) or weight == 0:
-        raise BadRow(f"{where}.weight", f"expected a non-zero number, got {fields.describe(weight)}")
+        raise BadRow(f"{where}.weight", f"expected a non-zero number, got {fields.describe_value(weight)}")
     return {"criterion": text.strip(), "weight": float(weight)}

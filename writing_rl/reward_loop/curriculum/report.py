@@ -12,7 +12,7 @@ import numpy as np
 from writing_rl.reward_loop.curriculum.log import LATEST, WAL, load_levels, read_state, step_snapshots
 
 
-def describe(state_dir: str | Path, top: int = 5) -> str:
+def describe_state(state_dir: str | Path, top: int = 5) -> str:
     """Level histogram, share at the top level, the most and least advanced ids, the steps with
     snapshots, and how much of it the WAL holds."""
     latest, wal = Path(state_dir, LATEST), Path(state_dir, WAL)

@@ -153,9 +153,9 @@ def add_curriculum(subparsers) -> None:
 
 
 def _run_curriculum_show(args) -> int:
-    from writing_rl.reward_loop.curriculum.report import describe
+    from writing_rl.reward_loop.curriculum.report import describe_state
 
-    print(describe(args.state_dir, top=args.top))
+    print(describe_state(args.state_dir, top=args.top))
     if args.plot:
         print(plot_levels_over_steps(args.state_dir, args.plot))
     return 0

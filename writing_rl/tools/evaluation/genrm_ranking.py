@@ -44,7 +44,7 @@ from writing_rl.protocols.gqm_task import (
     answer_terms,
     prompt_type_for,
     read_answer,
-    read_ground_truth,
+    read_gold_ranking,
     tiers,
 )
 from writing_rl.protocols.prompts import Messages
@@ -69,7 +69,7 @@ class RankingOptions:
 
 
 @dataclass(frozen=True)
-class Group:
+class GoldGroup:
     index: Any  # parquet: the row number; JSONL: index, id or the line number
     source: Any  # the input group it came from: its cluster (a parquet row's extra_info.index, else "row N")
     augmentation: str
@@ -80,20 +80,20 @@ class Group:
     prompt_type: str
 
 
-def read_groups(path: str | Path, options: RankingOptions) -> list[Group]:
+def read_groups(path: str | Path, options: RankingOptions) -> list[GoldGroup]:
     groups = _parquet_groups(path, options) if is_parquet(path) else _jsonl_groups(path, options)
     if not groups:
         raise InputError(f"{path}: no groups")
     return groups
 
 
-def _parquet_groups(path: str | Path, options: RankingOptions) -> list[Group]:
+def _parquet_groups(path: str | Path, options: RankingOptions) -> list[GoldGroup]:
     groups = []
     for number, (where, row) in enumerate(parquet_rows(path), start=1):
         extra = row.get("extra_info") or {}
         truth = (row.get("reward_model") or {}).get("ground_truth")
         try:
-            scores, ranking, labels = read_ground_truth(truth, extra)
+            scores, ranking, labels = read_gold_ranking(truth, extra)
             prompt_type = prompt_type_for(options.prompt_type, extra, scores)
         except ValueError as err:
             raise InputError(f"{where}: reward_model.ground_truth: {err}") from None
@@ -105,11 +105,11 @@ def _parquet_groups(path: str | Path, options: RankingOptions) -> list[Group]:
             raise InputError(f"{where}: prompt: no user message (expected the GQM request as a chat)")
         augmentation = extra.get("augmentation") or "original"
         source = extra["index"] if extra.get("index") is not None else f"row {number}"
-        groups.append(Group(number, source, augmentation, messages, labels, scores, ranking, prompt_type))
+        groups.append(GoldGroup(number, source, augmentation, messages, labels, scores, ranking, prompt_type))
     return groups
 
 
-def _jsonl_groups(path: str | Path, options: RankingOptions) -> list[Group]:
+def _jsonl_groups(path: str | Path, options: RankingOptions) -> list[GoldGroup]:
     template = Path(options.template).read_text(encoding="utf-8") if options.template else None
     if template is not None:
         gqm_prompt.build_prompt(["a", "b"], writing_prompt="check", template=template)  # a bad template fails now
@@ -123,13 +123,13 @@ def _jsonl_groups(path: str | Path, options: RankingOptions) -> list[Group]:
             group = reader.read(record)
         except BadRow as err:
             raise InputError(f"{where}: {err.field}: {err.reason}") from None
-        scores, ranking, labels = read_ground_truth(dict(zip(LABELS, group.scores)))
+        scores, ranking, labels = read_gold_ranking(dict(zip(LABELS, group.scores)))
         prompt_type = prompt_type_for(options.prompt_type, None, scores)
         messages = gqm_prompt.build_messages(
             group.candidates, system=options.system_prompt, prompt_type=prompt_type,
             cot=options.variant != "no_cot", template=template, **group.task,
         )  # fmt: skip
-        groups.append(Group(index, index, "original", messages, labels, scores, ranking, prompt_type))
+        groups.append(GoldGroup(index, index, "original", messages, labels, scores, ranking, prompt_type))
     return groups
 
 
@@ -163,7 +163,7 @@ def run_genrm_ranking(
     ]
 
 
-def score_group(group: Group, judgment: Judgment, options: RankingOptions) -> dict:
+def score_group(group: GoldGroup, judgment: Judgment, options: RankingOptions) -> dict:
     """One line of judgments.jsonl: the reward's terms and tau, or why there are none."""
     record = {
         "index": group.index,

@@ -7,7 +7,7 @@ Dump lines and generated rows are matched to an index by the caller's ``match(re
 builds the usual one): a record holds ``input`` (the prompt text), ``output`` (the response), ``gts`` (the
 ground truth) and, for generated rows, ``extra_info``. verl dumps one line per sample, so a run with
 ``rollout.n > 1`` (or a rollout dump, ``trainer.rollout_data_dir``) has several lines per prompt: the first
-sample of each index is evaluated and the others are counted (``Responses.extra_samples``), never an error.
+sample of each index is evaluated and the others are counted (``ResponsesByIndex.extra_samples``), never an error.
 A generated row's ``responses`` list is read the same way: its first response.
 
 An index is an integer or a string (a JSONL line's ``index``, else its ``id``); anything else is an error
@@ -133,7 +133,7 @@ def generated_rows(path: str | Path) -> Iterable[tuple[str, dict]]:
         )
 
 
-class Responses(dict):
+class ResponsesByIndex(dict):
     """Response text by index; ``extra_samples``: the dump lines or generated responses beyond the first
     of their index (samples of ``rollout.n > 1``), left out."""
 
@@ -189,13 +189,13 @@ def responses_by_index(
     known: dict[Any, Any],
     match_dump: Callable[[dict], Any] | None = None,
     step: int | None = None,
-) -> Responses:
+) -> ResponsesByIndex:
     """One response per index of ``known``: from a JSONL of ``{index (or id), response}`` lines, or from a verl
     dump or generation parquet where ``match_dump(record)`` names the index of each record (None: a record
     of another prompt set). In a JSONL an index missing from ``known``, or given twice, is an error naming
     the line; in a dump or generated parquet the first sample of an index is kept and the others are
     counted in ``extra_samples``."""
-    responses = Responses()
+    responses = ResponsesByIndex()
     where_of: dict[Any, str] = {}
     generated = str(path).endswith(".parquet")
     dump = generated or is_verl_dump(path)

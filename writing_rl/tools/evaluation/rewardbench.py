@@ -47,7 +47,7 @@ from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
 from writing_rl.tools.evaluation.inputs import InputError
 from writing_rl.tools.evaluation.rewardbench_sets import (
     V1_SECTIONS,
-    Item,
+    RewardBenchItem,
     read_items,
     v1_scores,
     v2_scores,
@@ -60,10 +60,10 @@ SHARE = {"chosen": 1.0, "tie": 0.5, None: 0.5, "rejected": 0.0}  # None: a reply
 
 
 @dataclass(frozen=True)
-class Comparison:
+class PairwiseCall:
     """One pairwise call: the item's chosen answer against its ``rejected``-th rejected one, in ``call.order``."""
 
-    item: Item
+    item: RewardBenchItem
     rejected: int
     call: PreferenceCall
 
@@ -72,7 +72,7 @@ class Comparison:
 class GroupCall:
     """One ranking call: every answer of the item, the chosen one at ``chosen_at``."""
 
-    item: Item
+    item: RewardBenchItem
     chosen_at: int
     messages: Messages
 
@@ -107,7 +107,7 @@ def run_rewardbench(
             load_template(options.template)  # a template without both response placeholders fails before any call
         system = options.system_prompt or PAIRWISE_SYSTEM
         calls = [
-            Comparison(
+            PairwiseCall(
                 item, j, PreferenceCall(PreferencePair((item.id, j), item.prompt, item.chosen, rejected, system), order)
             )
             for item in items
@@ -148,7 +148,7 @@ def run_rewardbench(
     ]
 
 
-def group_calls(items: Sequence[Item], options: RankingOptions) -> list[GroupCall]:
+def group_calls(items: Sequence[RewardBenchItem], options: RankingOptions) -> list[GroupCall]:
     template = Path(options.template).read_text(encoding="utf-8") if options.template else None
     calls = []
     for item in items:
@@ -166,7 +166,7 @@ def group_calls(items: Sequence[Item], options: RankingOptions) -> list[GroupCal
     return calls
 
 
-def _comparison_record(comparison: Comparison, judgment: Judgment) -> dict:
+def _comparison_record(comparison: PairwiseCall, judgment: Judgment) -> dict:
     picked = comparison.call.picked(judgment)
     return {
         "id": comparison.item.id,
@@ -205,7 +205,7 @@ def _group_record(call: GroupCall, judgment: Judgment, options: RankingOptions) 
     return record
 
 
-def item_scores(items: Sequence[Item], records: Sequence[dict]) -> list[dict]:
+def item_scores(items: Sequence[RewardBenchItem], records: Sequence[dict]) -> list[dict]:
     """One line per prompt: its score (None: a call of it failed), its chance level and, for pairwise
     verdicts, whether the chosen answer won every comparison in both orders."""
     mine: dict[Any, list[dict]] = {}

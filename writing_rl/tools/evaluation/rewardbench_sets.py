@@ -43,7 +43,7 @@ VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
-class Item:
+class RewardBenchItem:
     """One benchmark prompt: the answer(s) that should win and the ones that should lose."""
 
     id: Any
@@ -55,7 +55,7 @@ class Item:
 
 def read_items(
     path: str | Path, version: int, exclude: Sequence[str] = ()
-) -> tuple[list[Item], dict[str, dict[str, Any]]]:
+) -> tuple[list[RewardBenchItem], dict[str, dict[str, Any]]]:
     """The items of a v1 or v2 file (parquet or JSONL) outside ``exclude`` (and, for v2, outside the
     scalar-only subsets), and for each subset left out its row count and why. Bad rows fail naming the
     row and field; an ``exclude`` name that matches no row fails listing the file's subsets."""
@@ -63,7 +63,7 @@ def read_items(
         raise InputError(f"--version must be 1 or 2, got {version!r}")
     always = SCALAR_ONLY if version == 2 else ()
     rows = parquet_rows(path) if is_parquet(path) else lines(path)
-    items: list[Item] = []
+    items: list[RewardBenchItem] = []
     excluded: dict[str, dict[str, Any]] = {}
     subsets: dict[str, None] = {}
     seen: dict[Any, str] = {}
@@ -89,14 +89,14 @@ def read_items(
     return items, excluded
 
 
-def _v1_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
+def _v1_item(row: Mapping, where: str, subset: str, fallback_id: str) -> RewardBenchItem:
     if isinstance(row.get("chosen"), (list, tuple)):
         raise InputError(f"{where}: chosen is a list: this is a RewardBench 2 row (use --version 2)")
     chosen, rejected = (_answer(row.get(name), name, where) for name in ("chosen", "rejected"))
-    return Item(_id(row, where, fallback_id), subset, _prompt(row, where), chosen, (rejected,))
+    return RewardBenchItem(_id(row, where, fallback_id), subset, _prompt(row, where), chosen, (rejected,))
 
 
-def _v2_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
+def _v2_item(row: Mapping, where: str, subset: str, fallback_id: str) -> RewardBenchItem:
     answers = {}
     for name in ("chosen", "rejected"):
         value = row.get(name)
@@ -109,7 +109,9 @@ def _v2_item(row: Mapping, where: str, subset: str, fallback_id: str) -> Item:
         raise InputError(
             f"{where}: chosen holds {len(answers['chosen'])} answers; outside Ties a RewardBench 2 prompt has one"
         )
-    return Item(_id(row, where, fallback_id), subset, _prompt(row, where), answers["chosen"][0], answers["rejected"])
+    return RewardBenchItem(
+        _id(row, where, fallback_id), subset, _prompt(row, where), answers["chosen"][0], answers["rejected"]
+    )
 
 
 def _text(row: Mapping, name: str, where: str) -> str:

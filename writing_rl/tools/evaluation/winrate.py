@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from writing_rl.protocols import strip_think
 from writing_rl.protocols.comparison import SLOTS, agreed, comparison_messages, consistency, outcome
-from writing_rl.protocols.pairwise_task import read_ground_truth
+from writing_rl.protocols.pairwise_task import read_writing_rl_task
 from writing_rl.protocols.prompts import Messages, format_criteria, load_template
 from writing_rl.settings import ConfigError
 from writing_rl.tools.evaluation import report as out
@@ -65,7 +65,7 @@ NO_ANSWER = {(True, False): ("policy", "loss"), (False, True): ("baseline", "win
 
 
 @dataclass(frozen=True)
-class Item:
+class WinRatePrompt:
     index: Any
     query: str  # the prompt text (``query``: what the verl-dump matcher looks for in a dump's input)
     criteria: str | None
@@ -77,7 +77,7 @@ class Item:
 class PolicyBaselinePair:
     """The policy's and the baseline's answers to one prompt."""
 
-    item: Item
+    item: WinRatePrompt
     policy: str | None  # the answer (reasoning dropped); None: the response has none
     baseline: str | None
 
@@ -88,15 +88,17 @@ class Job:
     slot: str  # the policy's slot, "A" or "B"
 
 
-def read_prompts(path: str | Path, domain_key: str = "data_source") -> dict[Any, Item]:
+def read_winrate_prompts(path: str | Path, domain_key: str = "data_source") -> dict[Any, WinRatePrompt]:
     """The prompts by index, from a Writing-RL parquet (a file or directory) or a JSONL."""
-    items: dict[Any, Item] = {}
+    items: dict[Any, WinRatePrompt] = {}
     for where, record in _parquet_prompts(path) if is_parquet(path) else _jsonl_prompts(path):
         index, item = record
         if index in items:
             raise InputError(f"{where}: index {index!r} appears twice")
         domain = field_value(item, domain_key)
-        items[index] = Item(index, item["prompt"], item["criteria"], item["reference"], str(domain or "unknown"))
+        items[index] = WinRatePrompt(
+            index, item["prompt"], item["criteria"], item["reference"], str(domain or "unknown")
+        )
     if not items:
         raise InputError(f"{path}: no prompts")
     return items
@@ -106,7 +108,7 @@ def _parquet_prompts(path: str | Path):
     for position, (where, row) in enumerate(parquet_rows(path)):
         extra = row.get("extra_info") or {}
         try:
-            task = read_ground_truth((row.get("reward_model") or {}).get("ground_truth"), extra)
+            task = read_writing_rl_task((row.get("reward_model") or {}).get("ground_truth"), extra)
         except ValueError as err:
             raise InputError(f"{where}: {err}") from None
         index = task.id if task.id is not None else extra.get("index", position)
@@ -132,7 +134,7 @@ def _jsonl_prompts(path: str | Path):
 
 
 def pair_up(
-    items: dict[Any, Item], policy: dict[Any, str], baseline: dict[Any, str] | None
+    items: dict[Any, WinRatePrompt], policy: dict[Any, str], baseline: dict[Any, str] | None
 ) -> tuple[list[PolicyBaselinePair], int]:
     """The prompts that have a policy response and a baseline (prompt order), and how many have no baseline."""
     pairs, missing = [], 0
@@ -148,7 +150,7 @@ def pair_up(
     return pairs, missing
 
 
-def build_messages(job: Job, template: str | None = None) -> Messages:
+def job_messages(job: Job, template: str | None = None) -> Messages:
     pair = job.pair
     return comparison_messages(
         pair.item.query, pair.policy, pair.baseline, job.slot, criteria=pair.item.criteria, template=template
@@ -179,7 +181,7 @@ def run_winrate(
     settings = replace(settings, template=template) if template else settings
     if settings.template:
         load_template(settings.template)  # a template without the response slots fails before any call
-    items = read_prompts(prompts, domain_key)
+    items = read_winrate_prompts(prompts, domain_key)
     if against_reference:
         no_reference = [index for index, item in items.items() if item.reference is None]
         if no_reference:
@@ -193,7 +195,7 @@ def run_winrate(
     jobs = [
         Job(pair, slot) for pair in pairs if pair.policy is not None and pair.baseline is not None for slot in ORDERS
     ]
-    build = partial(build_messages, template=settings.template)
+    build = partial(job_messages, template=settings.template)
     judgments, judge_section = judge(settings, jobs, build, verdict_judgment, out_dir, cache, progress)
     records = prompt_records(pairs, jobs, judgments)
     write_jsonl(Path(out_dir) / "judgments.jsonl", records)
@@ -201,7 +203,11 @@ def run_winrate(
     report["baseline"] = "references (the best, last of target)" if against_reference else str(baseline)
     report["judge"] = judge_section
     out.write_reports(out_dir, report, markdown(report))
-    return [*summary_lines(report), f"wrote {out_dir}/judgments.jsonl, report.json, report.md", plot(out_dir, report)]
+    return [
+        *summary_lines(report),
+        f"wrote {out_dir}/judgments.jsonl, report.json, report.md",
+        plot_win_rates(out_dir, report),
+    ]
 
 
 def prompt_records(
@@ -367,7 +373,7 @@ def markdown(report: dict) -> str:
     )
 
 
-def plot(out_dir: str | Path, report: dict) -> str:
+def plot_win_rates(out_dir: str | Path, report: dict) -> str:
     if not report["prompts"]["scored"]:
         return "plot skipped: no prompt was scored"
     labels = ["overall", *report["domains"]]

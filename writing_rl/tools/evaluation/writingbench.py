@@ -161,7 +161,7 @@ def fill_template(template: str, values: dict[str, str]) -> str:
     return FORMAT_PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) else m.group(0)[0], template)
 
 
-def build_messages(call: CriterionCall, template: str | None = None, system_prompt: str | None = None) -> Messages:
+def critic_messages(call: CriterionCall, template: str | None = None, system_prompt: str | None = None) -> Messages:
     response = plain_text(call.response)
     values = {
         "query": call.query.query,
@@ -226,7 +226,7 @@ def run_writingbench(
     ]  # fmt: skip
     out_path = Path(out_dir)
     judgments, judge_section = judge_calls.judge(
-        settings, calls, lambda c: build_messages(c, template_text, system_prompt), critic_judgment, out_dir, cache,
+        settings, calls, lambda c: critic_messages(c, template_text, system_prompt), critic_judgment, out_dir, cache,
         progress,
     )  # fmt: skip
     scores = scores_by_query(calls, judgments)

@@ -68,7 +68,7 @@ class OrderingCall:
     slot: str  # the candidate's: A is shown first
 
 
-def read_prompts(
+def read_ordering_prompts(
     path: str | Path, builder: WritingRLBuilder, candidates_key: str, names_key: str | None, skip_bad: bool
 ) -> tuple[list[Prompt], list[dict]]:
     """Validated prompts and, with ``skip_bad``, the rejected rows (row, field, reason)."""
@@ -161,7 +161,7 @@ def run_order_references(job: OrderJob, settings: JudgeSettings) -> OrderReport:
         prompt_key=job.prompt_key, references_key=_ORDERED, criteria_key=job.criteria_key,
         data_source=job.data_source, system_prompt=job.system_prompt,
     )  # fmt: skip
-    prompts, rejected = read_prompts(job.input_path, builder, job.candidates_key, job.names_key, job.skip_bad)
+    prompts, rejected = read_ordering_prompts(job.input_path, builder, job.candidates_key, job.names_key, job.skip_bad)
     if not prompts:
         raise ValueError(f"{job.input_path}: no usable rows")
     calls = pair_calls(prompts)

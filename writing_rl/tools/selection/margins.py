@@ -146,7 +146,7 @@ def rank_ids(margins: Sequence[IdMargin], seed: int = 0) -> list[IdMargin]:
 
 
 @dataclass
-class Choice:
+class Selection:
     chosen: list[IdMargin]  # rank order
     targets: dict[str, int] | None  # per-domain quotas actually applied (None: one global cut)
     shortfall: dict[str, int]  # domain -> ids missing to fill its quota
@@ -157,7 +157,7 @@ def choose(
     top_k: int | None = None,
     top_percent: float | None = None,
     quotas: Mapping[str, int] | str | None = None,
-) -> Choice:
+) -> Selection:
     """Pick from ``ranked`` (see ``rank_ids``), in rank order; marks ``selected``."""
     if quotas is None:
         chosen = list(ranked[: budget(len(ranked), top_k, top_percent)])
@@ -177,7 +177,7 @@ def choose(
         shortfall = {domain: n - taken[domain] for domain, n in targets.items() if taken[domain] < n}
     for item in chosen:
         item.selected = True
-    return Choice(chosen=chosen, targets=targets, shortfall=shortfall)
+    return Selection(chosen=chosen, targets=targets, shortfall=shortfall)
 
 
 def check_options(top_k: int | None, top_percent: float | None, quotas: Mapping[str, int] | str | None) -> None:

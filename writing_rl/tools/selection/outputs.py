@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from writing_rl.tools.selection.margins import MARGIN_KINDS, Choice, IdMargin, MarginKind, bin_counts
+from writing_rl.tools.selection.margins import MARGIN_KINDS, IdMargin, MarginKind, Selection, bin_counts
 from writing_rl.tools.shared.judged_job import csv_text, written_together
-from writing_rl.tools.shared.plot import BLUE, GREY, Series, histogram, render
+from writing_rl.tools.shared.plot import BLUE, GREY, Series, histogram, render_png
 
 CSV_COLUMNS = (
     "id", "domain", "margin", "rank", "responses", "comparisons", "parse_failures", "judge_errors",
@@ -32,7 +32,7 @@ def margins_csv(items: Sequence[IdMargin]) -> str:
 
 
 def margin_histogram(
-    axes, ranked: Sequence[IdMargin], choice: Choice, bins: int, kind: MarginKind = MARGIN_KINDS["win-rate"]
+    axes, ranked: Sequence[IdMargin], choice: Selection, bins: int, kind: MarginKind = MARGIN_KINDS["win-rate"]
 ) -> None:
     """Draw the margins of the ranked ids, selected ones stacked under the rest, the cut of a global budget."""
     edges = [kind.low + (kind.high - kind.low) * i / bins for i in range(bins + 1)]
@@ -55,7 +55,7 @@ def margin_histogram(
 
 
 def write_outputs(
-    out: Path, table, items, ranked, choice: Choice, summary: dict, kind: MarginKind, bins: int
+    out: Path, table, items, ranked, choice: Selection, summary: dict, kind: MarginKind, bins: int
 ) -> dict[str, str]:
     """Write every output (``table``: the input rows) and return their paths by name."""
     import pyarrow.parquet as pq
@@ -67,7 +67,7 @@ def write_outputs(
         "summary": out / "summary.json",
     }
     rows = sorted(m.row for m in choice.chosen)
-    png = render(lambda axes: margin_histogram(axes, ranked, choice, bins, kind))
+    png = render_png(lambda axes: margin_histogram(axes, ranked, choice, bins, kind))
     if png is None:  # no matplotlib: everything else is written, the report says why the plot is missing
         del paths["histogram"]
     with written_together(paths) as tmp:  # summary.json, named last, is renamed last

@@ -51,13 +51,13 @@ from typing import Any, Mapping, Sequence
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.protocols import score_pair_or_none, strip_think
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome
-from writing_rl.protocols.pairwise_task import read_ground_truth
+from writing_rl.protocols.pairwise_task import read_writing_rl_task
 from writing_rl.tools.selection.job import SelectJob
 from writing_rl.tools.selection.margins import (
     MARGIN_KINDS,
-    Choice,
     IdMargin,
     MarginKind,
+    Selection,
     check_options,
     choose,
     rank_ids,
@@ -104,11 +104,11 @@ class SelectionCall:
     response_slot: str  # "A": the response is shown first
 
 
-def read_rows(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple[list[IdMargin], list[Task]]:
+def read_tasks(rows: Sequence[dict], domain_key: str, need_domain: bool) -> tuple[list[IdMargin], list[Task]]:
     items, tasks, seen = [], [], {}
     for position, row in enumerate(rows):
         truth = (row.get("reward_model") or {}).get("ground_truth")
-        task = read_ground_truth(truth, row.get("extra_info"))
+        task = read_writing_rl_task(truth, row.get("extra_info"))
         if task.id is None:
             raise ValueError(f"row {position}: reward_model.ground_truth.id is missing (Writing-RL rows carry an id)")
         if task.id in seen:
@@ -206,7 +206,7 @@ def run_select(job: SelectJob, settings: JudgeSettings) -> SelectReport:
         raise ValueError(f"--bins must be >= 1, got {job.bins}")
     table = pq.read_table(job.data)
     rows = table.to_pylist()
-    items, tasks = read_rows(rows, job.domain_key, need_domain=job.quotas is not None)
+    items, tasks = read_tasks(rows, job.domain_key, need_domain=job.quotas is not None)
     if isinstance(job.quotas, Mapping):
         unknown = sorted(set(job.quotas) - {item.domain for item in items})
         if unknown:
@@ -249,7 +249,7 @@ def run_select(job: SelectJob, settings: JudgeSettings) -> SelectReport:
 
 
 def _summary(
-    items, ranked, choice: Choice, calls, judgments, errors: Counter, judge: CachedJudge, wall_s: float
+    items, ranked, choice: Selection, calls, judgments, errors: Counter, judge: CachedJudge, wall_s: float
 ) -> dict:
     chosen_margins = [m.margin for m in choice.chosen]
     both_orders: dict[tuple[int, int], list[str]] = {}

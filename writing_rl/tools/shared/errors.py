@@ -81,7 +81,7 @@ def judge_error_line(err: JudgeError) -> str:
     return str(err)
 
 
-def describe(exc: BaseException) -> tuple[int, str]:
+def describe_error(exc: BaseException) -> tuple[int, str]:
     """(exit code, one line) for ``exc``; a wrapper's ``note`` (what was kept, how to resume) is added."""
     code, line = _describe(root_cause(exc))
     note = getattr(exc, "note", None)

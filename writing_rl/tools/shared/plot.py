@@ -1,7 +1,7 @@
 """PNG charts drawn with matplotlib, the optional ``plot`` extra (``pip install 'writing-rl[plot]'``).
 
 matplotlib is not a dependency of verl or of this package, so it is imported only when a chart is drawn.
-Without it nothing is drawn: ``render`` returns None and ``plot`` returns NO_MATPLOTLIB, the line a
+Without it nothing is drawn: ``render_png`` returns None and ``plot`` returns NO_MATPLOTLIB, the line a
 command prints instead of ``wrote <path>``; the command's other outputs (CSV, JSON, reports) are written
 as always and hold the numbers. Figures are drawn on matplotlib's Agg canvas without pyplot, so no global
 backend is switched and no figure is left open.
@@ -22,7 +22,7 @@ BLUE, GREY, RED = "#316eb4", "#bebebe", "#c82828"
 PALETTE = (BLUE, "#e68c28", "#3ca05a", RED, "#8c5ab4", "#785a3c", GREY)
 
 
-def render(draw: Callable[[Any], None], figsize: tuple[float, float] = (8, 4.5), dpi: int = 120) -> bytes | None:
+def render_png(draw: Callable[[Any], None], figsize: tuple[float, float] = (8, 4.5), dpi: int = 120) -> bytes | None:
     """The PNG bytes of a figure with one axes that ``draw(axes)`` fills; None without matplotlib."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -45,7 +45,7 @@ def legend_above(axes, columns: int = 4) -> None:
 
 def plot(path: str | Path, draw: Callable[[Any], None]) -> str:
     """Draw with ``draw(axes)`` into a PNG at ``path`` (written atomically); the line to print about it."""
-    png = render(draw)
+    png = render_png(draw)
     if png is None:
         return NO_MATPLOTLIB
     with atomic_path(path) as tmp:
