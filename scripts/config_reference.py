@@ -25,7 +25,8 @@ PAGE = REPO / "docs" / "reference" / "config.md"
 OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"  # each reward fn's RewardOptions
-SECTIONS = ("judge", "groups", "curriculum", "terms")  # ManagerConfig fields documented as sections of their own
+# ManagerConfig's (and JudgeConfig's) fields documented as sections of their own
+SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget")
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,15 @@ REWARD_FNS = ("pairwise", "brpo", "group_ranking", "rubric", "preference", "rank
 
 
 def code_sections() -> list[Section]:
-    from writing_rl.judge.config import JudgeConfig
+    from writing_rl.judge.config import JudgeBudget, JudgeConfig, JudgePrice
     from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
     from writing_rl.terms.builtin import BUILTIN
 
     classes = [
         (CODE_PREFIX, ManagerConfig),
         (f"{CODE_PREFIX}.judge", JudgeConfig),
+        (f"{CODE_PREFIX}.judge.price", JudgePrice),
+        (f"{CODE_PREFIX}.judge.budget", JudgeBudget),
         (f"{CODE_PREFIX}.groups", GroupConfig),
         (f"{CODE_PREFIX}.curriculum", CurriculumConfig),
         *((f"{CODE_PREFIX}.terms.{name}", cls) for name, cls in BUILTIN.items()),

@@ -18,6 +18,8 @@ from aiohttp import web
 
 from writing_rl.protocols.prompts import read_pairwise_request
 
+DEFAULT_USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+
 
 @dataclass
 class Reply:
@@ -28,6 +30,9 @@ class Reply:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     hold: bool = False  # answer only once the test calls server.release() (or stops the server)
+    # The completion's "usage" field as sent (with ``content``): None = no usage field at all; anything else
+    # (nonsense included) is sent as it is.
+    usage: object = field(default_factory=lambda: dict(DEFAULT_USAGE))
 
 
 def quality(text: str) -> int:
@@ -121,18 +126,24 @@ def default_script(request: dict, index: int) -> Reply:
     return Reply(content=gqm_reply(user) if "### Final Ranking:" in user else preference_verdict(user))
 
 
-def completion_body(content: str, model: str, finish_reason: str = "stop") -> bytes:
-    return json.dumps(
-        {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "model": model,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-    ).encode()
+def completion_body(content: str, model: str, finish_reason: str = "stop", usage: object = DEFAULT_USAGE) -> bytes:
+    body = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return json.dumps(body).encode()
+
+
+def words_usage(request: dict, content: str) -> dict:
+    """A usage that varies per request: a prompt token per word of the messages plus 10, a completion token per
+    word of the reply plus 3."""
+    prompt = 10 + sum(len(str(m.get("content", "")).split()) for m in request["messages"])
+    completion = 3 + len(content.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 class ScriptedJudgeServer:
@@ -176,6 +187,8 @@ class ScriptedJudgeServer:
         # False: only count requests (a long soak would keep every body); ``requests`` stays empty.
         self.keep_requests = keep_requests
         self.count = 0
+        # The usage this server reported in its 200 replies (valid counts only): what a client should count.
+        self.usage_served = {"replies": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
     @property
     def in_flight(self) -> int:
@@ -228,10 +241,19 @@ class ScriptedJudgeServer:
             await asyncio.sleep(delay)
         payload = reply.body
         if reply.content is not None:
-            payload = completion_body(reply.content, body.get("model", ""), reply.finish_reason)
+            payload = completion_body(reply.content, body.get("model", ""), reply.finish_reason, reply.usage)
+            if reply.status == 200:
+                self._tally(reply.usage)
         return web.Response(
             status=reply.status, body=payload or b"", headers=reply.headers, content_type="application/json"
         )
+
+    def _tally(self, usage: object) -> None:
+        counts = [usage.get(k) if isinstance(usage, dict) else None for k in ("prompt_tokens", "completion_tokens")]
+        if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+            self.usage_served["replies"] += 1
+            self.usage_served["prompt_tokens"] += counts[0]
+            self.usage_served["completion_tokens"] += counts[1]
 
     async def _models(self, request: web.Request) -> web.Response:
         cards = [

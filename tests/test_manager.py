@@ -31,6 +31,10 @@ EXTRA_KEYS = {
     "judge_rate_limited",
     "judge_retries",
     "judge_tokens",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "judge_tokens_estimated",
+        "judge_cost",
     "judge_concurrency_limit",
     "judge_hedges",
 }
@@ -214,6 +218,10 @@ def test_a_fn_returning_a_plain_float_gets_default_keys(tmp_path, tokenizer_dir,
         "judge_rate_limited": 0,
         "judge_retries": 0,
         "judge_tokens": 0,
+        "judge_prompt_tokens": 0,
+        "judge_completion_tokens": 0,
+        "judge_tokens_estimated": 0,
+        "judge_cost": 0.0,
         "judge_concurrency_limit": 8,  # no call: the worker's limit now (64 over 8 workers)
         "judge_hedges": 0,
     }

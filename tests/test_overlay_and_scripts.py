@@ -42,7 +42,8 @@ def test_yaml_lists_the_code_defaults():
 
 def defaults_of(cls) -> dict:
     """The settings of ``cls`` (fields filled from elsewhere, metadata "from", are not)."""
-    return {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls) if "from" not in f.metadata}
+    values = {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls) if "from" not in f.metadata}
+    return {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in values.items()}
 
 
 def test_main_ppo_composes_the_overlay():

@@ -61,6 +61,10 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
         "judge_rate_limited",
         "judge_retries",
         "judge_tokens",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "judge_tokens_estimated",
+        "judge_cost",
         "judge_concurrency_limit",
         "judge_hedges",
     }

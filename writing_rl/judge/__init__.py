@@ -4,6 +4,7 @@ typed failures and the per-sample recorder used by the reward manager."""
 from writing_rl.judge.base import Judge, JudgeReply, Messages, NoJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import (
+    JudgeBudgetExceeded,
     JudgeConnectionError,
     JudgeContextLengthError,
     JudgeError,
@@ -18,6 +19,7 @@ from writing_rl.judge.sample import NO_CALLS, SampleJudge
 
 __all__ = [
     "Judge",
+    "JudgeBudgetExceeded",
     "JudgeConfig",
     "JudgeConnectionError",
     "JudgeContextLengthError",

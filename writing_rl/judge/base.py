@@ -22,8 +22,16 @@ class JudgeReply:
     attempts: int = 1
     # The model's refusal (OpenAI's message.refusal); text is then "" unless the endpoint sent both.
     refusal: str | None = None
-    # usage.total_tokens as the endpoint reports it (0: not reported).
+    # usage.total_tokens as the endpoint reports it (0: not reported), and usage.prompt_tokens and
+    # .completion_tokens; tokens_estimated: the endpoint reported no such split, so the client counted the
+    # three (judge/usage.py). cost: what the tokens cost at judge.price (0: not priced).
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False
+    cost: float = 0.0
+    # The endpoint that answered (its URL without credentials; "" for a judge that is no HTTP client).
+    endpoint: str = ""
     # 429s this call met (queued again, not counted in attempts) and the client's concurrency limit when
     # its last request was sent (0: a client without one).
     rate_limited: int = 0

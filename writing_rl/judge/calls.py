@@ -10,6 +10,31 @@ from writing_rl.judge.errors import JudgeError
 
 
 @dataclass
+class Spent:
+    """What judge calls spent (a client's, or one endpoint's): docs/judges/cost.md."""
+
+    calls: int = 0  # complete() calls sent, failed ones included
+    replies: int = 0  # those that got a reply: a call's mean tokens and cost are over them
+    tokens: int = 0  # usage.total_tokens (counted where not reported)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: int = 0  # replies whose tokens were counted here: the endpoint reported no usage
+    cost: float = 0.0
+
+    def add(self, reply) -> None:
+        """One call; ``reply`` the ``JudgeReply`` it got, None for a call that failed."""
+        self.calls += 1
+        if reply is None:
+            return
+        self.replies += 1
+        self.tokens += reply.tokens
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.estimated += reply.tokens_estimated
+        self.cost += reply.cost
+
+
+@dataclass
 class JudgeStats:
     requests: int = 0  # HTTP requests sent
     retries: int = 0  # attempts after a failure (429s not counted: see rate_limited)
@@ -17,6 +42,8 @@ class JudgeStats:
     rate_limited: int = 0  # 429s received
     concurrency_limit: int = 0  # the adaptive limit now
     limit_decreases: int = 0
+    spent: Spent = field(default_factory=Spent)  # calls, tokens and cost, in all and per endpoint (shown URL)
+    spent_by_endpoint: dict[str, Spent] = field(default_factory=dict)
 
 
 @dataclass

@@ -3,11 +3,54 @@ the offline tools."""
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from writing_rl.settings import ConfigError, require
+from writing_rl.settings import ConfigError, build, require
+
+PREFIX = "reward.reward_kwargs.judge"
+
+
+@dataclass(frozen=True)
+class JudgePrice:
+    """What the judge's tokens cost: ``reward.reward_kwargs.judge.price`` (docs/judges/cost.md)."""
+
+    # Money (one currency of your choice for both) per million prompt / completion tokens, as the endpoint
+    # bills them; judge_cost is the sum over a sample's calls. null or 0 (both) = not priced: judge_cost is 0.
+    prompt_per_mtok: float | None = None
+    completion_per_mtok: float | None = None
+
+    @property
+    def priced(self) -> bool:
+        return bool(self.prompt_per_mtok or self.completion_per_mtok)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        prompt, completion = self.prompt_per_mtok or 0.0, self.completion_per_mtok or 0.0
+        return (prompt_tokens * prompt + completion_tokens * completion) / 1e6
+
+
+@dataclass(frozen=True)
+class JudgeBudget:
+    """The most the run may spend on the judge: ``reward.reward_kwargs.judge.budget`` (docs/judges/cost.md)."""
+
+    # Limits over the run, each split evenly between the reward workers (each worker's client keeps its own
+    # count; a restarted run counts from 0). A call that would pass one is refused and stops the step
+    # (JudgeBudgetExceeded), whatever on_judge_error says. calls: judge calls; tokens: as judge_tokens counts
+    # them; cost: money, as judge.price counts it (needs a price). null = no limit.
+    calls: int | None = None
+    tokens: int | None = None
+    cost: float | None = None
+
+    @property
+    def limits(self) -> dict[str, float]:
+        """The limits that are set, by name."""
+        return {name: value for name, value in vars(self).items() if value is not None}
+
+
+# The nested sections of JudgeConfig, read from a mapping as ManagerConfig reads its own sections.
+SECTIONS = {"price": JudgePrice, "budget": JudgeBudget}
 
 
 @dataclass(frozen=True)
@@ -65,6 +108,25 @@ class JudgeConfig:
     max_tokens: int | None = 4096
     # Extra fields merged into every request body (e.g. {"seed": 0} or vendor-specific switches).
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    # A Hugging Face tokenizer (name or local path) that counts the tokens of a call whose endpoint reports no
+    # usage; null: estimated from characters (about 4 a token). Such calls are counted (judge_tokens_estimated).
+    usage_tokenizer: str | None = None
+    # The section reward.reward_kwargs.judge.price: what a million tokens cost.
+    price: JudgePrice = field(default_factory=JudgePrice)
+    # The section reward.reward_kwargs.judge.budget: limits on calls, tokens and cost.
+    budget: JudgeBudget = field(default_factory=JudgeBudget)
+
+    def __post_init__(self) -> None:
+        for name, section in SECTIONS.items():
+            value = getattr(self, name)
+            if value is None:
+                value = section()
+            elif isinstance(value, Mapping):
+                value = build(section, dict(value), f"{PREFIX}.{name}")
+            elif not isinstance(value, section):
+                keys = ", ".join(f.name for f in fields(section))
+                raise ConfigError(f"{PREFIX}.{name} must be a section with the keys {keys}, got {value!r}")
+            object.__setattr__(self, name, value)
 
     def api_key(self) -> str | None:
         """The API key from the named environment variable; an error if the variable is unset."""
@@ -86,7 +148,7 @@ class JudgeConfig:
         return (self.base_url,) if isinstance(self.base_url, str) else tuple(self.base_url)
 
     def validate(self) -> JudgeConfig:
-        prefix = "reward.reward_kwargs.judge"
+        prefix = PREFIX
         if not self.base_url:
             raise ConfigError(
                 f"{prefix}.base_url is not set and verl hosts no GenRM (reward.reward_model.enable=false): "
@@ -133,7 +195,31 @@ class JudgeConfig:
         require(
             self.all_down_timeout_s >= 0, f"{prefix}.all_down_timeout_s must be >= 0, got {self.all_down_timeout_s}"
         )
+        _check_spend_sections(self.price, self.budget)
         return self
+
+
+def _check_spend_sections(price: JudgePrice, budget: JudgeBudget) -> None:
+    for name, value in vars(price).items():
+        require(
+            value is None or (_is_number(value) and math.isfinite(value) and value >= 0),
+            f"{PREFIX}.price.{name} must be a number >= 0 (money per million tokens) or null, got {value!r}",
+        )
+    for name, value in budget.limits.items():
+        counted = "a whole number" if name in ("calls", "tokens") else "a number"
+        require(
+            _is_number(value) and math.isfinite(value) and value > 0 and (name == "cost" or isinstance(value, int)),
+            f"{PREFIX}.budget.{name} must be {counted} > 0 or null (no limit), got {value!r}",
+        )
+    require(
+        budget.cost is None or price.priced,
+        f"{PREFIX}.budget.cost={budget.cost!r} is set but {PREFIX}.price is not: the judge's cost cannot be counted "
+        f"without a price (set {PREFIX}.price.prompt_per_mtok and .completion_per_mtok, or budget.cost=null)",
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_url(name: str, url: object) -> None:

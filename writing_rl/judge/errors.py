@@ -162,3 +162,17 @@ class JudgeResponseError(JudgeError):
     """HTTP 200 but not a chat completion we can read (bad JSON, no choices, no text)."""
 
     kind = "bad_response"
+
+
+class JudgeBudgetExceeded(JudgeError):
+    """A call would pass this client's share of ``judge.budget``: refused before it is sent. It stops the
+    step whatever ``on_judge_error`` says (reward_loop/scoring.py ``is_configuration_error``)."""
+
+    kind = "budget"
+
+    def __init__(self, endpoint: str, cause: str):
+        super().__init__(endpoint, cause, attempts=0)
+        self.args = (f"judge budget reached, call to {endpoint} not sent: {cause}",)
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -28,17 +28,7 @@ import aiohttp
 from writing_rl.judge.base import JudgeReply, Messages
 from writing_rl.judge.calls import Answer, Call, JudgeStats, RateLimited
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.judge.endpoints import (
-    BUSY,
-    FAILED,
-    OK,
-    OPEN,
-    Choice,
-    Endpoint,
-    EndpointPool,
-    redact_url,
-    reply_outcome,
-)
+from writing_rl.judge.endpoints import BUSY, FAILED, OK, OPEN, Choice, Endpoint, EndpointPool, redact_url, reply_outcome
 from writing_rl.judge.errors import (
     JudgeConnectionError,
     JudgeContextLengthError,
@@ -52,6 +42,7 @@ from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
 from writing_rl.judge.replies import http_error, message_content, read_completion
 from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
+from writing_rl.judge.spend import Spend, sharing_clients
 from writing_rl.judge.upstream import LoopShared, Upstream, loop_shared, upstream_for, wait_for_room
 
 __all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content"]
@@ -64,13 +55,15 @@ RATE_LIMIT_FLOOR_LATENCY = 0.1
 
 
 class OpenAIJudge:
-    """``complete(messages) -> JudgeReply``; failures raise typed ``JudgeError``s after retries."""
+    """``complete(messages) -> JudgeReply``; failures raise typed ``JudgeError``s after retries. ``workers``:
+    the clients that split ``config.budget`` (default: ``spend.sharing_clients``)."""
 
     def __init__(
         self,
         config: JudgeConfig,
         concurrency: int | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,  # tests record the waits asked for
+        workers: int | None = None,
     ):
         self.config = config.validate()
         self._sleep = sleep
@@ -86,6 +79,7 @@ class OpenAIJudge:
         self.pool = EndpointPool(endpoints, self._max_failures, config.endpoint_cooldown_s)
         self.upstreams: dict[Endpoint, Upstream] = {}
         self.stats = JudgeStats(concurrency_limit=self.concurrency)
+        self.spend = Spend(config, self.stats, workers or sharing_clients(config, self.concurrency))
         self.hedger = Hedger(config.hedge_after)
         self._headers = {"Content-Type": "application/json"}
         self._api_key = config.api_key()
@@ -140,6 +134,15 @@ class OpenAIJudge:
         return self._session
 
     async def complete(self, messages: Messages) -> JudgeReply:
+        self.spend.admit(self.endpoint)  # raises JudgeBudgetExceeded
+        try:
+            reply = await self._complete(messages)
+        except BaseException as err:
+            self.spend.failed(getattr(err, "endpoint", self.endpoint))
+            raise
+        return self.spend.settle(reply, messages)
+
+    async def _complete(self, messages: Messages) -> JudgeReply:
         session = self._ensure_session()
         body = self._request_body(messages)
         call = Call()
@@ -270,7 +273,8 @@ class OpenAIJudge:
             # counts and pays as a loss, not a judge failure a response could stop training with.
             self._finished(endpoint, answer, OK)
             refusal = f"the judge's input filter refused the request: {raw[:200].decode(errors='replace')}"
-            return JudgeReply("", "content_filter", latency, call.attempt, refusal=refusal, **self._met(call))
+            met = {**self._met(call), "endpoint": endpoint.shown}
+            return JudgeReply("", "content_filter", latency, call.attempt, refusal=refusal, **met)
         text = raw.decode(errors="replace")
         retry_after = None
         if status in (429, 503):
@@ -385,7 +389,7 @@ class OpenAIJudge:
         except ValueError as exc:
             raise JudgeResponseError(shown, str(exc), call.attempt) from None
         latency = time.perf_counter() - start
-        return JudgeReply(**completion, latency_s=latency, attempts=call.attempt, **self._met(call))
+        return JudgeReply(**completion, latency_s=latency, attempts=call.attempt, endpoint=shown, **self._met(call))
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from writing_rl.judge.errors import JudgeContextLengthError, JudgeHTTPError, is_context_length_error
+from writing_rl.judge.usage import reported_usage
 
 
 def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTTPError:
@@ -16,8 +17,8 @@ def http_error(endpoint: str, status: int, body: str, attempts: int) -> JudgeHTT
 
 
 def read_completion(raw: bytes) -> dict:
-    """``text``, ``finish_reason``, ``refusal`` and ``tokens`` of a chat-completion body; a ValueError says
-    why it is not one."""
+    """``text``, ``finish_reason``, ``refusal`` and the token counts (``usage.reported_usage``) of a
+    chat-completion body; a ValueError says why it is not one."""
     try:
         data = json.loads(raw)
         choice = data["choices"][0]
@@ -31,14 +32,7 @@ def read_completion(raw: bytes) -> dict:
         text, refusal = message_content(message, finish_reason)
     except ValueError as exc:
         raise ValueError(f"no reply text: {exc}") from None
-    return {"text": text, "finish_reason": finish_reason, "refusal": refusal, "tokens": _total_tokens(data)}
-
-
-def _total_tokens(data: object) -> int:
-    """``usage.total_tokens`` of a completion; 0 when the endpoint reports none (or nonsense)."""
-    usage = data.get("usage") if isinstance(data, dict) else None
-    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
+    return {"text": text, "finish_reason": finish_reason, "refusal": refusal, **reported_usage(data)}
 
 
 def _found(value: object) -> str:

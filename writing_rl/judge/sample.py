@@ -23,6 +23,10 @@ class CallRecord:
     retries: int = 0  # attempts after the first (429s not counted: they are rate_limited)
     rate_limited: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False  # counted by the client: the endpoint reported no usage
+    cost: float = 0.0
     concurrency_limit: int = 0
     hedges: int = 0
 
@@ -45,6 +49,10 @@ class SampleJudge:
         "judge_rate_limited",
         "judge_retries",
         "judge_tokens",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "judge_tokens_estimated",
+        "judge_cost",
         "judge_concurrency_limit",
         "judge_hedges",
     )
@@ -78,12 +86,11 @@ class SampleJudge:
         except JudgeError as err:
             self.errors.append(err)
             met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit, "hedges": err.hedges}
-            self._record(messages, time.perf_counter() - start, error=str(err), retries=err.attempts - 1, **met)
+            retries = max(err.attempts - 1, 0)  # (a call refused by the budget made no attempt)
+            self._record(messages, time.perf_counter() - start, error=str(err), retries=retries, **met)
             raise
         met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit, "hedges": reply.hedges}
-        self._record(
-            messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, tokens=reply.tokens, **met
-        )
+        self._record(messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, **met, **_spent(reply))
         return reply
 
     def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
@@ -107,8 +114,9 @@ class SampleJudge:
     def metrics(self, member: int | None = None) -> dict[str, float]:
         """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call
         and the mean latency of the calls its reward came from; the number of calls, 429s met, retries,
-        hedges and reply tokens it is counted for; and the client's concurrency limit when the last call was sent (with
-        no call: the client's limit now; 0 for a judge without one)."""
+        hedges, tokens (in all, prompt, completion; the calls whose tokens the client counted because the endpoint
+        reported none) and cost it is counted for; and the client's concurrency limit when the last call was sent
+        (with no call: the client's limit now; 0 for a judge without one)."""
         calls, counted = self.calls_for(member), self.counted_for(member)
         latencies = [c.latency_s for c in calls if c.error is None]
         limit = calls[-1].concurrency_limit if calls else getattr(self.judge, "concurrency_limit", 0)
@@ -119,6 +127,10 @@ class SampleJudge:
             "judge_rate_limited": sum(c.rate_limited for c in counted),
             "judge_retries": sum(c.retries for c in counted),
             "judge_tokens": sum(c.tokens for c in counted),
+            "judge_prompt_tokens": sum(c.prompt_tokens for c in counted),
+            "judge_completion_tokens": sum(c.completion_tokens for c in counted),
+            "judge_tokens_estimated": sum(c.tokens_estimated for c in counted),
+            "judge_cost": float(sum(c.cost for c in counted)),
             "judge_concurrency_limit": int(limit or 0),
             "judge_hedges": sum(c.hedges for c in counted),
         }
@@ -130,6 +142,11 @@ class SampleJudge:
         ]
 
 
+def _spent(reply: JudgeReply) -> dict[str, Any]:
+    keys = ("tokens", "prompt_tokens", "completion_tokens", "tokens_estimated", "cost")
+    return {key: getattr(reply, key) for key in keys}
+
+
 # The judge keys of a sample that made no judge call (``SampleJudge.METRIC_KEYS``), of the types a sample
 # that made calls has: verl builds each extra-info column from its first sample.
-NO_CALLS = {**dict.fromkeys(SampleJudge.METRIC_KEYS, 0), "judge_latency_s": 0.0}
+NO_CALLS = {**dict.fromkeys(SampleJudge.METRIC_KEYS, 0), "judge_latency_s": 0.0, "judge_cost": 0.0}

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from writing_rl.judge import JudgeContextLengthError, JudgeHTTPError, OpenAIJudge, SampleJudge
+from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, JudgeHTTPError, OpenAIJudge, SampleJudge
 from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
@@ -192,7 +192,9 @@ CONFIGURATION_STATUSES = (401, 403, 404)
 
 
 def is_configuration_error(err: Exception) -> bool:
-    if isinstance(err, JudgeContextLengthError):
+    """A failure no response causes, which stops the step whatever on_judge_error says: a prompt over the
+    judge's context, a wrong key / model / URL, the judge budget spent."""
+    if isinstance(err, (JudgeContextLengthError, JudgeBudgetExceeded)):
         return True
     return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES
 

@@ -2,8 +2,8 @@
 
 verl writes one ``<step>.jsonl`` per training step to ``trainer.rollout_data_dir``; each line holds ``input``,
 ``output``, ``gts``, ``score``, ``step`` and the sample's reward extra info. From them: judge errors, unreadable
-replies by kind, position consistency, judge calls and latency, retries / 429s / tokens where the run has
-those keys, the mean reward and response length and their correlation (reward_loop/health/metrics.py). The length is
+replies by kind, position consistency, judge calls and latency, retries / 429s / tokens / cost where the run
+has those keys (and the cost over the steps so far, ``judge/cost_cumulative``), the mean reward and response length and their correlation (reward_loop/health/metrics.py). The length is
 the line's ``response_length`` (tokens) when it has one, else the response's word count.
 
 verl's v1 trainer (``trainer.use_v1=true``) dumps no reward extra info (only ``uid``): from its dumps only
@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from writing_rl.reward_loop.health.metrics import PREFIX, HealthInputError, judge_health, number
+from writing_rl.reward_loop.health.metrics import (
+    COST_CUMULATIVE,
+    COST_TOTAL,
+    PREFIX,
+    HealthInputError,
+    judge_health,
+    number,
+)
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.inputs import InputError, lines
@@ -34,6 +41,10 @@ HEALTH_KEYS = (
     "judge_retries",
     "judge_rate_limited",
     "judge_tokens",
+    "judge_prompt_tokens",
+    "judge_completion_tokens",
+    "judge_tokens_estimated",
+    "judge_cost",
     "judge_hedges",
     "judge_concurrency_limit",
     "position_consistent",
@@ -105,7 +116,13 @@ def _length(record: dict, where: str) -> tuple[str, float]:
 
 
 def monitor(directory: str | Path) -> list[StepHealth]:
-    return [step_health(step, path) for step, path in dump_files(directory)]
+    steps = [step_health(step, path) for step, path in dump_files(directory)]
+    cost = 0.0
+    for step in steps:  # the dumps hold trained samples only: the cost of dropped ones is in the tracker
+        if COST_TOTAL in step.metrics:
+            cost += step.metrics[COST_TOTAL]
+            step.metrics[COST_CUMULATIVE] = cost
+    return steps
 
 
 # (header, metric key, format). A metric a step lacks prints as "-".
@@ -124,6 +141,11 @@ COLUMNS = (
     ("retries", f"{PREFIX}retries_total", "{:.0f}"),
     ("429s", f"{PREFIX}rate_limited_total", "{:.0f}"),
     ("tokens", f"{PREFIX}tokens_total", "{:.0f}"),
+    ("prompt tok", f"{PREFIX}prompt_tokens_total", "{:.0f}"),
+    ("compl tok", f"{PREFIX}completion_tokens_total", "{:.0f}"),
+    ("est calls", f"{PREFIX}tokens_estimated_total", "{:.0f}"),
+    ("cost", COST_TOTAL, "{:.4f}"),
+    ("cost so far", COST_CUMULATIVE, "{:.4f}"),
 )
 
 
@@ -136,6 +158,11 @@ def table(steps: list[StepHealth]) -> str:
     out = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in [header, *body]]
     units = sorted({s.length_unit for s in steps})
     out.append(f"length in {' / '.join(units)}; unreadable = a judge reply with no usable verdict")
+    if any(f"{PREFIX}tokens_estimated_total" in s.metrics for s in steps):
+        out.append(
+            "est calls = judge calls whose tokens were counted by writing-rl (the endpoint reported no usage); "
+            "cost is at reward.reward_kwargs.judge.price (0: not priced), see docs/judges/cost.md"
+        )
     if not any(s.has_judge_keys for s in steps):
         out.append(
             "no judge keys in these dumps: verl's v1 trainer (trainer.use_v1=true) dumps no reward extra info; "

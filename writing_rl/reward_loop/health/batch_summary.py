@@ -1,4 +1,5 @@
-"""One log line per batch of scored samples: outcomes, error counts, judge latency percentiles.
+"""One log line per batch of scored samples: outcomes, error counts, judge latency percentiles, and what
+the worker's judge client spent meanwhile (tokens, cost, per endpoint when it has several).
 
 A batch ends when its worker goes idle; under continuous streaming (verl's async trainers), at the
 latest every ``MAX_BATCH_S`` seconds."""
@@ -20,6 +21,7 @@ class BatchSummary:
         self.judge = judge  # read for its retry and 429 counters and its concurrency limit
         self._retries_seen = 0
         self._rate_limited_seen = 0
+        self._spent_seen: dict[str, tuple[int, int, float]] = {}  # per endpoint: calls, tokens, cost
         self._reset()
 
     def _reset(self) -> None:
@@ -60,5 +62,24 @@ class BatchSummary:
         if getattr(stats, "concurrency_limit", 0):
             calls += f" limit {stats.concurrency_limit}"
         parts.append(calls)
+        spent = self._spent_since(getattr(stats, "spent_by_endpoint", {}))
+        if spent:
+            parts.append(spent)
         self._reset()
         return " | ".join(parts)
+
+    def _spent_since(self, by_endpoint: dict) -> str:
+        """``tokens 5200 cost 0.0130`` since the last flush, and each endpoint's share when there are several."""
+        now = {url: (s.calls, s.tokens, s.cost) for url, s in by_endpoint.items()}
+        delta = {
+            url: tuple(a - b for a, b in zip(counts, self._spent_seen.get(url, (0, 0, 0.0))))
+            for url, counts in now.items()
+        }
+        self._spent_seen = now
+        if not delta:
+            return ""
+        tokens, cost = sum(d[1] for d in delta.values()), sum(d[2] for d in delta.values())
+        line = f"tokens {tokens} cost {cost:.4f}"
+        if len(delta) > 1:
+            line += " (" + ", ".join(f"{url}: {c} calls {t} tokens {m:.4f}" for url, (c, t, m) in delta.items()) + ")"
+        return line

@@ -1,8 +1,9 @@
 """Judge health over one training step's samples: the numbers a run's tracker shows under ``judge/``.
 
 Pure functions over what verl keeps of each sample: its ``reward_extra_info`` (the keys of
-reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_tokens``, ``judge_hedges`` and
-``judge_concurrency_limit`` where the run has them), its reward and its response length. A key no sample
+reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_hedges``,
+``judge_concurrency_limit`` and its spend, ``judge_tokens``, ``judge_prompt_tokens``, ``judge_completion_tokens``,
+``judge_tokens_estimated`` and ``judge_cost``, where the run has them), its reward and its response length. A key no sample
 carries gives no metric; a sample without a key (a row verl filled with ``None``) is left out of that key's
 metric. Used by the tracker route (reward_loop/health/sampler.py) and by ``writing-rl monitor``.
 
@@ -36,7 +37,17 @@ TOTAL_KEYS = {
     "judge_rate_limited": "rate_limited",
     "judge_tokens": "tokens",
     "judge_hedges": "hedges",
+    **{f"judge_{name}": name for name in ("prompt_tokens", "completion_tokens", "tokens_estimated", "cost")},
 }
+# What the judge spent, counted apart for the samples verl dropped untrained: judge/dropped_<name>_total.
+SPEND_KEYS = {
+    key: TOTAL_KEYS[key]
+    for key in ("judge_calls", "judge_tokens", "judge_prompt_tokens", "judge_completion_tokens", "judge_cost")
+}
+COST_TOTAL = f"{PREFIX}cost_total"
+DROPPED_COST_TOTAL = f"{PREFIX}dropped_cost_total"
+# The run's judge cost so far, trained and dropped samples (each step's cost_total + dropped_cost_total).
+COST_CUMULATIVE = f"{PREFIX}cost_cumulative"
 
 
 class HealthInputError(ValueError):
@@ -112,6 +123,18 @@ def judge_health(
         r = pearson(response_lengths, scores)
         if r is not None:
             metrics[f"{PREFIX}reward_length_corr"] = r
+    return metrics
+
+
+def dropped_spend(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``judge/dropped_samples_total`` and ``judge/dropped_<calls, tokens, prompt_tokens, completion_tokens,
+    cost>_total``: what the judge spent on samples verl dropped without training on them (``rows``: their
+    extra info). A value that is no number (a sample that never got its reward) is left out."""
+    metrics = {f"{PREFIX}dropped_samples_total": float(len(rows))}
+    for key, name in SPEND_KEYS.items():
+        values = [row.get(key) for row in rows]
+        counted = [v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)]
+        metrics[f"{PREFIX}dropped_{name}_total"] = float(sum(counted))
     return metrics
 
 

@@ -15,7 +15,9 @@ then ``metrics.update(off_policy_metrics)``), and it takes a user's replay buffe
 trajectories' reward extra info, rewards and response lengths back from the TransferQueue (the way verl's
 own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health/metrics.py) to the metrics.
 Groups verl evicts without training on them (stale, failed, filtered) are read before verl clears them: the
-step's metrics count them and their judge calls, and Writing-RL's curriculum takes back the moves they made.
+step's metrics count them and what the judge spent on them (``judge/dropped_*_total``), and Writing-RL's
+curriculum takes back the moves they made. ``judge/cost_cumulative`` adds up each step's judge cost, trained and
+dropped, since the sampler started (a resumed run starts it from 0 again).
 
 Streaming rewards only (an external judge, or ``reward.reward_model.enable_resource_pool=true``): there the
 agent loop scores each sample before it enters the TransferQueue. With a colocated GenRM verl scores after
@@ -35,7 +37,13 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
 from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
-from writing_rl.reward_loop.health.metrics import PREFIX, judge_health
+from writing_rl.reward_loop.health.metrics import (
+    COST_CUMULATIVE,
+    COST_TOTAL,
+    DROPPED_COST_TOTAL,
+    dropped_spend,
+    judge_health,
+)
 
 logger = logging.getLogger("writing_rl")
 
@@ -66,11 +74,7 @@ def dropped_cost(keys: list[str], partition_id: str) -> dict[str, float]:
     if not keys:
         return {}
     data = tq.kv_batch_get(keys=keys, partition_id=partition_id, select_fields=["extra_fields"])
-    calls = [_reward_extra_info(value).get("judge_calls") for value in data["extra_fields"]]
-    return {
-        f"{PREFIX}dropped_samples_total": float(len(keys)),
-        f"{PREFIX}dropped_calls_total": float(sum(c for c in calls if isinstance(c, (int, float)))),
-    }
+    return dropped_spend([_reward_extra_info(value) for value in data["extra_fields"]])
 
 
 class _JudgeHealth:
@@ -81,6 +85,7 @@ class _JudgeHealth:
 
     _dropped: dict[str, float] | None = None
     _withdrawals: list | None = None  # the scheduler's answers still to come
+    _cost_so_far = 0.0  # the judge's cost over the steps sampled so far (judge/cost_cumulative)
 
     def sample(self, global_steps: int, partition_id: str, batch_size: int):
         batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
@@ -90,8 +95,16 @@ class _JudgeHealth:
             except Exception as err:  # a health report must never stop a training step
                 logger.warning("judge health: no judge/ metrics this step (%s: %s)", type(err).__name__, err)
             metrics = {**metrics, **(self._dropped or {}), **self.withdrawn()}
+            metrics.update(self._cumulative_cost(metrics))
             self._dropped = None
         return batch, metrics
+
+    def _cumulative_cost(self, metrics: dict) -> dict[str, float]:
+        """``judge/cost_cumulative``: this step's cost (trained and dropped samples) added to the earlier steps'."""
+        if COST_TOTAL not in metrics and DROPPED_COST_TOTAL not in metrics:
+            return {}
+        self._cost_so_far += metrics.get(COST_TOTAL, 0.0) + metrics.get(DROPPED_COST_TOTAL, 0.0)
+        return {COST_CUMULATIVE: self._cost_so_far}
 
     def _clear_groups(self, partition_id: str, uids: set[str]) -> None:
         """verl's eviction (staleness, a failed or filtered group, a surplus): every group ends up here."""
