@@ -10,7 +10,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10,<3.13",
     packages=find_packages(include=["writing_rl*", "reward_fns*", "data_prep*", "hydra_configs*"]),
-    package_data={"hydra_configs": ["*.yaml", "*/*.yaml"]},
+    package_data={"hydra_configs": ["*.yaml", "*/*.yaml"], "writing_rl.tools.probe": ["data/*.jsonl"]},
     install_requires=[
         # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (docs/getting-started.md).
         "verl>=0.9.1,<0.10",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from writing_rl.help_format import HelpFormatter
-from writing_rl.tools.commands import evaluation, judging, monitoring, serving, training
+from writing_rl.tools.commands import evaluation, judging, monitoring, probing, serving, training
 
 
 def _version() -> str:
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     judging.add_order_references(subparsers)
     training.add_curriculum(subparsers)
     evaluation.add_eval(subparsers)
+    probing.add_probe_judge(subparsers)
     monitoring.add_monitor(subparsers)
     for sub in _parsers(parser):
         sub.formatter_class = HelpFormatter

@@ -162,7 +162,7 @@ def _run_curriculum_show(args) -> int:
 
 
 def add_preflight(subparsers) -> None:
-    from writing_rl.tools.preflight.runner import add_arguments, run_from_args
+    from writing_rl.tools.preflight.runner import add_arguments
 
     p = subparsers.add_parser(
         "preflight",
@@ -181,7 +181,22 @@ def add_preflight(subparsers) -> None:
         ),
     )
     add_arguments(p)
-    p.set_defaults(handler=run_from_args)
+    p.add_argument(
+        "--probe", action="store_true",
+        help="also probe the judge through the config's reward fn: a few master keys, padding, a note to the "
+        "judge and position bias on 4 shipped rows (about 40 judge calls; writing-rl probe-judge runs them all)",
+    )  # fmt: skip
+    p.set_defaults(handler=_run_preflight)
+
+
+def _run_preflight(args) -> int:
+    from writing_rl.tools.preflight.runner import run_from_args
+
+    if args.probe:
+        from writing_rl.tools.probe.preflight_probe import probe_check
+
+        return run_from_args(args, [probe_check])
+    return run_from_args(args)
 
 
 def plot_levels_over_steps(state_dir: str | Path, out: str | Path) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import GENRM_KEY, check_paths
@@ -57,8 +57,15 @@ def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
 
 
 def run_preflight(
-    config, remote: Iterable[str] = (), max_rows: int = 20_000, max_drop: float = 0.05, ping: bool = True
+    config,
+    remote: Iterable[str] = (),
+    max_rows: int = 20_000,
+    max_drop: float = 0.05,
+    ping: bool = True,
+    extra_checks: Sequence[Callable] = (),
 ) -> Report:
+    """``extra_checks``: ``check(config, report)`` run last, when nothing above is a problem (the command
+    line passes ``writing-rl preflight --probe``'s judge probe)."""
     from writing_rl.reward_loop.config import ManagerConfig
     from writing_rl.reward_loop.reward_fn import load_reward_fn
     from writing_rl.tools.preflight.config_checks import check_config, runs_our_manager
@@ -123,6 +130,11 @@ def run_preflight(
             longest = max(judge_prompt_tokens(counter, messages, response_length) for messages in prompts)
             responses = max(response_tokens(messages, response_length) for messages in prompts)
             check_judge_prompt(longest, responses, int(settings.judge.max_tokens), context, counter, report)
+    for check in extra_checks:
+        if report.problems:
+            report.note("judge probe skipped: fix the problems above first")
+            break
+        check(config, report)
     return report
 
 
@@ -143,7 +155,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, as for verl.trainer.main_ppo")
 
 
-def run_from_args(args) -> int:
+def run_from_args(args, extra_checks: Sequence[Callable] = ()) -> int:
     from writing_rl.tools.shared.verl_config import compose
 
     try:
@@ -153,7 +165,7 @@ def run_from_args(args) -> int:
         report.problem(f"config: {err}")
     else:
         remote = [name for value in args.remote for name in re.split(r"[,\s]+", value) if name]
-        report = run_preflight(config, remote, args.max_rows, args.max_drop, ping=not args.no_ping)
+        report = run_preflight(config, remote, args.max_rows, args.max_drop, not args.no_ping, extra_checks)
     print("\n".join(report.lines))
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); nothing was started")

@@ -1,0 +1,61 @@
+"""``writing-rl preflight --probe``: a small probe battery on the training config's own judge and reward fn,
+reported as preflight lines: a flagged probe is a problem, an inconclusive one a note.
+
+The rows are four of the ones we ship (a preflight reads no user file it may not reach); the probes are
+``battery.PREFLIGHT_PROBES`` in both positions, plus the position bias over them; no self-consistency
+repeats. Its outputs go to a temp directory, kept (and named in the report) only when a probe is flagged.
+``writing-rl probe-judge`` runs the whole battery."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from writing_rl.tools.probe.battery import PREFLIGHT_PROBES
+from writing_rl.tools.probe.job import METHODS, ProbeJob
+from writing_rl.tools.probe.verdict import FLAGGED, INCONCLUSIVE, NO_DATA
+
+PREFLIGHT_ROWS = 4
+
+
+def method_of(config) -> str | None:
+    path = config.reward.custom_reward_function.get("path")
+    return next((method for method, (_, fn_path) in METHODS.items() if fn_path == path), None)
+
+
+def probe_check(config, report) -> None:
+    """Run the small battery and add its lines to the preflight ``report``."""
+    from writing_rl.tools.probe.run import run_probe, target_of
+
+    method = method_of(config)
+    if method is None:
+        path = config.reward.custom_reward_function.get("path")
+        report.note(f"judge probe skipped: {path} is not a method probe-judge knows ({', '.join(METHODS)})")
+        return
+    if config.reward.reward_model.get("enable"):
+        report.note("judge probe skipped: verl hosts the GenRM, which runs only inside training")
+        return
+    out = Path(tempfile.mkdtemp(prefix="writing-rl-probe-"))
+    job = ProbeJob(method=method, out=out, rows=PREFLIGHT_ROWS, probes=PREFLIGHT_PROBES, repeat=False,
+                   progress=False)  # fmt: skip
+    try:
+        summary = run_probe(job, target_of(method, config)).summary
+    except Exception as err:  # noqa: BLE001 - any failure of the probe is one line of the report
+        shutil.rmtree(out, ignore_errors=True)
+        report.problem(f"judge probe ({method}): {' '.join(str(err).splitlines())}")
+        return
+    if not summary["flagged"]:
+        shutil.rmtree(out, ignore_errors=True)
+    for name, share in [*((p["name"], p) for p in summary["probes"]), ("position-bias", summary["position_bias"])]:
+        status = share["status"]
+        if status in (NO_DATA, "not applicable"):
+            continue
+        line = (f"judge probe {name}: the judge fell for it in {share['hits']}/{share['n']} comparisons "
+                f"(95% CI {share['ci95'][0]:.2f}-{share['ci95'][1]:.2f}, limit {share['threshold']:.2f})")  # fmt: skip
+        if status == FLAGGED:
+            report.problem(f"{line}: a policy can learn it; see docs/trust-your-judge.md (report in {out})")
+        elif status == INCONCLUSIVE:
+            report.note(f"{line}: inconclusive on a few rows; run writing-rl probe-judge --method {method}")
+        else:
+            report.ok(line)
