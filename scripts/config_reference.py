@@ -26,7 +26,7 @@ OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"  # each reward fn's RewardOptions
 # ManagerConfig's (and JudgeConfig's) fields documented as sections of their own
-SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget")
+SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget", "shadow")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ REWARD_FNS = ("pairwise", "brpo", "group_ranking", "rubric", "preference", "rank
 
 def code_sections() -> list[Section]:
     from writing_rl.judge.config import JudgeBudget, JudgeConfig, JudgePrice
-    from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
+    from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig, ShadowConfig
     from writing_rl.terms.builtin import BUILTIN
 
     classes = [
@@ -60,6 +60,7 @@ def code_sections() -> list[Section]:
         (f"{CODE_PREFIX}.judge.budget", JudgeBudget),
         (f"{CODE_PREFIX}.groups", GroupConfig),
         (f"{CODE_PREFIX}.curriculum", CurriculumConfig),
+        (f"{CODE_PREFIX}.shadow", ShadowConfig),
         *((f"{CODE_PREFIX}.terms.{name}", cls) for name, cls in BUILTIN.items()),
     ]
     return [section_of(prefix, cls) for prefix, cls in classes]
@@ -82,7 +83,9 @@ def section_of(prefix: str, cls: type) -> Section:
     for f in dataclasses.fields(cls):
         if "from" in f.metadata:  # filled from another section (verl's trainer, ...), not a setting
             continue
-        if f.name in SECTIONS:
+        if cls.__name__ == "ShadowConfig" and f.name == "judge":  # a JudgeConfig of its own
+            default, note = "", f"the keys of `{CODE_PREFIX}.judge` above (max_concurrency 16 by default)"
+        elif f.name in SECTIONS:
             default, note = "", f"the section `{prefix}.{f.name}` below"
         else:
             value = f.default if f.default is not dataclasses.MISSING else f.default_factory()

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
+from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig, ShadowConfig
 from writing_rl.terms import BUILTIN
 from writing_rl.tools.cli import main as cli
 
@@ -34,8 +34,9 @@ def test_yaml_lists_the_code_defaults():
     assert kwargs.pop("groups") == defaults_of(GroupConfig)
     assert kwargs.pop("curriculum") == defaults_of(CurriculumConfig)
     assert kwargs.pop("terms") == {name: defaults_of(term) for name, term in BUILTIN.items()}
+    assert kwargs.pop("shadow") == defaults_of(ShadowConfig)
     manager_defaults = defaults_of(ManagerConfig)
-    for section in ("judge", "groups", "curriculum", "terms"):
+    for section in ("judge", "groups", "curriculum", "terms", "shadow"):
         manager_defaults.pop(section)
     assert kwargs == manager_defaults
 

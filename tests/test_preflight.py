@@ -82,6 +82,30 @@ def test_every_problem_is_listed_at_once(tokenizer_dir, tmp_path, monkeypatch):
     assert "is unreachable" in problems and "JUDGE_BASE_URL" in problems
 
 
+def test_the_shadow_judge_is_pinged_and_its_key_checked(tokenizer_dir, data, judge_server, monkeypatch):
+    training, gold = judge_server(), judge_server(models={"gold-judge": None})
+    shadow = ["reward.reward_kwargs.shadow.fraction=0.05", "reward.reward_kwargs.shadow.judge.model=gold-judge"]
+    report = preflight(
+        tokenizer_dir, *data, training.base_url, *shadow, f"reward.reward_kwargs.shadow.judge.base_url={gold.base_url}"
+    )
+    assert report.problems == []
+    text = "\n".join(report.lines)
+    assert f"shadow judge {gold.base_url} serves 'gold-judge'" in text and "5% of training rollouts" in text
+    monkeypatch.delenv("WRL_GOLD_KEY", raising=False)
+    report = preflight(
+        tokenizer_dir,
+        *data,
+        training.base_url,
+        *shadow,
+        f"reward.reward_kwargs.shadow.judge.base_url={closed_port_url()}",
+        "reward.reward_kwargs.shadow.judge.api_key_env=WRL_GOLD_KEY",
+    )
+    problems = "\n".join(report.problems)
+    assert len(report.problems) == 2, problems
+    assert "$WRL_GOLD_KEY is not set" in problems and "shadow.judge.api_key_env" in problems
+    assert "is unreachable" in problems
+
+
 def test_hub_ids_and_paths_marked_remote_are_not_problems(tmp_path, judge_server):
     server = judge_server()
     report = preflight(

@@ -139,6 +139,68 @@ class CurriculumConfig:
         return self
 
 
+ON_DRIFT = ("warn", "stop")
+# Where the shadow's judge differs from reward.reward_kwargs.judge's defaults: it scores a share of the samples.
+SHADOW_JUDGE_DEFAULTS = {"max_concurrency": 16}
+
+
+@dataclass(frozen=True)
+class ShadowConfig:
+    """``reward.reward_kwargs.shadow``: a second judge scoring a random share of the training rollouts with the
+    same reward fn, prompts and readers, in the background: its rewards never change a reward. It tells whether
+    the training judge's reward is confirmed, and watches for drift (reward_loop/shadow/, docs/trust-your-judge.md)."""
+
+    # Share of training rollouts (of groups, under GroupRewardManager) the shadow judge scores too; 0 = off.
+    # Validation rows and samples whose training call failed are never shadowed.
+    fraction: float = option(0.0, minimum=0)
+    # How to reach the shadow judge: the keys of reward.reward_kwargs.judge (base_url, model, api_key_env,
+    # max_concurrency, timeout_s, price, budget, ...). Its failures are counted (shadow_failed), never paid.
+    judge: JudgeConfig = field(default_factory=lambda: JudgeConfig(**SHADOW_JUDGE_DEFAULTS))
+    # What drift does: warn (a warning in the reward worker's log, shadow_drift=1 in the metrics) or stop
+    # (the step fails, as the failure guard's stop does).
+    on_drift: str = option("warn", choices=ON_DRIFT)
+    # Drift, per reward worker: its latest drift_window shadowed samples against its first drift_window. The
+    # training judge's mean reward rose at least drift_min_gain more than the shadow's on the same samples,
+    # and that growth of the gap is drift_z standard errors or more.
+    drift_window: int = option(100, minimum=2)
+    drift_min_gain: float = option(0.1, minimum=0)
+    drift_z: float = option(3.0, minimum=0)
+    # A shadowed sample agrees when its two rewards differ by this much or less (0: the same reward; a
+    # rubric's graded scores may want a margin).
+    agree_within: float = option(0.0, minimum=0)
+    # Shadow scorings in flight per reward worker at most; a sample chosen beyond that is skipped (counted:
+    # shadow_skipped): a slow shadow judge never holds up training nor piles up work.
+    max_pending: int = option(64, minimum=1)
+    # Seeds the choice of the shadowed samples.
+    seed: int = 0
+
+    @classmethod
+    def from_verl(cls, config: Any) -> ShadowConfig:
+        kwargs = get(get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
+        prefix = "reward.reward_kwargs.shadow"
+        raw = plain(get(kwargs, "shadow", {}) or {})
+        judge_raw = dict(raw.pop("judge", None) or {})
+        settings = build(cls, raw, prefix)
+        require(settings.fraction <= 1, f"{prefix}.fraction must be within 0-1, got {settings.fraction}")
+        judge = build(JudgeConfig, {**SHADOW_JUDGE_DEFAULTS, **judge_raw}, f"{prefix}.judge")
+        if settings.on:
+            for key in ("base_url", "model"):
+                require(
+                    bool(getattr(judge, key)),
+                    f"{prefix}.judge.{key} is not set: a shadow (fraction={settings.fraction:g}) scores with a judge of "
+                    "its own; name its endpoint and model (e.g. a stronger API judge than the training one)",
+                )
+            try:
+                judge.validate()
+            except ConfigError as err:
+                raise ConfigError(str(err).replace("reward.reward_kwargs.judge", f"{prefix}.judge")) from None
+        return replace(settings, judge=judge)
+
+    @property
+    def on(self) -> bool:
+        return self.fraction > 0
+
+
 # Ray takes these as num_cpus / num_gpus, not as resources; the shared actors hold none.
 NOT_RESOURCES = ("CPU", "GPU")
 # Ray's finest resource amount (ray._raylet.RESOURCE_UNIT_SCALING).
@@ -222,6 +284,8 @@ class ManagerConfig:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     # reward.reward_kwargs.terms: rule-based terms added to the method's reward (writing_rl/terms/).
     terms: RewardTerms = field(default_factory=RewardTerms)
+    # reward.reward_kwargs.shadow: a second judge checking a share of the rewards (off by default).
+    shadow: ShadowConfig = field(default_factory=ShadowConfig)
 
     @classmethod
     def from_verl(
@@ -237,6 +301,7 @@ class ManagerConfig:
         raw_terms = raw.pop("terms", None)
         raw["groups"] = GroupConfig.from_verl(config)
         raw["curriculum"] = CurriculumConfig.from_verl(config)
+        raw["shadow"] = ShadowConfig.from_verl(config)
         if reward_router_address:
             judge_raw.setdefault("base_url", None)
             judge_raw["base_url"] = judge_raw["base_url"] or f"http://{reward_router_address}/v1"

@@ -19,7 +19,7 @@ import ray
 from writing_rl.reward_loop.actors import SharedActor
 from writing_rl.reward_loop.contract import is_validation
 from writing_rl.reward_loop.curriculum.groups import Batched
-from writing_rl.reward_loop.curriculum.handle import Curriculum
+from writing_rl.reward_loop.curriculum.handle import Curriculum, PinnedCurriculum
 from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
 from writing_rl.reward_loop.reward_fn import load_reward_fn
 
@@ -83,4 +83,15 @@ class FnExtras:
             extras["uid"] = None if fields.get("uid") is None else str(fields["uid"])
         if fields is not None and "group_size" in self.accepted:
             extras["group_size"] = self.expected_size(dict(fields.get("extra_info") or {}))
+        return extras
+
+    def for_shadow(self, judge, trained: dict, fields: dict | None = None) -> dict[str, Any]:
+        """The keyword arguments for the shadow judge's call (reward_loop/shadow/): those of the training call,
+        with the shadow's ``judge``, a curriculum pinned at the level the training call was judged at
+        (``reference_level``) that never moves, and unreadable replies counted as losses, never raised."""
+        extras = self.for_call(judge, fields, curriculum=False)
+        if "curriculum" in self.accepted and self.scheduler is not None:
+            extras["curriculum"] = PinnedCurriculum(trained.get("reference_level", 0))
+        if "on_parse_error" in self.accepted:
+            extras["on_parse_error"] = "loss"
         return extras

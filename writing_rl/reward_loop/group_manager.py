@@ -32,6 +32,7 @@ fn's failure score; ``on_group_incomplete=score`` scores it partial instead, ``p
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -43,7 +44,9 @@ from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.group.collector import GroupError
 from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
 from writing_rl.reward_loop.manager import JudgeRewardManager
+from writing_rl.reward_loop.results import merge_info
 from writing_rl.reward_loop.scoring import prompt_text
+from writing_rl.reward_loop.shadow.scoring import scored_cleanly
 from writing_rl.settings import ConfigError
 
 # Calls Ray runs at once in an async actor left at its default max_concurrency, as verl leaves
@@ -150,7 +153,17 @@ class GroupRewardManager(JudgeRewardManager):
             self.rendezvous.fail(seat, err)
             raise
         self.rendezvous.publish(seat, results)
+        infos = [r["info"] for r in results]
+        if not (seat.partial or seat.late) and self.scoring.shadows(seat.members[0].extra_info, infos):
+            trained = [r["score"] if scored_cleanly(r["info"]) else None for r in results]
+            self.scoring.shadow.start(functools.partial(self._shadow_score, seat.members, infos[0]), trained)
         return results, judge
+
+    async def _shadow_score(self, members: list[Member], trained: dict, judge) -> list[tuple[float, dict]]:
+        """The group scored again by the shadow judge (reward_loop/shadow/)."""
+        raw = await self.compute_score(members=members, **self.extras.for_shadow(judge, trained))
+        check_results(raw, len(members))
+        return [merge_info(result, defaults=judge.metrics(i)) for i, result in enumerate(raw)]
 
     async def _incomplete(self, sample, member: Member, message: str) -> dict:
         """A member whose group never completed: a counted failure that pays the failure score. The group

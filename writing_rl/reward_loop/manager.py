@@ -26,6 +26,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import JudgeError
 from writing_rl.reward_loop.fn_extras import FnExtras
+from writing_rl.reward_loop.results import merge_info
 from writing_rl.reward_loop.scoring import JudgeFailure, WorkerScoring
 
 
@@ -63,19 +64,8 @@ class ParallelRewardManager(JudgeRewardManager):
     async def _score(self, item) -> dict:
         sample = self.scoring.read(item)
         judge = self.scoring.new_judge()
-        call = functools.partial(
-            self.compute_score,
-            data_source=sample.fields.get("data_source"),
-            solution_str=sample.response,
-            ground_truth=sample.fields["reward_model"].get("ground_truth"),
-            extra_info=dict(sample.fields.get("extra_info") or {}),
-            **self.extras.for_call(judge, sample.fields),
-        )
         try:
-            if self._fn_is_async:
-                result = await call()
-            else:  # a rule-based fn: keep the event loop free for the other samples
-                result = await asyncio.get_running_loop().run_in_executor(None, call)
+            result = await self._call_fn(sample, self.extras.for_call(judge, sample.fields))
         except JudgeError as err:
             # Our reward fns catch judge failures themselves and return their neutral result.
             raise JudgeFailure(
@@ -83,7 +73,28 @@ class ParallelRewardManager(JudgeRewardManager):
             ) from err
         self.scoring.apply_judge_policy(judge)
         score, info = self.scoring.complete(result, measured=judge.metrics())
+        if self.scoring.shadows(sample.fields.get("extra_info"), [info]):
+            self.scoring.shadow.start(functools.partial(self._shadow_score, sample, info), [score])
         return await self.scoring.finish(sample, score, info, judge.latencies, judge.transcripts())
+
+    async def _call_fn(self, sample, extras: dict) -> Any:
+        call = functools.partial(
+            self.compute_score,
+            data_source=sample.fields.get("data_source"),
+            solution_str=sample.response,
+            ground_truth=sample.fields["reward_model"].get("ground_truth"),
+            extra_info=dict(sample.fields.get("extra_info") or {}),
+            **extras,
+        )
+        if self._fn_is_async:
+            return await call()
+        # a rule-based fn: keep the event loop free for the other samples
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def _shadow_score(self, sample, trained: dict, judge) -> list[tuple[float, dict]]:
+        """The sample scored again by the shadow judge (reward_loop/shadow/)."""
+        result = await self._call_fn(sample, self.extras.for_shadow(judge, trained, sample.fields))
+        return [merge_info(result, measured=judge.metrics())]
 
 
 __all__ = ["JudgeFailure", "ParallelRewardManager"]

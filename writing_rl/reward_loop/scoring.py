@@ -19,11 +19,13 @@ from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, Judge
 from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
+from writing_rl.reward_loop.contract import is_validation
 from writing_rl.reward_loop.failures import FailureGuard
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
 from writing_rl.reward_loop.reward_fn import load_reward_fn
 from writing_rl.reward_loop.sample_log import SampleLog
+from writing_rl.reward_loop.shadow.scoring import ShadowScoring, scored_cleanly
 from writing_rl.settings import ConfigError
 from writing_rl.terms import TermInput
 
@@ -74,7 +76,9 @@ class WorkerScoring:
         reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)
         self.judge = OpenAIJudge(
-            self.settings.judge, concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers)
+            self.settings.judge,
+            concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers),
+            workers=num_workers,  # each worker's share of judge.budget
         )
         self.tokenizer = tokenizer
         special = set(getattr(tokenizer, "all_special_tokens", []) or [])
@@ -92,9 +96,28 @@ class WorkerScoring:
         self.failure_score = self.reward_fn.failure_score(settings.failure_score)
         self.keys = results.SameKeys()
         self.sample_log = SampleLog(settings.sample_log_dir) if settings.sample_log_dir else None
+        self.shadow = self._shadow(num_workers)
         self.in_flight = 0
         self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
         _ensure_log_handler()
+
+    def _shadow(self, num_workers: int) -> ShadowScoring | None:
+        shadow = self.settings.shadow
+        if not shadow.on:
+            return None
+        if "judge" not in self.reward_fn.parameters:
+            raise ConfigError(
+                f"reward.reward_kwargs.shadow.fraction={shadow.fraction:g}, but the reward fn {self.reward_fn.where} "
+                "makes no judge calls (it declares no `judge` parameter): there is nothing to shadow; set it to 0"
+            )
+        return ShadowScoring(shadow, num_workers)
+
+    def shadows(self, extra_info: dict | None, infos: list[dict]) -> bool:
+        """Whether the shadow judge scores this sample (or group) too: training rows with a member whose
+        training call succeeded (``infos``: the members' extra info), chosen at random."""
+        if self.shadow is None or is_validation(extra_info) or not any(map(scored_cleanly, infos)):
+            return False
+        return self.shadow.chooses()
 
     @contextlib.contextmanager
     def sample_in_flight(self) -> Iterator[None]:
@@ -165,7 +188,10 @@ class WorkerScoring:
         self, sample: Sample, score: float, info: dict, latencies: list[float], transcripts: list[dict]
     ) -> dict:
         """Adds the reward terms (``reward.reward_kwargs.terms``), counts the sample in the failure guard
-        (which may stop the run) and the batch summary, and returns verl's result for it."""
+        (which may stop the run) and the batch summary, adds the shadow judge's keys (``shadow.on_drift=stop``
+        may stop the run), and returns verl's result for it."""
+        if self.shadow is not None:
+            self.shadow.check()
         if self.settings.terms:
             failed = any(info.get(key) for key in results.FAILURE_KEYS)
             score, info, error = await self.settings.terms.shape(
@@ -173,6 +199,8 @@ class WorkerScoring:
             )
             if error is not None:
                 self.guard.example("term_error", error)
+        if self.shadow is not None:
+            info = {**info, **self.shadow.carry()}
         self.guard.add(info)
         if self.sample_log is not None:
             self.sample_log.write(sample.fields.get("uid"), sample.prompt, sample.response, score, info)

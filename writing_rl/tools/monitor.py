@@ -27,7 +27,9 @@ from writing_rl.reward_loop.health.metrics import (
     judge_health,
     number,
 )
+from writing_rl.reward_loop.health.shadow import PREFIX as SHADOW
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
+from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.inputs import InputError, lines
 
@@ -49,6 +51,7 @@ HEALTH_KEYS = (
     "judge_concurrency_limit",
     "position_consistent",
     "response_length",
+    *SHADOW_KEYS,
 )
 JUDGE_KEYS = ("judge_error", "judge_calls", *UNREADABLE_KEYS)
 
@@ -146,6 +149,10 @@ COLUMNS = (
     ("est calls", f"{PREFIX}tokens_estimated_total", "{:.0f}"),
     ("cost", COST_TOTAL, "{:.4f}"),
     ("cost so far", COST_CUMULATIVE, "{:.4f}"),
+    ("shadowed", f"{SHADOW}samples_total", "{:.0f}"),
+    ("shadow agree", f"{SHADOW}agreement", "{:.1%}"),
+    ("reward gap", f"{SHADOW}reward_gap", "{:+.3f}"),
+    ("drift", f"{SHADOW}drift_max", "{:.0f}"),
 )
 
 
@@ -162,6 +169,12 @@ def table(steps: list[StepHealth]) -> str:
         out.append(
             "est calls = judge calls whose tokens were counted by writing-rl (the endpoint reported no usage); "
             "cost is at reward.reward_kwargs.judge.price (0: not priced), see docs/judges/cost.md"
+        )
+    if any(f"{SHADOW}samples_total" in s.metrics for s in steps):
+        out.append(
+            "shadowed = samples the shadow judge also scored (reported with the samples after them); reward gap = "
+            "the training judge's mean reward minus the shadow's on them; drift 1 = a worker saw drift "
+            "(docs/trust-your-judge.md)"
         )
     if not any(s.has_judge_keys for s in steps):
         out.append(
@@ -198,6 +211,8 @@ PLOTTED = (
     ("position consistency", f"{PREFIX}position_consistency"),
     ("r(length, reward)", f"{PREFIX}reward_length_corr"),
     ("mean reward", "reward_mean"),
+    ("shadow agreement", f"{SHADOW}agreement"),
+    ("reward gap to the shadow", f"{SHADOW}reward_gap"),
 )
 
 

@@ -58,3 +58,24 @@ class Curriculum:
     async def report(self, uid: str, won: bool, threshold: float) -> bool:
         """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""
         return await self.batched(("report", uid, won, threshold))
+
+
+class PinnedCurriculum(Curriculum):
+    """The curriculum as a shadow judge's call of the fn sees it: every pin answers the level the training
+    judge's call was judged at, and nothing moves (a second judge must never advance a prompt)."""
+
+    def __init__(self, level: int):
+        super().__init__(handle=None, can_advance=False)
+        self.level = int(level)
+
+    async def pin(self, key: str, references: int) -> int:
+        return min(self.level, references - 1)
+
+    async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
+        return min(self.level, references - 1)
+
+    async def advance(self, key: str, pinned: int, uid: str | None = None) -> bool:
+        return False
+
+    async def report(self, uid: str, won: bool, threshold: float) -> bool:
+        return False

@@ -19,8 +19,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from writing_rl.reward_loop.health.shadow import shadow_health
+from writing_rl.reward_loop.health.values import HealthInputError, column, number
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.settings import ConfigError, get
+
+__all__ = ["HealthInputError", "column", "judge_health", "number", "pearson", "rows_from_columns"]
 
 PREFIX = "judge/"
 TERMS_PREFIX = "reward_terms/"
@@ -48,25 +52,6 @@ COST_TOTAL = f"{PREFIX}cost_total"
 DROPPED_COST_TOTAL = f"{PREFIX}dropped_cost_total"
 # The run's judge cost so far, trained and dropped samples (each step's cost_total + dropped_cost_total).
 COST_CUMULATIVE = f"{PREFIX}cost_cumulative"
-
-
-class HealthInputError(ValueError):
-    """A sample's value is not a number; the message names the key (and the caller adds where)."""
-
-
-def number(key: str, value: Any) -> float | None:
-    """``value`` as a float; ``None`` (the key absent for this sample) stays ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise HealthInputError(f"{key}={value!r}: expected a number")
-    return float(value)
-
-
-def column(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    """The values of ``key`` over the rows that have it (not ``None``), as floats."""
-    values = [number(key, row.get(key)) for row in rows]
-    return np.array([v for v in values if v is not None], dtype=float)
 
 
 def pearson(xs: Iterable[float], ys: Iterable[float]) -> float | None:
@@ -114,6 +99,7 @@ def judge_health(
         metrics[f"{PREFIX}position_consistency"] = float(checked.mean())
         metrics[f"{PREFIX}position_checked_total"] = float(len(checked))
     metrics.update(_terms(rows))
+    metrics.update(shadow_health(rows))
     for key in sorted({k for row in rows for k in row if k.startswith("rubric/")}):
         values = column(rows, key)
         values = values[values >= 0]  # -1: the row has fewer criteria

@@ -136,10 +136,35 @@ def check_judge(config, settings, report: Report, ping: bool) -> int | None:
     return min(known) if known else None  # every endpoint must hold the judge prompt
 
 
-def _check_endpoint(base_url: str, model: str | None, key: str | None, report: Report, ping: bool) -> int | None:
+def check_shadow(settings, report: Report, ping: bool) -> None:
+    """The shadow judge (reward.reward_kwargs.shadow), when on: its key is set and its endpoints serve its model.
+    A shadow that cannot be reached never stops training, which is why it is checked here: it would only
+    leave warnings and no shadow/ metrics."""
+    shadow = settings.shadow
+    if not shadow.on:
+        return
+    key = None
+    if shadow.judge.api_key_env:
+        key = os.environ.get(shadow.judge.api_key_env)
+        if not key:
+            report.problem(
+                f"shadow judge API key: ${shadow.judge.api_key_env} is not set in this shell "
+                "(reward.reward_kwargs.shadow.judge.api_key_env); set it here and on every node"
+            )
+    for url in shadow.judge.endpoints:
+        _check_endpoint(url, shadow.judge.model, key, report, ping, label="shadow judge")
+    report.ok(
+        f"shadow judge: {shadow.fraction:.0%} of training rollouts scored again by '{shadow.judge.model}', "
+        f"on drift: {shadow.on_drift}"
+    )
+
+
+def _check_endpoint(
+    base_url: str, model: str | None, key: str | None, report: Report, ping: bool, label: str = "judge"
+) -> int | None:
     """One judge endpoint serves the model: its context length when it reports one."""
     if not ping:
-        report.note(f"judge {base_url}: not pinged (--no-ping)")
+        report.note(f"{label} {base_url}: not pinged (--no-ping)")
         return None
     try:
         card = served_model(base_url, model, ping_judge(base_url, key))
@@ -148,7 +173,7 @@ def _check_endpoint(base_url: str, model: str | None, key: str | None, report: R
         return None
     context = card.get("max_model_len")  # vLLM and serve-judge report it
     context = context if isinstance(context, int) else None
-    report.ok(f"judge {base_url} serves '{model}'" + (f", context {context} tokens" if context else ""))
+    report.ok(f"{label} {base_url} serves '{model}'" + (f", context {context} tokens" if context else ""))
     return context
 
 

@@ -32,6 +32,7 @@ from writing_rl.tools.preflight.judge_checks import (
     byte_counter,
     check_judge,
     check_judge_prompt,
+    check_shadow,
     judge_prompt_tokens,
     judge_prompts,
     response_tokens,
@@ -124,6 +125,7 @@ def run_preflight(
         hosted = bool(config.reward.reward_model.get("enable"))
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
         context = check_judge(config, settings, report, ping)
+        check_shadow(settings, report, ping)
         if prompts:
             counter = judge_counter(genrm_tokenizer, tokenizer, None if hosted or not ping else settings.judge)
             response_length = int(config.data.max_response_length)

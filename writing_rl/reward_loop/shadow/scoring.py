@@ -1,0 +1,128 @@
+"""A reward worker's shadow judge: the same reward fn run again, with a second judge, on a random share of
+the samples whose training call succeeded.
+
+- **Never changes a reward.** A shadowed sample's reward goes back to verl at once; the shadow's call runs
+  in the background on the worker's event loop, with its own client (its own endpoint, limit, price and
+  budget), and a curriculum that answers the training call's level and never moves (``PinnedCurriculum``).
+- **Never stops training** on its own failures: a shadow call that fails, or a reply it cannot read, is
+  counted (``shadow_failed``) and left out of every comparison; a warning is logged when failures double.
+- **Reported on the samples this worker returns next**: each carries the sums of the shadow results that
+  finished since the worker's previous sample (``SHADOW_KEYS``), so per-step means are sums over sums, and
+  a result never waits for its own sample. The results of a step's last shadow calls count in the next step.
+- **Drift** (watch.py): each result feeds the worker's ``DriftWatch``; on drift the worker logs a warning,
+  or, with ``on_drift=stop``, fails every sample from then on (``ShadowDrift``), as the failure guard does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any, Awaitable, Callable
+
+from writing_rl.judge import OpenAIJudge, SampleJudge
+from writing_rl.reward_loop.config import ShadowConfig, worker_concurrency
+from writing_rl.reward_loop.results import FAILURE_KEYS
+from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
+from writing_rl.reward_loop.shadow.watch import DriftReading, DriftWatch
+
+logger = logging.getLogger("writing_rl")
+
+# (score, extra info) of each sample the fn scored with the shadow's judge, in the order given.
+Scored = list[tuple[float, dict]]
+
+
+class ShadowDrift(RuntimeError):
+    """The training judge's reward drifted away from the shadow's and ``shadow.on_drift=stop``."""
+
+
+def scored_cleanly(info: dict) -> bool:
+    """No judge failure, unreadable reply, format error or incomplete group in a sample's extra info."""
+    return not any(info.get(key) for key in FAILURE_KEYS)
+
+
+class ShadowScoring:
+    def __init__(self, config: ShadowConfig, num_workers: int = 1, judge=None):
+        self.config = config
+        share = worker_concurrency(config.judge.max_concurrency, num_workers)
+        self.judge = judge if judge is not None else OpenAIJudge(config.judge, concurrency=share, workers=num_workers)
+        self._choose = random.Random(config.seed).random
+        self.watch = DriftWatch(config.drift_window, config.drift_min_gain, config.drift_z)
+        self.reading = DriftReading()
+        self.pending: set[asyncio.Task] = set()
+        self._carried = dict(SHADOW_KEYS)
+        self.failures = 0
+        self._warned_failures = 0
+        self._warned_drift = False
+
+    def chooses(self) -> bool:
+        """Whether the sample (or group) at hand is shadowed: ``fraction`` of them, at random."""
+        return self._choose() < self.config.fraction
+
+    def start(self, score_with: Callable[[SampleJudge], Awaitable[Scored]], train_rewards: list[float | None]) -> None:
+        """Score again in the background: ``score_with(judge)`` runs the reward fn with the shadow's judge
+        and gives one (score, info) per entry of ``train_rewards``, the training judge's rewards (None: a
+        member whose training call failed, left out)."""
+        if len(self.pending) >= self.config.max_pending:
+            self._carried["shadow_skipped"] += sum(r is not None for r in train_rewards)
+            return
+        task = asyncio.get_running_loop().create_task(self._score(score_with, train_rewards))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def _score(self, score_with: Callable[[SampleJudge], Awaitable[Scored]], train_rewards: list[float | None]):
+        judge = SampleJudge(self.judge)
+        try:
+            scored = await score_with(judge)
+        except Exception as err:  # a bug or a broken fn: the shadow's alone; training goes on
+            self._failed(sum(r is not None for r in train_rewards), f"{type(err).__name__}: {err}")
+            return
+        finally:
+            spent = judge.metrics()
+            self._carried["shadow_calls"] += spent["judge_calls"]
+            self._carried["shadow_tokens"] += spent["judge_tokens"]
+            self._carried["shadow_cost"] += spent.get("judge_cost", 0.0)
+        for train_reward, (shadow_reward, info) in zip(train_rewards, scored):
+            if train_reward is None:
+                continue
+            if not scored_cleanly(info):
+                self._failed(1, str(judge.errors[-1]) if judge.errors else "an unreadable shadow reply")
+                continue
+            self._add(train_reward, shadow_reward)
+
+    def _add(self, train_reward: float, shadow_reward: float) -> None:
+        carried = self._carried
+        carried["shadow_samples"] += 1
+        carried["shadow_train_reward_sum"] += train_reward
+        carried["shadow_reward_sum"] += shadow_reward
+        carried["shadow_agree_sum"] += int(abs(train_reward - shadow_reward) <= self.config.agree_within + 1e-9)
+        self.reading = self.watch.add(train_reward, shadow_reward)
+        if self.reading.drifting and not self._warned_drift:
+            self._warned_drift = True
+            action = "the run stops" if self.config.on_drift == "stop" else "training goes on (shadow.on_drift=warn)"
+            logger.warning("shadow judge: drift: %s; %s", self.reading.describe(), action)
+
+    def _failed(self, samples: int, why: str) -> None:
+        self._carried["shadow_failed"] += samples
+        self.failures += samples
+        if self.failures >= 2 * self._warned_failures:  # 1, 2, 4, 8 ...: seen, not flooding the log
+            self._warned_failures = self.failures
+            logger.warning("shadow judge: %d shadowed sample(s) not scored so far; the latest: %s", self.failures, why)
+
+    def check(self) -> None:
+        """Raises ``ShadowDrift`` once the watch saw drift, under ``on_drift=stop``."""
+        if self.reading.drifting and self.config.on_drift == "stop":
+            raise ShadowDrift(
+                f"shadow judge: drift: {self.reading.describe()}. The policy may be exploiting the training "
+                "judge; stopping (reward.reward_kwargs.shadow.on_drift=stop). See docs/trust-your-judge.md, or set "
+                "shadow.on_drift=warn to go on."
+            )
+
+    def carry(self) -> dict[str, Any]:
+        """The shadow keys of the sample leaving now: the results finished since the last one, and the watch."""
+        carried, self._carried = self._carried, dict(SHADOW_KEYS)
+        reading = self.reading
+        carried["shadow_drift"] = int(reading.drifting) if reading.ready else -1
+        carried["shadow_train_gain"] = reading.train_gain
+        carried["shadow_gain"] = reading.shadow_gain
+        return carried
