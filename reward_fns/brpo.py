@@ -273,4 +273,17 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     )
 
 
-METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, judge_messages=preflight_judge_messages)
+def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
+    """A group's (n - k) * k comparisons, each in every order and ``votes`` times, shared by its n rollouts."""
+    options = read_options(RewardOptions, dict(reward_kwargs))
+    k = min(options.num_references, max(1, group_size - 1))
+    comparisons = max(0, group_size - k) * k * len(STRATEGIES[options.strategy]) * options.votes
+    return comparisons / max(1, group_size)
+
+
+METHOD = RewardMethod(
+    options=RewardOptions,
+    failure_score=failure_score,
+    judge_messages=preflight_judge_messages,
+    calls_per_rollout=calls_per_rollout,
+)

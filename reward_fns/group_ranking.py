@@ -318,9 +318,15 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     )
 
 
+def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
+    """One ranking call per group (an unreadable ranking asks again: not counted)."""
+    return 1.0 / max(1, group_size)
+
+
 METHOD = RewardMethod(
     options=RewardOptions,
     failure_score=failure_score,
     check_row=preflight_row,
     judge_messages=preflight_judge_messages,
+    calls_per_rollout=calls_per_rollout,
 )

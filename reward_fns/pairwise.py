@@ -242,9 +242,15 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     )
 
 
+def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
+    """One call per judged order."""
+    return float(len(STRATEGIES[read_options(RewardOptions, dict(reward_kwargs)).strategy]))
+
+
 METHOD = RewardMethod(
     options=RewardOptions,
     failure_score=failure_score,
     check_row=preflight_row,
     judge_messages=preflight_judge_messages,
+    calls_per_rollout=calls_per_rollout,
 )

@@ -115,6 +115,11 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     return rubric_messages(row.ground_truth["prompt"], response, criteria, system)
 
 
+def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
+    """One call for the whole rubric, or one per criterion (per_criterion)."""
+    return float(len(read_rubric(row.ground_truth))) if reward_kwargs.get("per_criterion") else 1.0
+
+
 METHOD = RewardMethod(
     options=RewardOptions,
     failure_score=failure_score,
@@ -122,4 +127,5 @@ METHOD = RewardMethod(
     on_parse_error=("loss", "raise"),
     check_row=preflight_row,
     judge_messages=preflight_judge_messages,
+    calls_per_rollout=calls_per_rollout,
 )

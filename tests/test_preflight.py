@@ -106,6 +106,28 @@ def test_the_shadow_judge_is_pinged_and_its_key_checked(tokenizer_dir, data, jud
     assert "is unreachable" in problems
 
 
+def test_the_runs_judge_calls_are_counted_against_the_budget(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"scripted-judge": 100_000})
+    run = ["data.train_batch_size=4", "actor_rollout_ref.rollout.n=2", "trainer.total_epochs=3"]
+    price = [
+        "reward.reward_kwargs.judge.price.prompt_per_mtok=2",
+        "reward.reward_kwargs.judge.price.completion_per_mtok=8",
+    ]
+    report = preflight(tokenizer_dir, *data, server.base_url, *run, *price)
+    assert report.problems == []
+    text = "\n".join(report.lines)
+    # 12 rows: 3 batches of 4 a epoch, 3 epochs; 4 prompts x 2 rollouts a step; one judged order each.
+    assert "judge calls for the run: 9 training steps x 8 rollouts x 1 calls = 72" in text
+    assert "judge cost for the run: at most" in text
+    both = preflight(
+        tokenizer_dir, *data, server.base_url, *run, "reward.custom_reward_function.reward_kwargs.strategy=both"
+    )
+    assert "x 2 calls = 144" in "\n".join(both.lines)
+    short = preflight(tokenizer_dir, *data, server.base_url, *run, "reward.reward_kwargs.judge.budget.calls=40")
+    (problem,) = short.problems
+    assert "budget.calls=40 covers about 5 of the run's 9 steps (72 calls)" in problem
+
+
 def test_hub_ids_and_paths_marked_remote_are_not_problems(tmp_path, judge_server):
     server = judge_server()
     report = preflight(
@@ -310,3 +332,20 @@ def test_a_genrm_hosted_by_verl_is_measured_with_its_own_context_and_tokenizer(t
     assert any(f"the GenRM verl hosts ({genrm}), context 4096 tokens; not pinged" in line for line in report.lines)
     (problem,) = report.problems
     assert "> the judge's context 4096" in problem and "(counted with the policy tokenizer)" not in problem
+
+
+def test_each_method_counts_the_judge_calls_of_a_rollout():
+    from types import SimpleNamespace
+
+    from reward_fns import brpo, group_ranking, pairwise, rubric
+
+    assert pairwise.METHOD.calls_per_rollout(None, 4, {}) == 1  # position-disadvantage: one order
+    assert pairwise.METHOD.calls_per_rollout(None, 4, {"strategy": "both"}) == 2
+    # BRPO, a group of 4, one reference: 3 comparisons in both orders, shared by 4 rollouts.
+    assert brpo.METHOD.calls_per_rollout(None, 4, {}) == 6 / 4
+    options = {"num_references": 2, "strategy": "position-advantage", "votes": 3}
+    assert brpo.METHOD.calls_per_rollout(None, 4, options) == (2 * 2 * 3) / 4
+    assert group_ranking.METHOD.calls_per_rollout(None, 8, {}) == 1 / 8  # one ranking call per group
+    row = SimpleNamespace(ground_truth={"prompt": "p", "rubric": [{"criterion": "a", "weight": 2}, {"criterion": "b"}]})
+    assert rubric.METHOD.calls_per_rollout(row, 4, {}) == 1
+    assert rubric.METHOD.calls_per_rollout(row, 4, {"per_criterion": True}) == 2

@@ -111,6 +111,9 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     assert (out / "checkpoints" / "global_step_2").is_dir()
     saved = read_state(out / "curriculum-after-run-1").table.as_dict()
     assert any(level > 0 for level in saved.values()), f"no prompt moved to a harder reference: {saved}"
+    # The shadow judge (the stand-in again) scored the rollouts too; its results reached verl's tracker.
+    assert sum(logged[step].get("shadow/samples_total", 0) for step in (1, 2)) > 0, logged
+    assert all(logged[step]["shadow/failed_total"] == 0 for step in (1, 2) if "shadow/failed_total" in logged[step])
 
     assert finished(second), second[-3000:]
     assert sorted(metrics(out)) == [3]

@@ -28,6 +28,11 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 PARALLEL = 1
 RUN_TIMEOUT_S = 900
 TERM = ("reward.reward_kwargs.terms.repetition.weight=0.5",)
+SHADOW = (
+    "reward.reward_kwargs.shadow.fraction=1.0",
+    "reward.reward_kwargs.shadow.judge.base_url=${reward.reward_kwargs.judge.base_url}",
+    "reward.reward_kwargs.shadow.judge.model=${reward.reward_kwargs.judge.model}",
+)
 DEAD_JUDGE = "dead-judge"
 COLOCATE_ASYNC = "writing_rl-colocate-async"
 SEPARATE_ASYNC = "grrm_mt_grpo-separate-async"
@@ -58,7 +63,8 @@ class Run:
 # by the stand-in judge over HTTP except BRPO, which the GenRM verl hosts judges. Marked release (run with
 # WRITING_RL_RELEASE=1): the rest of the matrix in docs/trainers.md.
 RUNS = {
-    "writing_rl": Run("writing_rl", steps=(2, 3)),
+    # With a shadow judge: the stand-in again, scoring every rollout a second time in the background.
+    "writing_rl": Run("writing_rl", SHADOW, steps=(2, 3)),
     FULLY_ASYNC: Run("writing_rl", TERM, trainer="fully-async", faults=FAULTS),
     SEPARATE_ASYNC: Run("grrm_mt_grpo", TERM, trainer="v1-separate-async", faults=FAULTS),
     ONE_STEP_OFF: Run("rubric", TERM, trainer="one-step-off", faults=FAULTS),

@@ -83,6 +83,10 @@ class RewardMethod:
     # judge_messages(row, response, group_size, reward_kwargs) -> messages: one judge call of the row with
     # every policy response replaced by ``response`` (the preflight measures it against the judge's context).
     judge_messages: Callable[..., list] | None = None
+    # calls_per_rollout(row, group_size, reward_kwargs) -> float: the judge calls one rollout of the row costs
+    # when every call succeeds the first time (a group call shared by its rollouts); the preflight's estimate
+    # of a run's judge calls, checked against judge.budget.
+    calls_per_rollout: Callable[..., float] | None = None
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from writing_rl.tools.preflight.judge_checks import (
     tokenizer_counter,
 )
 from writing_rl.tools.preflight.report import Report
+from writing_rl.tools.preflight.spend_checks import check_run_spend
 
 
 def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
@@ -55,6 +56,23 @@ def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
     if policy_tokenizer is not None:
         return tokenizer_counter(policy_tokenizer, " (counted with the policy tokenizer)")
     return byte_counter()
+
+
+def parquet_rows(path) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+def _unscorable(row, check_row) -> bool:
+    """A row the reward fn refuses (check_rows reported it)."""
+    if check_row is None:
+        return False
+    try:
+        check_row(row.ground_truth, row.extra_info)
+    except ValueError:
+        return True
+    return False
 
 
 def run_preflight(
@@ -108,11 +126,15 @@ def run_preflight(
     where = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
     template_kwargs = dict(config.data.get("apply_chat_template_kwargs") or {})
     prompts: list[list[dict]] = []
+    train_rows, train_size = [], 0
     for key in ("data.train_files", "data.val_files"):
         for path in found.get(key, []):
             rows = read_rows(path, config.data.get("prompt_key", "prompt"), max_rows, report)
             if not rows:
                 continue
+            if key == "data.train_files":
+                train_rows += rows
+                train_size += parquet_rows(path)
             check_rows(path, rows, check_row, where, report)
             usable = [r for r in rows if message_problem(r.messages) is None]
             lengths = None
@@ -126,12 +148,15 @@ def run_preflight(
         settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
         context = check_judge(config, settings, report, ping)
         check_shadow(settings, report, ping)
+        longest = None
         if prompts:
             counter = judge_counter(genrm_tokenizer, tokenizer, None if hosted or not ping else settings.judge)
             response_length = int(config.data.max_response_length)
             longest = max(judge_prompt_tokens(counter, messages, response_length) for messages in prompts)
             responses = max(response_tokens(messages, response_length) for messages in prompts)
             check_judge_prompt(longest, responses, int(settings.judge.max_tokens), context, counter, report)
+        usable = [row for row in train_rows if not _unscorable(row, check_row)]
+        check_run_spend(config, settings.judge, usable, train_size, method.calls_per_rollout, longest, report)
     for check in extra_checks:
         if report.problems:
             report.note("judge probe skipped: fix the problems above first")
