@@ -210,10 +210,22 @@ def test_a_calls_budget_lets_exactly_its_calls_reach_the_judge_even_all_at_once(
 def test_a_tokens_budget_refuses_the_call_the_mean_so_far_would_take_past_it(judge_server):
     usage = {"prompt_tokens": 70, "completion_tokens": 30, "total_tokens": 100}
     server = judge_server(script=lambda r, i: Reply(content="[[A]]", usage=usage))
-    results = asyncio.run(calls(judge(server, budget={"tokens": 350}), 5))
-    # 100 tokens a call: after 3 calls (300) a fourth would make 400 > 350.
+    results = asyncio.run(calls(judge(server, budget={"tokens": 350}, max_tokens=20), 5))
+    # 100 tokens a call (more than a counted prompt and max_tokens): after 3 calls (300) a fourth could make 400.
     assert server.count == 3 and isinstance(results[3], JudgeBudgetExceeded)
-    assert "budget.tokens=350" in str(results[3]) and "100 a call on average" in str(results[3])
+    assert "budget.tokens=350" in str(results[3]) and "100 for this call at most" in str(results[3])
+
+
+def test_a_tokens_budget_is_never_passed_by_calls_sent_together(judge_server):
+    """Before any reply there is no mean: each call in flight holds its counted prompt and a max_tokens reply."""
+    prompt = TokenCounter().prompt(MESSAGES)
+    usage = {"prompt_tokens": prompt, "completion_tokens": 100}  # each reply as long as max_tokens allows
+    server = judge_server(script=lambda r, i: Reply(content="[[A]]", usage=usage))
+    client = judge(server, budget={"tokens": 1000}, max_tokens=100, max_concurrency=16)
+    results = asyncio.run(calls(client, 12, at_once=True))
+    sent = 1000 // (prompt + 100)
+    assert server.count == sent and sum(isinstance(r, JudgeBudgetExceeded) for r in results) == 12 - sent
+    assert client.stats.spent.tokens <= 1000
 
 
 def test_a_cost_budget_counts_money_at_the_price(judge_server):
@@ -277,6 +289,9 @@ def test_the_cost_cumulative_adds_each_steps_trained_and_dropped_cost():
         "judge/cost_cumulative": 2.75
     }
     assert sampler._cumulative_cost({"judge/calls_total": 3}) == {}  # a run without the keys: no metric
+    # A shadow judge's cost (tests/test_shadow.py) adds up apart.
+    step = {"judge/cost_total": 1.0, "shadow/cost_total": 0.5, "shadow/dropped_cost_total": 0.5}
+    assert sampler._cumulative_cost(step) == {"judge/cost_cumulative": 3.75, "shadow/cost_cumulative": 1.0}
 
 
 def test_step_metrics_sum_the_spend_keys():

@@ -175,3 +175,20 @@ def test_the_shipped_rows_hold_writing_prompts_and_translations():
     assert len(picked) == 4 and picked == sample_rows(rows, 4, seed=1) and picked != sample_rows(rows, 4, seed=2)
     with pytest.raises(ValueError, match="--rows must be >= 1"):
         sample_rows(rows, 0, 0)
+
+
+def test_an_answer_already_in_the_wrong_language_is_translated_into_another():
+    from writing_rl.tools.probe.run import other_language
+
+    assert other_language("The dog runs across the road and barks at the postman.", "German") == "German"
+    assert other_language("Der Hund läuft über die Straße und bellt den Briefträger an.", "German") == "English"
+    assert other_language("The dog runs across the road and barks at the postman.", "English") == "German"
+
+
+def test_an_unreadable_reply_counts_as_the_run_pays_it():
+    from writing_rl.tools.probe.placing import PairwisePlacer
+
+    assert PairwisePlacer(None, {}, "loss").as_paid("unreadable") == "unreadable"  # a loss: not fooled
+    assert PairwisePlacer(None, {}, "tie").as_paid("unreadable") == "tie"  # paid a tie: fooled where ties count
+    assert PairwisePlacer(None, {}, "raise").as_paid("unreadable") == "unreadable"  # (counted, never raised)
+    assert PairwisePlacer(None, {}, "tie").as_paid("win") == "win"

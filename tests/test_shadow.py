@@ -49,16 +49,14 @@ def test_watch_needs_two_windows_before_it_reads():
 
 
 def test_training_reward_rising_alone_is_drift_and_both_rising_is_not():
-    rng = random.Random(0)
-    fooled, improving = DriftWatch(20, 0.1, 3.0), DriftWatch(20, 0.1, 3.0)
-    for _ in range(20):  # the start: both judges see a policy that wins a third of the time
-        won = float(rng.random() < 1 / 3)
+    fooled, improving = DriftWatch(20, 0.1, 3.0, looks=1), DriftWatch(20, 0.1, 3.0, looks=1)
+    for i in range(20):  # the start: both judges see a policy that wins a third of the time
+        won = float(i % 3 == 0)
         fooled.add(won, won)
         improving.add(won, won)
-    for _ in range(20):  # then the training judge pays every sample a win; the shadow sees no change
-        won = float(rng.random() < 1 / 3)
-        reading = fooled.add(1.0, won)
-        better = float(rng.random() < 0.8)  # a policy that really improved: both judges see it
+    for i in range(20):  # then the training judge pays every sample a win; the shadow sees no change
+        reading = fooled.add(1.0, float(i % 3 == 0))
+        better = float(i % 5 != 0)  # a policy that really improved: both judges see it
         honest = improving.add(better, better)
     assert reading.drifting and reading.train_gain > 0.5 and abs(reading.shadow_gain) < 0.3
     assert honest.ready and not honest.drifting and honest.train_gain > 0.3
@@ -66,14 +64,42 @@ def test_training_reward_rising_alone_is_drift_and_both_rising_is_not():
 
 
 def test_judges_that_disagree_at_random_never_read_as_drift():
-    # Two judges that agree 70% of the time, on a policy whose win rate does not change: noise, not drift.
-    for seed in range(20):
+    # Two judges that agree 70% of the time on a policy whose win rate does not change: noise, not drift. 8
+    # workers, 10,000 samples each, 10 runs: the defaults look 99 times a worker and never see drift 3 in a row.
+    for seed in range(10):
         rng = random.Random(seed)
-        watch = DriftWatch(100, 0.1, 3.0)
-        for _ in range(1000):
+        watches = [DriftWatch(100, 0.1, 3.0) for _ in range(8)]
+        for _ in range(80_000):
             train = float(rng.random() < 0.5)
-            shadow = train if rng.random() < 0.7 else 1.0 - train
-            assert not watch.add(train, shadow).drifting, seed
+            shadow = train if rng.random() < 0.7 else float(rng.random() < 0.5)
+            assert not rng.choice(watches).add(train, shadow).drifting, seed
+
+
+def test_drift_takes_looks_in_a_row_and_once_seen_stays():
+    watch = DriftWatch(4, 0.2, 1.0, looks=2)
+    for _ in range(4):
+        watch.add(0.0, 0.0)
+    readings = [watch.add(1.0, 0.0) for _ in range(4)]  # one look sees drift
+    assert readings[-1].ready and not readings[-1].drifting
+    readings = [watch.add(0.0, 0.0) for _ in range(4)]  # the next does not: the streak starts again
+    assert not readings[-1].drifting
+    for _ in range(8):
+        reading = watch.add(1.0, 0.0)  # two looks in a row
+    assert reading.drifting
+    for _ in range(8):
+        reading = watch.add(0.0, 0.0)  # back to the start: drift once seen stays
+    assert reading.drifting and reading.train_gain == 0.0
+
+
+def test_a_shadow_that_rises_with_the_training_judge_is_not_drift_even_with_a_gap():
+    # The issue's rule: the training judge rising while the shadow stays flat or falls. A shadow confirming
+    # part of the gain (0.3 of 0.6) is a stricter judge, not an exploited one.
+    watch = DriftWatch(50, 0.1, 2.0, looks=1)
+    for _ in range(50):
+        watch.add(0.0, 0.0)
+    for _ in range(50):
+        reading = watch.add(0.6, 0.3)
+    assert reading.ready and not reading.drifting
 
 
 def test_a_small_gain_under_the_minimum_is_not_drift():
@@ -233,7 +259,7 @@ def test_samples_beyond_max_pending_are_skipped_not_queued():
 
 
 def test_drift_under_stop_fails_every_later_sample():
-    config = ShadowConfig(fraction=1.0, drift_window=3, drift_min_gain=0.2, drift_z=1.0, on_drift="stop")
+    config = ShadowConfig(fraction=1.0, drift_window=3, drift_min_gain=0.2, drift_z=1.0, drift_looks=1, on_drift="stop")
     shadow = ShadowScoring(config, judge=ScriptedJudge(lambda m: reply("")))
 
     async def go():
@@ -298,15 +324,18 @@ def streaming_step(tokenizer, texts, split: str = "train"):
     return streaming_samples(tokenizer, rows, texts, [uuid.uuid4().hex for _ in texts])
 
 
+UNSCORED = "<think>an answer that never comes"  # no answer: a format error, never judged, never shadowed
+
+
 def drain(workers, tokenizer, carried: list[dict], expected: int) -> None:
-    """Shadow results reach the tracker on the samples a worker returns next: send validation samples (never
-    shadowed) until ``expected`` shadowed samples are reported in ``carried``."""
+    """Shadow results reach the tracker on the training samples a worker returns next: send training samples
+    that are never shadowed (no answer) until ``expected`` shadowed samples are reported in ``carried``."""
 
     seeds = iter(range(100, 10_000))
 
     def reported() -> bool:
-        validation = streaming_step(tokenizer, texts_for(99, False)[:4], split="test")
-        carried.extend(shadow_keys_of(stream(workers, validation, seed=next(seeds))))  # (to every worker in time)
+        unscored = streaming_step(tokenizer, [UNSCORED] * 4)
+        carried.extend(shadow_keys_of(stream(workers, unscored, seed=next(seeds))))  # (to every worker in time)
         return sum(k["shadow_samples"] + k["shadow_failed"] for k in carried) >= expected
 
     assert wait_until(reported, timeout_s=120, step_s=0.05), (
@@ -321,6 +350,7 @@ SHADOW_ON = [
     "reward.reward_kwargs.shadow.drift_window=8",
     "reward.reward_kwargs.shadow.drift_min_gain=0.2",
     "reward.reward_kwargs.shadow.drift_z=2.0",
+    "reward.reward_kwargs.shadow.drift_looks=1",
 ]
 
 
@@ -355,10 +385,12 @@ def test_shadow_metrics_per_step_and_rewards_identical_with_it_off(ray_cluster, 
         # Every rollout was shadowed (fraction 1); each result comes with a sample its worker returns later.
         carried = [k for step in results for k in shadow_keys_of(step)]
         drain(workers, tokenizer, carried, expected=24)
-    per_step = [shadow_health([r["reward_extra_info"] for r in step]) for step in results]
-    assert per_step[1]["shadow/samples_total"] > 0 and per_step[1]["shadow/agreement"] == 1.0
-    assert per_step[1]["shadow/train_reward_mean"] == per_step[1]["shadow/reward_mean"]
-    assert sum(k["shadow_samples"] for k in carried) == 24  # each shadowed sample reported once
+        validation = stream(workers, streaming_step(tokenizer, texts_for(7, False), split="test"), 7)
+    assert all(k == {**SHADOW_KEYS, "shadow_drift": -1} for k in shadow_keys_of(validation))  # carry nothing
+    # The steps and the samples after them, as the tracker would see them: one judge agreeing with the other.
+    metrics = shadow_health([{**SHADOW_KEYS, **k} for k in carried])
+    assert metrics["shadow/samples_total"] == 24 and metrics["shadow/agreement"] == 1.0  # each reported once
+    assert metrics["shadow/train_reward_mean"] == metrics["shadow/reward_mean"] == pytest.approx(2 / 3)
     assert all(k["shadow_failed"] == 0 and k["shadow_drift"] in (-1, 0) for k in carried)
     shadow_calls = sum(k["shadow_calls"] for k in carried)
     assert shadow_calls == len(gold.requests) - gold_before  # every call the gold judge served, counted
@@ -390,7 +422,7 @@ def test_a_fooled_training_judge_is_stopped_by_drift(ray_cluster, tokenizer_dir,
     with fooled_loop(tokenizer_dir, judges, "stop") as manager:
         workers = manager.reward_loop_workers
         agreeing_start(workers, tokenizer)
-        # Then every rollout carries the key: the training judge pays each a win, the gold judge 0.75 on average.
+        # Then every rollout carries the key: the training judge pays each a win, the gold judge 2/3 on average.
         stopped = None
         for step in range(3, 30):
             try:
@@ -422,8 +454,6 @@ def test_drift_under_warn_shows_in_the_step_metrics_and_training_goes_on(ray_clu
             return seen[-1].get("shadow/drift_max") == 1
 
         assert wait_until(drift_reported, timeout_s=300, step_s=0.0)
-    drifted = seen[-1]
-    assert drifted["shadow/train_gain_mean"] - drifted["shadow/gain_mean"] >= 0.2
     exploited = sum(m.get("shadow/samples_total", 0) * m.get("shadow/reward_gap", 0) for m in seen)
     assert exploited > 1.0  # the training judge paid these samples more than the gold judge did
 
@@ -487,3 +517,52 @@ def test_monitor_shows_the_shadow_per_step(tmp_path):
     (tmp_path / "3.jsonl").write_text(json.dumps({"score": 1.0, "output": "x", "shadow_samples": "one"}) + "\n")
     with pytest.raises(Exception, match=r"3.jsonl:1: shadow_samples='one': expected a number"):
         monitor(tmp_path)
+
+
+def test_the_shadow_client_never_shares_the_training_judges_limit(judge_server):
+    """Providers limit a key per model: a dearer shadow model on the training judge's URL must not take the
+    training judge's room, nor shrink its limit with the shadow's own 429s."""
+    from writing_rl.judge import OpenAIJudge
+    from writing_rl.judge.config import JudgeConfig
+
+    server = judge_server()
+    training = OpenAIJudge(JudgeConfig(base_url=server.base_url, model="small"))
+    shadow = ShadowScoring(ShadowConfig(fraction=1.0, judge=JudgeConfig(base_url=server.base_url, model="gold")))
+    again = OpenAIJudge(JudgeConfig(base_url=server.base_url, model="small"))
+
+    async def go():
+        messages = [{"role": "user", "content": "x"}]
+        await asyncio.gather(training.complete(messages), shadow.judge.complete(messages), again.complete(messages))
+        found = (training.upstreams, shadow.judge.upstreams, again.upstreams)
+        for client in (training, shadow.judge, again):
+            await client.close()
+        return found
+
+    ours, theirs, same = run(go())
+    assert set(ours.values()).isdisjoint(theirs.values())
+    assert ours == same  # two training clients of a loop still share their endpoint's limit
+
+
+def test_a_reward_that_is_not_a_number_is_a_shadow_failure_not_a_drift_reading():
+    shadow = ShadowScoring(ShadowConfig(fraction=1.0), judge=ScriptedJudge(lambda m: reply("")))
+
+    async def go():
+        shadow.start(scorer(float("nan")), [1.0])
+        await asyncio.gather(*shadow.pending)
+        return shadow.carry()
+
+    carried = run(go())
+    assert carried["shadow_failed"] == 1 and carried["shadow_samples"] == 0 and shadow.watch.baseline == []
+
+
+def test_the_shadow_spend_on_dropped_samples_is_counted_apart():
+    from writing_rl.reward_loop.health.metrics import dropped_spend
+
+    rows = [
+        {**SHADOW_KEYS, "judge_calls": 1, "shadow_calls": 2, "shadow_cost": 0.25},
+        {**SHADOW_KEYS, "judge_calls": 1},
+    ]
+    spent = dropped_spend(rows)
+    assert spent["judge/dropped_calls_total"] == 2 and spent["shadow/dropped_calls_total"] == 2
+    assert spent["shadow/dropped_cost_total"] == 0.25
+    assert "shadow/dropped_calls_total" not in dropped_spend([{"judge_calls": 1}])  # a run without a shadow

@@ -64,8 +64,10 @@ class OpenAIJudge:
         concurrency: int | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,  # tests record the waits asked for
         workers: int | None = None,
+        upstream_group: str = "",  # clients of different groups share no endpoint limit (upstream.py)
     ):
         self.config = config.validate()
+        self._upstream_group = upstream_group
         self._sleep = sleep
         self.concurrency = concurrency or config.max_concurrency
         urls = config.endpoints
@@ -126,7 +128,8 @@ class OpenAIJudge:
             self._gate = Gate(AimdLimit(self.concurrency, adaptive=False))
             self._shared = loop_shared()
             upstreams = [
-                upstream_for(self._shared, *target, self._api_key, self._new_limit()) for target in self._targets
+                upstream_for(self._shared, *target, self._api_key, self._new_limit(), self._upstream_group)
+                for target in self._targets
             ]
             self.upstreams = {u.endpoint: u for u in upstreams}
             self.pool = EndpointPool(list(self.upstreams), self._max_failures, self.config.endpoint_cooldown_s)
@@ -134,13 +137,13 @@ class OpenAIJudge:
         return self._session
 
     async def complete(self, messages: Messages) -> JudgeReply:
-        self.spend.admit(self.endpoint)  # raises JudgeBudgetExceeded
+        held = self.spend.admit(self.endpoint, messages)  # raises JudgeBudgetExceeded
         try:
             reply = await self._complete(messages)
         except BaseException as err:
-            self.spend.failed(getattr(err, "endpoint", self.endpoint))
+            self.spend.failed(getattr(err, "endpoint", self.endpoint), held)
             raise
-        return self.spend.settle(reply, messages)
+        return self.spend.settle(reply, messages, held)
 
     async def _complete(self, messages: Messages) -> JudgeReply:
         session = self._ensure_session()

@@ -3,8 +3,8 @@ docs/judges/cost.md).
 
 Each reward worker is a process with a client of its own, and no count is shared between them: each client
 holds ``budget / workers``, the way ``max_concurrency`` is split. A call is refused before it is sent when it
-would pass a share: the calls so far (in flight included) plus one, or the tokens / cost so far plus the
-calls in flight and this one at the mean of a call so far. The counts start from 0 in every process, so a
+could pass a share: what was spent, plus the most the calls in flight and this one can cost (each one call,
+and its counted prompt with a reply of max_tokens, or the mean of a call so far when that is larger). The counts start from 0 in every process, so a
 restarted run gets its whole budget again.
 """
 
@@ -48,39 +48,61 @@ class Spend:
                 )
             self.shares[name] = share
         self.limits = config.budget.limits
+        self.max_tokens = config.max_tokens
+        self.held = dict.fromkeys(self.shares, 0.0)  # what the calls in flight may still spend, at most
 
-    def admit(self, endpoint: str) -> None:
-        """Before a call is sent: a ``JudgeBudgetExceeded`` when it would pass a share."""
+    def admit(self, endpoint: str, messages: Messages) -> dict[str, float]:
+        """Before a call is sent: a ``JudgeBudgetExceeded`` when it could pass a share; else what it holds of
+        the shares until it ends (``settle`` or ``failed`` gives it back). A call holds one call, and the most
+        it can cost: its prompt (counted) and a reply of max_tokens, or the mean of a call so far when larger."""
+        held = self._most(messages)
         for name, share in self.shares.items():
             spent = getattr(self.stats.spent, name)
-            replies = self.stats.spent.replies
-            per_call = 1 if name == "calls" else (spent / replies if replies else 0.0)
-            if spent + (self.in_flight + 1) * per_call > share:
-                raise JudgeBudgetExceeded(endpoint, self._refusal(name, share, spent, per_call))
+            if spent + self.held[name] + held[name] > share:
+                raise JudgeBudgetExceeded(endpoint, self._refusal(name, share, spent, held[name]))
+        for name in self.shares:
+            self.held[name] += held[name]
         self.in_flight += 1
+        return held
 
-    def _refusal(self, name: str, share: float, spent: float, per_call: float) -> str:
-        mean = "" if name == "calls" else f", {per_call:.4g} a call on average"
+    def _most(self, messages: Messages) -> dict[str, float]:
+        most = {"calls": 1.0}
+        if "tokens" in self.shares or "cost" in self.shares:
+            spent = self.stats.spent
+            replies = max(1, spent.replies)
+            prompt = self.counter.prompt(messages)
+            completion = self.max_tokens if self.max_tokens is not None else spent.completion_tokens / replies
+            most["tokens"] = max(prompt + completion, spent.tokens / replies)
+            most["cost"] = max(self.price.cost(prompt, completion), spent.cost / replies)
+        return most
+
+    def _release(self, held: dict[str, float]) -> None:
+        self.in_flight -= 1
+        for name in self.shares:
+            self.held[name] -= held[name]
+
+    def _refusal(self, name: str, share: float, spent: float, most: float) -> str:
+        held = "" if name == "calls" else f" (and up to {self.held[name]:.6g} more), {most:.6g} for this call at most"
         return (
             f"{PREFIX}.budget.{name}={self.limits[name]:g} split between {self.workers} reward worker(s) gives this "
-            f"worker {share:g}; it has spent {spent:.6g} with {self.in_flight} call(s) in flight{mean}, so one more "
-            "call would pass its share. Each reward worker counts its own calls, from 0 whenever the run starts "
+            f"worker {share:g}; it has spent {spent:.6g} with {self.in_flight} call(s) in flight{held}, so one more "
+            "call could pass its share. Each reward worker counts its own calls, from 0 whenever the run starts "
             "(a resumed run gets the whole budget again). The run stops whatever on_judge_error says; raise the "
             "budget to go on."
         )
 
-    def settle(self, reply: JudgeReply, messages: Messages) -> JudgeReply:
+    def settle(self, reply: JudgeReply, messages: Messages, held: dict[str, float]) -> JudgeReply:
         """The reply with its token counts (counted here where the endpoint reported none) and cost, tallied."""
-        self.in_flight -= 1
+        self._release(held)
         if reply.tokens_estimated:
             reply = self._counted(reply, messages)
         reply = dataclasses.replace(reply, cost=self.price.cost(reply.prompt_tokens, reply.completion_tokens))
         self._tally(reply.endpoint, reply)
         return reply
 
-    def failed(self, endpoint: str) -> None:
+    def failed(self, endpoint: str, held: dict[str, float]) -> None:
         """A call that got no reply: counted as a call, with no tokens (the endpoint reported none)."""
-        self.in_flight -= 1
+        self._release(held)
         self._tally(endpoint, None)
 
     def _counted(self, reply: JudgeReply, messages: Messages) -> JudgeReply:

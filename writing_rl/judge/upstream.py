@@ -94,10 +94,14 @@ def loop_shared() -> LoopShared:
     return shared
 
 
-def upstream_for(shared: LoopShared, url: str, shown: str, api_key: str | None, limit: AimdLimit) -> Upstream:
+def upstream_for(
+    shared: LoopShared, url: str, shown: str, api_key: str | None, limit: AimdLimit, group: str = ""
+) -> Upstream:
     """The loop's upstream for ``url`` reached with ``api_key``; ``limit``: the settings a new one starts
-    with, and the concurrency this client asks for (the shared ceiling rises to the largest asked)."""
-    key = (url, hashlib.sha256((api_key or "").encode()).hexdigest())
+    with, and the concurrency this client asks for (the shared ceiling rises to the largest asked).
+    ``group``: clients of another group never share one (a shadow judge on the training judge's URL must not
+    take the training judge's room, nor shrink its limit with its own 429s or Retry-After pauses)."""
+    key = (group, url, hashlib.sha256((api_key or "").encode()).hexdigest())
     upstream = shared.upstreams.get(key)
     if upstream is None:
         upstream = shared.upstreams[key] = Upstream(Endpoint(url, shown), limit)

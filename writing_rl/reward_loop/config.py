@@ -159,12 +159,15 @@ class ShadowConfig:
     # What drift does: warn (a warning in the reward worker's log, shadow_drift=1 in the metrics) or stop
     # (the step fails, as the failure guard's stop does).
     on_drift: str = option("warn", choices=ON_DRIFT)
-    # Drift, per reward worker: its latest drift_window shadowed samples against its first drift_window. The
-    # training judge's mean reward rose at least drift_min_gain more than the shadow's on the same samples,
-    # and that growth of the gap is drift_z standard errors or more.
+    # Drift, per reward worker (reward_loop/shadow/watch.py): its first drift_window shadowed samples are the
+    # baseline; each later drift_window of them is a look. A look sees drift when the training judge's mean
+    # reward rose by drift_min_gain or more, the shadow's by at most half that (flat or falling), and the gap's
+    # growth is drift_z standard errors or more; drift_looks looks in a row make drift. In reward units: BRPO's
+    # rewards span -1..1, so 0.2 there is what 0.1 is to Writing-RL's 0..1.
     drift_window: int = option(100, minimum=2)
     drift_min_gain: float = option(0.1, minimum=0)
     drift_z: float = option(3.0, minimum=0)
+    drift_looks: int = option(3, minimum=1)
     # A shadowed sample agrees when its two rewards differ by this much or less (0: the same reward; a
     # rubric's graded scores may want a margin).
     agree_within: float = option(0.0, minimum=0)

@@ -200,7 +200,7 @@ class WorkerScoring:
             if error is not None:
                 self.guard.example("term_error", error)
         if self.shadow is not None:
-            info = {**info, **self.shadow.carry()}
+            info = {**info, **self.shadow.carry(training=not is_validation(sample.fields.get("extra_info")))}
         self.guard.add(info)
         if self.sample_log is not None:
             self.sample_log.write(sample.fields.get("uid"), sample.prompt, sample.response, score, info)

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from writing_rl.reward_loop.health.shadow import PREFIX as SHADOW_PREFIX
 from writing_rl.reward_loop.health.shadow import shadow_health
 from writing_rl.reward_loop.health.values import HealthInputError, column, number
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
@@ -118,10 +119,16 @@ def dropped_spend(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     extra info). A value that is no number (a sample that never got its reward) is left out."""
     metrics = {f"{PREFIX}dropped_samples_total": float(len(rows))}
     for key, name in SPEND_KEYS.items():
-        values = [row.get(key) for row in rows]
-        counted = [v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)]
-        metrics[f"{PREFIX}dropped_{name}_total"] = float(sum(counted))
+        metrics[f"{PREFIX}dropped_{name}_total"] = _sum(rows, key)
+    if any("shadow_calls" in row for row in rows):  # the shadow's spend these samples carried
+        for name in ("calls", "tokens", "cost"):
+            metrics[f"{SHADOW_PREFIX}dropped_{name}_total"] = _sum(rows, f"shadow_{name}")
     return metrics
+
+
+def _sum(rows: Sequence[Mapping[str, Any]], key: str) -> float:
+    values = [row.get(key) for row in rows]
+    return float(sum(v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)))
 
 
 def _terms(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:

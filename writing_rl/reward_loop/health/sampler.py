@@ -38,9 +38,6 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
 from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.health.metrics import (
-    COST_CUMULATIVE,
-    COST_TOTAL,
-    DROPPED_COST_TOTAL,
     dropped_spend,
     judge_health,
 )
@@ -85,7 +82,7 @@ class _JudgeHealth:
 
     _dropped: dict[str, float] | None = None
     _withdrawals: list | None = None  # the scheduler's answers still to come
-    _cost_so_far = 0.0  # the judge's cost over the steps sampled so far (judge/cost_cumulative)
+    _cost_so_far: dict | None = None  # each judge's cost over the steps sampled so far (<prefix>cost_cumulative)
 
     def sample(self, global_steps: int, partition_id: str, batch_size: int):
         batch, metrics = super().sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
@@ -100,11 +97,16 @@ class _JudgeHealth:
         return batch, metrics
 
     def _cumulative_cost(self, metrics: dict) -> dict[str, float]:
-        """``judge/cost_cumulative``: this step's cost (trained and dropped samples) added to the earlier steps'."""
-        if COST_TOTAL not in metrics and DROPPED_COST_TOTAL not in metrics:
-            return {}
-        self._cost_so_far += metrics.get(COST_TOTAL, 0.0) + metrics.get(DROPPED_COST_TOTAL, 0.0)
-        return {COST_CUMULATIVE: self._cost_so_far}
+        """``judge/cost_cumulative``: this step's cost (trained and dropped samples) added to the earlier steps';
+        ``shadow/cost_cumulative`` the same for a shadow judge's."""
+        cumulative, self._cost_so_far = {}, self._cost_so_far or {}
+        for prefix in ("judge/", "shadow/"):
+            step, dropped = metrics.get(f"{prefix}cost_total"), metrics.get(f"{prefix}dropped_cost_total")
+            if step is None and dropped is None:
+                continue
+            self._cost_so_far[prefix] = self._cost_so_far.get(prefix, 0.0) + (step or 0.0) + (dropped or 0.0)
+            cumulative[f"{prefix}cost_cumulative"] = self._cost_so_far[prefix]
+        return cumulative
 
     def _clear_groups(self, partition_id: str, uids: set[str]) -> None:
         """verl's eviction (staleness, a failed or filtered group, a surplus): every group ends up here."""

@@ -10,13 +10,15 @@ the samples whose training call succeeded.
   finished since the worker's previous sample (``SHADOW_KEYS``), so per-step means are sums over sums, and
   a result never waits for its own sample. The results of a step's last shadow calls count in the next step.
 - **Drift** (watch.py): each result feeds the worker's ``DriftWatch``; on drift the worker logs a warning,
-  or, with ``on_drift=stop``, fails every sample from then on (``ShadowDrift``), as the failure guard does.
+  or, with ``on_drift=stop``, fails every sample from then on (``ShadowDrift``; drift once seen stays), as
+  the failure guard does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 from typing import Any, Awaitable, Callable
 
@@ -45,9 +47,13 @@ class ShadowScoring:
     def __init__(self, config: ShadowConfig, num_workers: int = 1, judge=None):
         self.config = config
         share = worker_concurrency(config.judge.max_concurrency, num_workers)
-        self.judge = judge if judge is not None else OpenAIJudge(config.judge, concurrency=share, workers=num_workers)
+        self.judge = (
+            judge
+            if judge is not None
+            else OpenAIJudge(config.judge, concurrency=share, workers=num_workers, upstream_group="shadow")
+        )
         self._choose = random.Random(config.seed).random
-        self.watch = DriftWatch(config.drift_window, config.drift_min_gain, config.drift_z)
+        self.watch = DriftWatch(config.drift_window, config.drift_min_gain, config.drift_z, config.drift_looks)
         self.reading = DriftReading()
         self.pending: set[asyncio.Task] = set()
         self._carried = dict(SHADOW_KEYS)
@@ -87,8 +93,10 @@ class ShadowScoring:
                 continue
             if not scored_cleanly(info):
                 self._failed(1, str(judge.errors[-1]) if judge.errors else "an unreadable shadow reply")
-                continue
-            self._add(train_reward, shadow_reward)
+            elif not (math.isfinite(train_reward) and math.isfinite(shadow_reward)):
+                self._failed(1, f"a reward that is not a finite number ({train_reward}, {shadow_reward})")
+            else:
+                self._add(train_reward, shadow_reward)
 
     def _add(self, train_reward: float, shadow_reward: float) -> None:
         carried = self._carried
@@ -118,9 +126,13 @@ class ShadowScoring:
                 "shadow.on_drift=warn to go on."
             )
 
-    def carry(self) -> dict[str, Any]:
-        """The shadow keys of the sample leaving now: the results finished since the last one, and the watch."""
-        carried, self._carried = self._carried, dict(SHADOW_KEYS)
+    def carry(self, training: bool = True) -> dict[str, Any]:
+        """The shadow keys of the sample leaving now: the results finished since the last training sample, and
+        the watch. A validation sample carries none (verl's tracker reads training samples only)."""
+        if training:
+            carried, self._carried = self._carried, dict(SHADOW_KEYS)
+        else:
+            carried = dict(SHADOW_KEYS)
         reading = self.reading
         carried["shadow_drift"] = int(reading.drifting) if reading.ready else -1
         carried["shadow_train_gain"] = reading.train_gain

@@ -99,6 +99,11 @@ class Placer:
     async def outcome(self, comparison: Comparison, judge: SampleJudge) -> str:
         raise NotImplementedError
 
+    def as_paid(self, outcome: str) -> str:
+        """An unreadable reply counts as the run pays it: a tie under on_parse_error=tie (a probe that breaks the
+        judge's format is paid a tie there, which a policy can learn), else a loss (kept as ``unreadable``)."""
+        return "tie" if outcome == "unreadable" and self.on_parse_error == "tie" else outcome
+
     def members(self, row: ProbeRow, uid: str, texts: list[str]) -> list[Member]:
         return [Member(uid, text, 0, row.prompt, row.data_source, row.ground_truth, row.extra_info) for text in texts]
 

@@ -19,6 +19,9 @@ from writing_rl.judge import SampleJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import JudgeError, JudgeHTTPError
 from writing_rl.protocols import strip_think
+from writing_rl.protocols.languages import language_name
+from writing_rl.settings import ConfigError
+from writing_rl.terms.langid import identify
 from writing_rl.tools.probe.battery import REPEATED, Probe, ProbeText, select_probes
 from writing_rl.tools.probe.job import METHODS, ProbeJob
 from writing_rl.tools.probe.placing import PLACERS, Comparison
@@ -126,8 +129,8 @@ async def _judge_all(job, target, judge: ToolJudge, rows, probes, placer):
     bar = ProgressLine(len(untranslated) if wanted else 0, judge, enabled=job.progress)
     try:
         if wanted and untranslated:
-            texts = await _gather([_translate(translator, rows[i].honest, job.wrong_language, limit, bar)
-                                   for i in untranslated])  # fmt: skip
+            texts = await _gather([_translate(translator, rows[i].honest, other_language(rows[i].honest, job.wrong_language),
+                                              limit, bar) for i in untranslated])  # fmt: skip
             for index, text in zip(untranslated, texts):
                 rows[index] = replace(rows[index], wrong_language=text)
         comparisons = comparisons_of(rows, probes, placer.slots, job.repeat)
@@ -161,7 +164,7 @@ async def _gather(calls: list) -> list:
 async def _compare(placer, comparison: Comparison, judge, limit: asyncio.Semaphore, bar: ProgressLine) -> str:
     async with limit:
         sample = SampleJudge(judge)
-        outcome = await placer.outcome(comparison, sample)
+        outcome = placer.as_paid(await placer.outcome(comparison, sample))
     for err in sample.errors:
         if isinstance(err, JudgeHTTPError) and err.status in STOP_STATUSES:
             raise err
@@ -185,4 +188,17 @@ async def _translate(translator, text: str, language: str, limit: asyncio.Semaph
     bar(1)
     if reply is None or reply.finish_reason == "length":
         return None
-    return (strip_think(reply.text) or "").strip() or None
+    translated = (strip_think(reply.text) or "").strip()
+    return translated if translated and translated != text.strip() else None  # an echo is no other language
+
+
+def other_language(text: str, wanted: str) -> str:
+    """``wanted``, unless ``text`` is already in it (a German answer put into German is no wrong-language
+    probe): then English, or German when English was wanted."""
+    try:
+        found = language_name(identify(text))
+    except (ConfigError, ValueError):  # no language identifier here: as asked
+        return wanted
+    if found != language_name(wanted):
+        return wanted
+    return "German" if found == "English" else "English"
