@@ -263,10 +263,26 @@ BREAKS = [
     _break(
         "upstream-shared-across-keys",
         "writing_rl/judge/upstream.py",
-        'key = (url, hashlib.sha256((api_key or "").encode()).hexdigest())',
-        'key = (url, "")',
+        'key = (group, url, hashlib.sha256((api_key or "").encode()).hexdigest())',
+        'key = (group, url, "")',
         "tests/test_judge_upstream.py::test_nothing_is_shared_across_event_loops_or_api_keys",
         "per-endpoint limit shared by two API keys",
+    ),
+    _break(
+        "shadow-shares-training-limit",
+        "writing_rl/reward_loop/shadow/scoring.py",
+        'upstream_group="shadow"',
+        'upstream_group=""',
+        "tests/test_shadow.py::test_the_shadow_client_never_shares_the_training_judges_limit",
+        "the shadow judge's calls take the training judge's room at a shared endpoint",
+    ),
+    _break(
+        "shadow-drift-not-latched",
+        "writing_rl/reward_loop/shadow/watch.py",
+        "drifting = self.reading.drifting or self.streak >= self.looks",
+        "drifting = self.streak >= self.looks",
+        "tests/test_shadow.py::test_drift_takes_looks_in_a_row_and_once_seen_stays",
+        "drift seen once is forgotten at the next quiet look",
     ),
 ]
 
