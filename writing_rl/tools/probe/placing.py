@@ -25,6 +25,7 @@ How each method gets the probe into place:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -87,7 +88,7 @@ def uid_where(test: Callable[[str], bool], tag: str) -> str:
     raise RuntimeError(f"no uid places the probe as wanted ({tag}); the reward fn's draw changed")
 
 
-class Placer:
+class Placer(ABC):
     """A method's way through its reward fn; ``slots`` are the positions each probe is judged in."""
 
     slots: tuple[str, ...] = ("A", "B")
@@ -96,8 +97,9 @@ class Placer:
         self.fn, self.options = fn, dict(options)
         self.on_parse_error = "loss" if on_parse_error == "raise" else on_parse_error  # count, never stop
 
+    @abstractmethod
     async def outcome(self, comparison: Comparison, judge: SampleJudge) -> str:
-        raise NotImplementedError
+        """The probe's outcome against the honest answer (see the module docstring)."""
 
     def as_paid(self, outcome: str) -> str:
         """An unreadable reply counts as the run pays it: a tie under on_parse_error=tie (a probe that breaks the
