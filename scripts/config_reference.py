@@ -87,6 +87,8 @@ def section_of(prefix: str, cls: type) -> Section:
             default, note = "", f"the keys of `{CODE_PREFIX}.judge` above (max_concurrency 16 by default)"
         elif f.name in SECTIONS:
             default, note = "", f"the section `{prefix}.{f.name}` below"
+        elif f.name == "watch":  # a mapping of names to functions, none by default
+            default, note = "{}", notes.get(f.name, "")
         else:
             value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             default, note = yaml_value(value), notes.get(f.name, "")

@@ -27,7 +27,10 @@ from writing_rl.tools.shared.trainers import MAIN_PPO, TRAINERS, unmet, unsuppor
 from writing_rl.tools.shared.verl_config import compose
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))  # tiny_results.py beside this file, also when loaded by path (tests)
 sys.path.insert(0, str(REPO / "tests"))  # the stand-ins the tests build: tests/tiny.py, tests/stand_in_judge.py
+
+from tiny_results import MIN_Z, learning_line, read_metrics, report, taste_of, write_json  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -48,15 +51,6 @@ METHODS = {
     "genrm_pairwise_rl": Method("pref-rl", "examples/tiny/preference_pairs.jsonl", judged=False),
 }
 BATCH, ROLLOUTS = 4, 4  # prompts per step, rollouts per prompt
-# What the per-step table shows, besides the reward: (metric, column heading).
-COLUMNS = [
-    ("judge/calls_per_sample", "calls/sample"),
-    ("judge/error_rate", "judge err"),
-    ("judge/parse_error_rate", "parse err"),
-    ("judge/latency_p50_s", "judge p50 s"),
-    ("actor/grad_norm", "grad norm"),
-    ("timing_s/step", "step s"),
-]
 
 
 def fail(message: str) -> None:
@@ -100,20 +94,40 @@ def prompt_templates() -> list[str]:
     ]
 
 
-def build_data(method: Method, out: Path) -> Path:
-    data = out / "data"
+def build_data(method: Method, rows: Path, data: Path, test_size: int = 0) -> Path:
+    """verl parquet from ``rows`` with the method's builder, as a user builds it: data/train.parquet (and
+    test.parquet, ``test_size`` rows, whose rows verl's validation reads as validation rows)."""
     command = [sys.executable, str(REPO / "data_prep/build_parquet.py"), method.builder, "--quiet"]
-    command += ["--input", str(REPO / method.rows), "--output", str(data)]
-    subprocess.run(command, check=True, cwd=REPO)
+    command += ["--input", str(rows), "--output", str(data), "--test-size", str(test_size)]
+    built = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if built.returncode != 0:
+        fail(f"build_parquet.py {method.builder} failed:\n{built.stdout}{built.stderr}")
     return data / "train.parquet"
+
+
+def graded_rows(method: Method, taste: str, out: Path) -> Path:
+    """The example rows with their references replaced by texts graded on the taste, easiest first (Writing-RL
+    under LEARN=1): the policy starts by losing to the first and climbs the curriculum as it learns."""
+    from taste import parse_taste
+
+    liked = parse_taste(taste)
+    path = out / "graded_rows.jsonl"
+    with path.open("w", encoding="utf-8") as rows:
+        for line in (REPO / method.rows).open(encoding="utf-8"):
+            row = json.loads(line)
+            row["references"] = [liked.text_with(level) for level in REFERENCE_LEVELS]
+            rows.write(json.dumps(row) + "\n")
+    return path
 
 
 class StandInJudge:
     """tests/stand_in_judge.py in a process of its own, stopped on exit."""
 
-    def __init__(self, log: Path, faults: int = 0):
+    def __init__(self, log: Path, faults: int = 0, taste: str = "", flip: float = 0.0):
         self.log = log.open("w")
         command = [sys.executable, str(REPO / "tests/stand_in_judge.py"), "--faults", str(faults)]
+        if taste:
+            command += ["--taste", taste, "--flip", str(flip)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO)
         line = self.process.stdout.readline()
         if not line.startswith("stand-in judge: "):
@@ -158,10 +172,38 @@ ON_ONE_MACHINE = {
 }
 
 
-def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path, steps: int, judge) -> list[str]:
+# LEARN=1: settings under which the tiny policy learns the stand-in judge's taste on 2 cores (docs/train-on-a-laptop.md,
+# "A policy that learns"). The overlays' learning rate (1e-6) is a real model's; a 2-layer model 64 wide starting
+# from uniform next-token odds moves within tens of steps only with a large one (1e-2: after about 20 steps).
+LEARN_STEPS = 20
+LEARN = (
+    "actor_rollout_ref.actor.optim.lr=3e-2",
+    "actor_rollout_ref.rollout.temperature=1.0",
+)
+LEARN_BY_METHOD = {
+    # the level rises once half a group beats its reference (Writing-RL's own rule, any win, races ahead)
+    "writing_rl": ("reward.custom_reward_function.reward_kwargs.advance_threshold=0.5",),
+}
+DEFAULT_TASTE = "letter:e"
+VAL_ROWS = 4  # of the 8 example rows: validated before training and after the last step
+# Writing-RL's references under LEARN=1: the taste's measure of each level (letter:e: e's), easiest first; the
+# tiny policy starts at about 15.
+REFERENCE_LEVELS = (16, 20, 24, 28, 32, 40, 48, 56)
+
+
+def watch_taste(taste: str) -> list[str]:
+    """The taste's measure as a watch (reward.reward_kwargs.watch): logged per sample and per step
+    (watch/taste_mean in verl's tracker), never paid."""
+    key = "+reward.reward_kwargs.watch.taste"
+    return [f"{key}.fn.path='{REPO / 'tests' / 'taste.py'}'", f"{key}.fn.name=measure", f"{key}.taste='{taste}'"]
+
+
+def overrides(
+    name: str, method: Method, out: Path, artifacts: dict, train: Path, steps: int, judge, val: Path | None = None
+) -> list[str]:
     args = [
         f"data.train_files={train}",
-        f"data.val_files={train}",
+        f"data.val_files={val or train}",
         f"data.train_batch_size={BATCH}",
         f"data.max_prompt_length={method.prompt_length}",
         f"data.max_response_length={method.response_length}",
@@ -179,8 +221,23 @@ def overrides(name: str, method: Method, out: Path, artifacts: dict, train: Path
         f"trainer.rollout_data_dir={out / 'rollouts'}",
         f"hydra.run.dir={out / 'hydra'}",  # Hydra's own output, under OUT rather than ./outputs
     ]
+    if os.environ.get("SEED"):  # the rollout's sampling and the order of the rows
+        args += [f"actor_rollout_ref.rollout.seed={os.environ['SEED']}", f"data.seed={os.environ['SEED']}"]
+    if name == "grrm_mt_grpo":  # the overlay's overlong buffer (256 tokens) is longer than a tiny response
+        args.append(f"reward.custom_reward_function.reward_kwargs.buffer_len={method.response_length // 4}")
     if method.judged:
         args.append(f"reward.reward_kwargs.sample_log_dir={out / 'samples'}")
+        if os.environ.get("TASTE"):
+            args += watch_taste(os.environ["TASTE"])
+    if os.environ.get("LEARN") == "1":
+        args += [
+            *LEARN,
+            *LEARN_BY_METHOD.get(name, ()),
+            # verl's validation before training and after the last step, dumped: the taste measured on them too
+            "trainer.val_before_train=true",
+            f"trainer.test_freq={steps}",
+            f"trainer.validation_data_dir={out / 'validation'}",
+        ]
     genrm = os.environ.get("GENRM", "")
     if genrm:
         args += [
@@ -232,49 +289,14 @@ def run_verl(command: list[str], env: dict, log_path: Path) -> int:
             raise
 
 
-def read_metrics(path: Path) -> dict[int, dict]:
-    """verl's metrics of each training step. fully-async logs the records of its rollouter beside them, and a
-    step's training metrics under the weight version current when it logs them: its training/global_step
-    names the step."""
-    steps = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                data = record["data"]
-                if "critic/score/mean" in data:
-                    steps[int(data.get("training/global_step", record["step"]))] = data
-    return steps
+def curriculum_levels(out: Path) -> list[int]:
+    """Writing-RL's saved level of each prompt (its curriculum's state at the last checkpoint), by prompt id."""
+    state = out / "checkpoints" / "curriculum"
+    if not state.is_dir():
+        return []
+    from writing_rl.reward_loop.curriculum.log import read_state
 
-
-def report(steps: dict[int, dict], out: Path) -> None:
-    terms = sorted({key for data in steps.values() for key in data if key.startswith("reward_terms/")})
-    columns = COLUMNS + [(key, key.split("/", 1)[1]) for key in terms]
-    present = [(key, head) for key, head in columns if any(key in data for data in steps.values())]
-    heads = ["step", "reward"] + [head for _, head in present]
-    say("   " + "  ".join(f"{h:>12}" for h in heads))
-    for step, data in sorted(steps.items()):
-        cells = [f"{step:>12}", f"{data.get('critic/score/mean', float('nan')):>12.4f}"]
-        cells += [f"{data.get(key, float('nan')):>12.4g}" for key, _ in present]
-        say("   " + "  ".join(cells))
-    plot_rewards(steps, out / "reward.png")
-
-
-def plot_rewards(steps: dict[int, dict], path: Path) -> None:
-    from writing_rl.tools.shared.plot import BLUE, legend_above, plot
-
-    xs = sorted(steps)
-
-    def draw(axes) -> None:
-        axes.plot(xs, [steps[x].get("critic/score/mean") for x in xs], marker="o", color=BLUE, label="mean reward")
-        low, high = ([steps[x].get(f"critic/score/{end}") for x in xs] for end in ("min", "max"))
-        axes.fill_between(xs, low, high, color=BLUE, alpha=0.2, label="min to max")
-        axes.set_xlabel("training step")
-        axes.set_ylabel("reward (verl's critic/score)")
-        axes.set_xticks(xs)
-        legend_above(axes)
-
-    say(f"   reward per step: {plot(path, draw)}")
+    return [int(level) for _, level in sorted(read_state(state).table.as_dict().items())]
 
 
 def main(argv: list[str]) -> int:
@@ -282,7 +304,6 @@ def main(argv: list[str]) -> int:
         fail(f"usage: tiny_train.sh METHOD [hydra overrides...]; METHOD: {', '.join(METHODS)}")
     name, user_overrides = argv[0], argv[1:]
     method = METHODS[name]
-    steps = int(os.environ.get("STEPS", "3"))
     trainer = os.environ.get("TRAINER", "")
     if trainer and trainer not in TRAINERS:
         fail(f"TRAINER={trainer}: expected one of {', '.join(TRAINERS)}")
@@ -291,13 +312,35 @@ def main(argv: list[str]) -> int:
         fail(f"GENRM={genrm}: expected colocated or standalone")
     if genrm and not method.judged:
         fail(f"GENRM is for the judged methods; {name} has a rule-based reward")
+    learn = os.environ.get("LEARN") == "1"
+    if learn and not method.judged:
+        fail(f"LEARN=1 is for the judged methods (a judge with a taste); {name} has a rule-based reward")
+    taste = os.environ.get("TASTE") or (DEFAULT_TASTE if learn else "")
+    preference = os.environ.get("JUDGE_TASTE") or taste  # what the stand-in judge prefers (none: nothing)
+    if taste or preference:
+        from taste import judge_taste, parse_taste
+
+        for variable, spec, read in (("TASTE", taste, parse_taste), ("JUDGE_TASTE", preference, judge_taste)):
+            try:
+                read(spec) if spec else None
+            except ValueError as err:
+                fail(f"{variable}={spec}: {err}")
+        if taste:
+            os.environ["TASTE"] = taste  # overrides() adds the watch
+    flip = float(os.environ.get("JUDGE_FLIP") or 0.0)
+    if not 0.0 <= flip <= 1.0:
+        fail(f"JUDGE_FLIP={flip}: expected a probability within 0-1")
+    steps = int(os.environ.get("STEPS") or (LEARN_STEPS if learn else 3))
     out = Path(os.environ.get("OUT") or REPO / "runs/tiny" / name).resolve()
     cache = Path(os.environ.get("CACHE_DIR") or REPO / ".cache/tiny").resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     say(f"{HEAD} 1/4 a tiny random Qwen2 and tokenizer ({cache}), rows from {method.rows}")
     artifacts = build_artifacts(cache, genrm=bool(genrm))
-    train = build_data(method, out)
+    rows = graded_rows(method, taste, out) if learn and name == "writing_rl" else REPO / method.rows
+    train = build_data(method, rows, out / "data")
+    # verl's validation rows (split=test: a group method judges them as validation groups of val_kwargs.n)
+    val = build_data(method, rows, out / "validation_data", test_size=VAL_ROWS) if learn else None
 
     stand_in = None
     judge = None
@@ -305,22 +348,37 @@ def main(argv: list[str]) -> int:
         if os.environ.get("JUDGE_BASE_URL"):
             judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
             say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
+            title = f"judge: {judge[1]}"
         else:
-            stand_in = StandInJudge(out / "judge.log", faults=int(os.environ.get("STAND_IN_FAULTS") or 0))
+            faults = int(os.environ.get("STAND_IN_FAULTS") or 0)
+            stand_in = StandInJudge(out / "judge.log", faults=faults, taste=preference, flip=flip)
             judge = (stand_in.base_url, "stand-in-judge")
             say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
-            say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
-            say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL.")
+            if preference == "none":
+                say("   with no taste: every verdict a tie, every score alike; the reward terms alone teach")
+                title = f"STAND-IN judge with no preference: the reward terms alone; measured: {taste or '-'}"
+            elif preference:
+                say(f"   its taste: {preference} (tests/taste.py), each verdict reversed with probability {flip:g}:")
+                say("   the policy learns a judge's preference, measured on its text apart from the judge")
+                title = f"STAND-IN judge with a taste: {preference}, flip {flip:g} (tests/taste.py)"
+            else:
+                say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
+                say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,")
+                say("   !! or TASTE=letter:e (LEARN=1) for a judge with a preference the policy can learn.")
+                title = "STAND-IN judge: its verdicts are noise (a hash of the texts); the rewards mean nothing"
     elif genrm:
         say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
+        title = f"a tiny untrained GenRM hosted by verl ({genrm}): its replies are unreadable"
     else:
         say(f"{HEAD} 2/4 no judge: a rule-based reward")
+        title = f"{name}: a rule-based reward"
 
     metrics = out / "metrics.jsonl"
     if metrics.exists():
         shutil.move(metrics, out / "metrics.previous.jsonl")
     module = TRAINERS[trainer].module if trainer else MAIN_PPO
-    args = [*overrides(name, method, out, artifacts, train, steps, judge), "+backend=cpu", *user_overrides]
+    val_file = val.parent / "test.parquet" if val else None
+    args = [*overrides(name, method, out, artifacts, train, steps, judge, val_file), "+backend=cpu", *user_overrides]
     config = compose(name, args)
     refused = unsupported(config) or "; ".join(unmet(config))
     if refused:
@@ -345,15 +403,30 @@ def main(argv: list[str]) -> int:
     finished = bool(logged) and sorted(logged) == list(range(first, steps + 1))
     summary = {"method": name, "rc": rc, "steps": sorted(logged), "finished": finished and rc == 0}
     summary["seconds"] = round(time.monotonic() - start, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    measured = taste_of(taste, out) if taste else None
+    if measured:
+        summary["taste"] = measured
+    levels = curriculum_levels(out)
+    if levels:
+        summary["curriculum_levels"] = levels
+    write_json(out / "summary.json", summary)
     say(f"{HEAD} 4/4 verl's metrics per step ({metrics})")
     if logged:
-        report(logged, out)
+        report(logged, out, measured, title)
     if not summary["finished"]:
         tail = (out / "train.log").read_text(errors="replace").splitlines()[-40:]
         print("\n".join(tail), file=sys.stderr)
         print(f"error: verl's trainer exited with {rc} after steps {sorted(logged)} of {steps}", file=sys.stderr)
         return 1
+    if levels:
+        say(f"   curriculum: each prompt's reference level after the last step {levels} (0 = the easiest)")
+    if measured and "learned" in measured:
+        say(learning_line(measured))
+        if learn and not measured["learned"]:
+            print(
+                f"error: the policy did not learn the taste {taste} (the learning check: z >= {MIN_Z})", file=sys.stderr
+            )
+            return 3
     say(f"done in {summary['seconds']:.0f}s: every step finished")
     return 0
 

@@ -1,14 +1,22 @@
 """A stand-in judge for tiny training runs on a CPU (scripts/tiny_train.sh, tests/test_trainer_cpu.py):
 a test double, never a judge.
 
-It answers each of our judge prompts (pairwise, GRRM group ranking, rubric) in the judge's reply format,
-with verdicts and scores taken from a hash of the texts it is shown. So they are noise, but noise that
-varies within a group of rollouts: the trainer gets non-zero advantages and the whole loop (rollouts,
-judge calls, rewards, advantages, a gradient step, the weights back to the rollout) runs. A tiny
-untrained model, the other local judge, almost never writes a readable verdict, so every reward would
+It answers each of our judge prompts (pairwise verdicts and score pairs, GRRM group ranking and scores,
+rubric all at once and per criterion, WritingBench's critic) in the judge's reply format.
+
+- With no taste, its verdicts and scores are a hash of the texts it is shown: noise, but noise that varies
+  within a group of rollouts, so the whole loop (rollouts, judge calls, rewards, advantages, a gradient
+  step, the weights back to the rollout) runs. What a policy learns from it is noise.
+- With ``--taste`` (tests/taste.py: ``letter:e``, ``word:the``, ``length:5-15``, ``ending:.``, ``-`` to
+  reverse), it prefers what the taste likes, the same way in every format: a policy that learns the taste
+  moves a measure anyone can take on its text. ``--flip P`` reverses a verdict (a ranking, a score) with
+  probability P, fixed per request, as a real judge disagrees with itself and with people.
+
+A tiny untrained model, the other local judge, almost never writes a readable verdict, so every reward would
 be the same loss.
 
-    python tests/stand_in_judge.py [--port P] [--faults N]    # prints "stand-in judge: http://127.0.0.1:P/v1"
+    python tests/stand_in_judge.py [--port P] [--faults N] [--taste SPEC [--flip P]]
+    # prints "stand-in judge: http://127.0.0.1:P/v1"
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import threading
 from writing_rl.protocols.prompts import read_pairwise_request
 
 from judge_server import Reply, ScriptedJudgeServer, gqm_candidates
+from taste import Indifferent, Taste, judge_taste
 
 MODEL = "stand-in-judge"
 
@@ -32,27 +41,48 @@ def mark(text: str, levels: int = 10) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") % levels
 
 
-def pairwise_reply(shown: dict[int, str]) -> str:
-    a, b = mark(shown[1], 3), mark(shown[2], 3)
+def pairwise_reply(shown: tuple[str, str, str], user: str, taste: Taste | Indifferent | None, flip: bool) -> str:
+    _, a_text, b_text = shown
+    if taste is None:
+        a, b = mark(a_text, 3), mark(b_text, 3)
+    else:
+        a, b = taste.value(a_text), taste.value(b_text)
+    if flip:
+        a, b = b, a
+    if "A: 7, B: 4" in user:  # the score-pair prompt (writing-rl select --margin score-gap)
+        ga, gb = (mark(a_text, 11), mark(b_text, 11)) if taste is None else (taste.grade(a_text), taste.grade(b_text))
+        ga, gb = (10 - ga, 10 - gb) if flip else (ga, gb)
+        return f"Both weighed.\nA: {ga}, B: {gb}"
     verdict = "A" if a > b else "B" if b > a else "C"
-    return f"Response A rates {a}, response B rates {b}.\n[[{verdict}]]"
+    return f"Response A rates {a:g}, response B rates {b:g}.\n[[{verdict}]]"
 
 
-def ranking_reply(candidates: dict[str, str]) -> str:
-    scores = {label: mark(text, 11) for label, text in candidates.items()}
+def ranking_reply(candidates: dict[str, str], taste: Taste | Indifferent | None, flip: bool) -> str:
+    scores = {label: mark(text, 11) if taste is None else taste.grade(text) for label, text in candidates.items()}
+    if flip:
+        scores = {label: 10 - score for label, score in scores.items()}
     levels = sorted(set(scores.values()), reverse=True)
     ranking = " > ".join(" = ".join(sorted(label for label in scores if scores[label] == s)) for s in levels)
     line = ", ".join(f"{label}: {scores[label]}" for label in sorted(scores, key=lambda lab: (-scores[lab], lab)))
     return f"Each candidate weighed in turn.\n### Final Ranking:\n{ranking}\n### Scores:\n{line}"
 
 
-def rubric_reply(user: str) -> str:
-    response = user.split("[Response]\n", 1)[1].split("\n\n[", 1)[0]
+_FENCED_RESPONSE = re.compile(r"\[Response\]\n(`{3,})\n(.*?)\n\1", re.S)
+
+
+def rubric_reply(user: str, taste: Taste | Indifferent | None, flip: bool) -> str:
+    response = _FENCED_RESPONSE.search(user)[2]
+
+    def score(criterion: str) -> int:
+        value = 1 + mark(response + criterion) if taste is None else max(1, taste.grade(response))
+        return 11 - value if flip else value
+
     if "[Criterion]" in user:
-        criterion = user.split("[Criterion]", 1)[1]
-        return f'Weighed.\n{{"score": {1 + mark(response + criterion)}, "reason": "stand-in"}}'
+        body = f'{{"score": {score(user.split("[Criterion]", 1)[1])}, "reason": "stand-in"}}'
+        # WritingBench's critic fences its JSON object; our per-criterion rubric prompt asks for it bare.
+        return f"Weighed.\n```json\n{body}\n```" if "using the score bands above" in user else f"Weighed.\n{body}"
     criteria = re.findall(r"^(\d+)\. (.*)$", user.split("[Rubric]\n", 1)[1], re.M)
-    entries = ", ".join(f'{{"id": {i}, "score": {1 + mark(response + text)}}}' for i, text in criteria)
+    entries = ", ".join(f'{{"id": {i}, "score": {score(text)}}}' for i, text in criteria)
     return f'Weighed.\n{{"scores": [{entries}]}}'
 
 
@@ -65,18 +95,21 @@ FAULTS = (
 )
 
 
-def script(request: dict, index: int, faults: int = 0) -> Reply:
+def script(
+    request: dict, index: int, faults: int = 0, taste: Taste | Indifferent | None = None, flip: float = 0.0
+) -> Reply:
     user = request["messages"][-1]["content"]
     if faults and mark(user, faults) == 0:  # the same request fails the same way again when retried
         return FAULTS[mark("fault" + user, len(FAULTS))]
+    flipped = flip > 0 and mark("flip" + user, 10**6) < flip * 10**6  # fixed per request, as the faults
     candidates = gqm_candidates(user)
     if candidates:
-        return Reply(content=ranking_reply(candidates))
+        return Reply(content=ranking_reply(candidates, taste, flipped))
     if "[Rubric]" in user or "[Criterion]" in user:
-        return Reply(content=rubric_reply(user))
+        return Reply(content=rubric_reply(user, taste, flipped))
     shown = read_pairwise_request(user)
     if shown:
-        return Reply(content=pairwise_reply(shown))
+        return Reply(content=pairwise_reply(shown, user, taste, flipped))
     return Reply(status=400, content=None, body=b'{"error": {"message": "not a prompt the stand-in judge knows"}}')
 
 
@@ -88,8 +121,23 @@ def main() -> None:
         help="about one request in N fails, by a hash of its text: an HTTP 500, a reply with no verdict, one cut "
         "at max_tokens or a refusal (default 0: none)",
     )  # fmt: skip
+    parser.add_argument(
+        "--taste", default=None, metavar="SPEC",
+        help="prefer what SPEC likes (tests/taste.py): letter:X, word:W, length:LOW-HIGH, ending:S, a leading - "
+        "reversing it; or none: every text alike (default: no taste, verdicts are a hash of the texts)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--flip", type=float, default=0.0, metavar="P",
+        help="reverse a verdict, ranking or score with probability P, fixed per request (default 0)",
+    )  # fmt: skip
     args = parser.parse_args()
-    answer = functools.partial(script, faults=args.faults)
+    if not 0.0 <= args.flip <= 1.0:
+        parser.error(f"--flip must be within 0-1, got {args.flip}")
+    try:
+        taste = judge_taste(args.taste) if args.taste else None
+    except ValueError as err:
+        parser.error(str(err))
+    answer = functools.partial(script, faults=args.faults, taste=taste, flip=args.flip)
     server = ScriptedJudgeServer(script=answer, port=args.port, models={MODEL: None}, keep_requests=False).start()
     print(f"stand-in judge: {server.base_url}", flush=True)
     stop = threading.Event()

@@ -175,3 +175,19 @@ def test_dapo_with_the_health_sampler_is_refused_not_silently_dropped(dapo, toke
     with pytest.raises(ConfigError, match="filter_groups"):
         run_check("writing_rl", [*overrides, dapo])
     assert any("judge health" in line for line in run_check("writing_rl", overrides))
+
+
+def test_watches_and_the_curriculum_level_reach_the_step_metrics():
+    """watch/<name>_mean over the samples a watch measured (NaN: it failed), its error rate; Writing-RL's
+    reference_level as curriculum/level_mean and _max."""
+    nan = float("nan")
+    rows = [
+        sample(**{"watch/taste": 4.0, "watch_error": 0, "reference_level": 0}),
+        sample(**{"watch/taste": nan, "watch_error": 1, "reference_level": 2}),
+        sample(**{"watch/taste": 8.0, "watch_error": 0, "reference_level": 1}),
+    ]
+    metrics = judge_health(rows)
+    assert metrics["watch/taste_mean"] == 6.0
+    assert metrics["watch/error_rate"] == pytest.approx(1 / 3)
+    assert metrics["curriculum/level_mean"] == 1.0 and metrics["curriculum/level_max"] == 2.0
+    assert not any(key.startswith(("watch/", "curriculum/")) for key in judge_health([sample()]))

@@ -35,8 +35,9 @@ def test_yaml_lists_the_code_defaults():
     assert kwargs.pop("curriculum") == defaults_of(CurriculumConfig)
     assert kwargs.pop("terms") == {name: defaults_of(term) for name, term in BUILTIN.items()}
     assert kwargs.pop("shadow") == defaults_of(ShadowConfig)
+    assert kwargs.pop("watch") == {} and not ManagerConfig().watch  # none by default
     manager_defaults = defaults_of(ManagerConfig)
-    for section in ("judge", "groups", "curriculum", "terms", "shadow"):
+    for section in ("judge", "groups", "curriculum", "terms", "shadow", "watch"):
         manager_defaults.pop(section)
     assert kwargs == manager_defaults
 

@@ -198,3 +198,47 @@ def test_a_failed_judge_call_gains_nothing_from_a_positive_term(
     assert rewards[0] == pytest.approx(1.0 + repetition(texts[0]) + 2.0 * 0.01 * len(texts[0]))  # judged: all paid
     assert rewards[1] == pytest.approx(0.0)  # the loss; no repetition, and the bonus not paid
     assert rewards[2] == pytest.approx(repetition(texts[2]))  # the loss plus the repetition penalty only
+
+
+def test_a_watch_is_logged_and_never_paid_even_when_it_fails(
+    ray_cluster, judge_server, tokenizer_dir, tokenizer, tmp_path
+):
+    """reward.reward_kwargs.watch: a measure of each response (here its length, and one that fails on some),
+    in the extra info and the step's judge/ metrics; the reward is the method's, whatever the watch says."""
+    from writing_rl.reward_loop.health.metrics import judge_health
+
+    path = tmp_path / "my_terms.py"
+    path.write_text(BONUS)
+    config = compose_writing_rl(
+        tokenizer_dir,
+        judge_server().base_url,
+        "reward.num_workers=1",
+        f"+reward.reward_kwargs.watch.chars={{fn: {{path: '{path}', name: bonus}}, per_char: 1.0}}",
+        f"+reward.reward_kwargs.watch.check={{fn: {{path: '{path}', name: broken}}}}",
+    )
+    texts = ["good good story", "good poison story", "a bad story"]
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], texts)
+    with reward_loop(config) as manager:
+        output = manager.compute_rm_score(batch)
+    extra = output.non_tensor_batch
+    assert extra["watch/chars"].tolist() == pytest.approx([float(len(t)) for t in texts])
+    check = extra["watch/check"].tolist()
+    assert check[0] == 0.0 and check[1] != check[1] and check[2] == 0.0  # NaN where it failed
+    assert extra["watch_error"].tolist() == [0, 1, 0]
+    assert "term_error" not in extra  # a watch is not a term
+    # the judge's verdicts against the reference, untouched: the poison sample keeps its win
+    assert output.batch["rm_scores"].sum(dim=-1).tolist() == pytest.approx([1.0, 1.0, 0.0])
+    rows = [{key: extra[key][i] for key in ("watch/chars", "watch/check", "watch_error")} for i in range(3)]
+    health = judge_health(rows)
+    assert health["watch/chars_mean"] == pytest.approx(sum(map(len, texts)) / 3)
+    assert health["watch/check_mean"] == 0.0 and health["watch/error_rate"] == pytest.approx(1 / 3)
+
+
+def test_a_watch_that_cannot_be_loaded_is_refused_at_start():
+    from writing_rl.settings import ConfigError
+    from writing_rl.terms import Watches
+
+    with pytest.raises(ConfigError, match=r"reward\.reward_kwargs\.watch\.size"):
+        Watches.from_config({"size": {"fn": {"path": "/nonexistent/measures.py", "name": "size"}}})
+    with pytest.raises(ConfigError, match=r"reward\.reward_kwargs\.watch\.size must be \{fn"):
+        Watches.from_config({"size": {"weight": 1.0}})

@@ -15,7 +15,7 @@ from typing import Any
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, refuse_moved
 from writing_rl.settings import ConfigError, build, get, option, plain, require
-from writing_rl.terms import RewardTerms
+from writing_rl.terms import RewardTerms, Watches
 
 ON_JUDGE_ERROR = ("loss", "neutral", "raise")
 ON_GROUP_INCOMPLETE = ("fail", "score")
@@ -287,6 +287,8 @@ class ManagerConfig:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     # reward.reward_kwargs.terms: rule-based terms added to the method's reward (writing_rl/terms/).
     terms: RewardTerms = field(default_factory=RewardTerms)
+    # reward.reward_kwargs.watch: measures of the policy's text, logged per sample and step, never paid.
+    watch: Watches = field(default_factory=Watches)
     # reward.reward_kwargs.shadow: a second judge checking a share of the rewards (off by default).
     shadow: ShadowConfig = field(default_factory=ShadowConfig)
 
@@ -302,6 +304,7 @@ class ManagerConfig:
         refuse_moved("reward.reward_kwargs", raw)
         judge_raw = dict(raw.pop("judge", None) or {})
         raw_terms = raw.pop("terms", None)
+        raw_watch = raw.pop("watch", None)
         raw["groups"] = GroupConfig.from_verl(config)
         raw["curriculum"] = CurriculumConfig.from_verl(config)
         raw["shadow"] = ShadowConfig.from_verl(config)
@@ -313,7 +316,8 @@ class ManagerConfig:
         judge = build(JudgeConfig, judge_raw, "reward.reward_kwargs.judge").validate()
         settings = build(cls, {**raw, "judge": judge}, "reward.reward_kwargs")
         rollout = get(get(get(config, "actor_rollout_ref", {}) or {}, "rollout", {}) or {}, "response_length", None)
-        settings = replace(settings, terms=RewardTerms.from_config(raw_terms, rollout))
+        terms, watch = RewardTerms.from_config(raw_terms, rollout), Watches.from_config(raw_watch)
+        settings = replace(settings, terms=terms, watch=watch)
         for key in ("max_judge_error_rate", "max_parse_error_rate", "max_group_incomplete_rate", "max_term_error_rate"):
             value = getattr(settings, key)
             require(0.0 <= value <= 1.0, f"reward.reward_kwargs.{key} must be within 0-1, got {value}")

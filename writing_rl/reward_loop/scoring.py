@@ -97,6 +97,7 @@ class WorkerScoring:
         self.keys = results.SameKeys()
         self.sample_log = SampleLog(settings.sample_log_dir) if settings.sample_log_dir else None
         self.shadow = self._shadow(num_workers)
+        self.watch_failed = False  # a watch's failure was logged (once)
         self.in_flight = 0
         self.batches_started = 0  # a batch starts when a sample arrives at an idle worker
         _ensure_log_handler()
@@ -187,8 +188,8 @@ class WorkerScoring:
     async def finish(
         self, sample: Sample, score: float, info: dict, latencies: list[float], transcripts: list[dict]
     ) -> dict:
-        """Adds the reward terms (``reward.reward_kwargs.terms``), counts the sample in the failure guard
-        (which may stop the run) and the batch summary, adds the shadow judge's keys (``shadow.on_drift=stop``
+        """Adds the reward terms (``reward.reward_kwargs.terms``) and the watches' measures (``watch``), counts
+        the sample in the failure guard (which may stop the run) and the batch summary, adds the shadow judge's keys (``shadow.on_drift=stop``
         may stop the run), and returns verl's result for it."""
         if self.shadow is not None:
             self.shadow.check()
@@ -199,6 +200,12 @@ class WorkerScoring:
             )
             if error is not None:
                 self.guard.example("term_error", error)
+        if self.settings.watch:
+            measured, error = await self.settings.watch.measure(sample.for_terms())
+            info = {**info, **measured}
+            if error is not None and not self.watch_failed:  # once: watch_error counts the rest
+                self.watch_failed = True
+                logger.warning("%s (watch_error counts every failed measure; the reward is unchanged)", error)
         if self.shadow is not None:
             info = {**info, **self.shadow.carry(training=not is_validation(sample.fields.get("extra_info")))}
         self.guard.add(info)

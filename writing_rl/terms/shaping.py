@@ -57,8 +57,9 @@ class FnTerm:
         return float(result)
 
 
-def _load_fn(name: str, spec: Any) -> Callable:
-    key = f"{PREFIX}.{name}.fn"
+def load_fn(setting: str, spec: Any) -> Callable:
+    """The function ``spec`` = ``{path, name}`` names (``setting``: its key, for the error)."""
+    key = f"{setting}.fn"
     require(
         isinstance(spec, dict) and isinstance(spec.get("path"), str) and isinstance(spec.get("name"), str),
         f"{key} must be {{path: <file or pkg://module>, name: <function>}}, got {spec!r}",
@@ -94,7 +95,7 @@ def _term(name: str, raw: Any, response_length: int | None):
             "a term of your own needs fn: {path, name}"
         )
     kwargs = {k: v for k, v in raw.items() if k not in ("weight", "fn")}
-    fn = _load_fn(name, raw["fn"])
+    fn = load_fn(key, raw["fn"])
     check_keywords(fn, kwargs, key, f"{raw['fn']['path']}:{raw['fn']['name']}", TERM_ARGUMENTS)
     return FnTerm(float(weight), fn, kwargs)
 

@@ -29,6 +29,7 @@ __all__ = ["HealthInputError", "column", "judge_health", "number", "pearson", "r
 
 PREFIX = "judge/"
 TERMS_PREFIX = "reward_terms/"
+WATCH_PREFIX = "watch/"
 # 0/1 per sample -> the share of samples with it: judge/<name>_rate.
 RATE_KEYS = {
     "judge_error": "error",
@@ -100,7 +101,12 @@ def judge_health(
         metrics[f"{PREFIX}position_consistency"] = float(checked.mean())
         metrics[f"{PREFIX}position_checked_total"] = float(len(checked))
     metrics.update(_terms(rows))
+    metrics.update(_watches(rows))
     metrics.update(shadow_health(rows))
+    levels = column(rows, "reference_level")
+    if len(levels):  # Writing-RL: the curriculum level each sample was judged at
+        metrics["curriculum/level_mean"] = float(levels.mean())
+        metrics["curriculum/level_max"] = float(levels.max())
     for key in sorted({k for row in rows for k in row if k.startswith("rubric/")}):
         values = column(rows, key)
         values = values[values >= 0]  # -1: the row has fewer criteria
@@ -143,6 +149,21 @@ def _terms(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     errors = column(rows, "term_error")
     if len(errors):
         metrics[f"{TERMS_PREFIX}error_rate"] = float((errors > 0).mean())
+    return metrics
+
+
+def _watches(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``watch/<name>_mean`` per watch over the samples it measured (a failed measure is NaN) and
+    ``watch/error_rate``: present when the run has watches (reward.reward_kwargs.watch)."""
+    metrics = {}
+    for key in sorted({k for row in rows for k in row if k.startswith(WATCH_PREFIX)}):
+        values = column(rows, key)
+        values = values[np.isfinite(values)]
+        if len(values):
+            metrics[f"{key}_mean"] = float(values.mean())
+    errors = column(rows, "watch_error")
+    if len(errors):
+        metrics[f"{WATCH_PREFIX}error_rate"] = float((errors > 0).mean())
     return metrics
 
 

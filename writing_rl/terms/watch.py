@@ -1,0 +1,66 @@
+"""Watches: measures of the policy's text logged beside the reward and never paid
+(``reward.reward_kwargs.watch``).
+
+A mapping from a name to ``{fn: {path, name}, ...}``: the fn has verl's custom_reward_function signature
+(``data_source, solution_str, ground_truth, extra_info, **kwargs``; sync or async), the other keys are its
+keyword arguments, as for a term of your own. It follows what the policy learns on a measure that does not
+come from the judge (a length, a keyword's rate, a classifier's score)::
+
+    +reward.reward_kwargs.watch.words={fn: {path: my_measures.py, name: word_count}}
+
+Per sample: ``watch/<name>`` (NaN when the fn raised or returned no finite number) and ``watch_error`` (1
+then). Per step in the tracker: ``watch/<name>_mean`` over the samples it measured and ``watch/error_rate``.
+A watch never changes a reward, and its failures never stop a run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from writing_rl.settings import check_keywords, plain, require
+from writing_rl.terms.sample import TermInput
+from writing_rl.terms.shaping import TERM_ARGUMENTS, FnTerm, load_fn
+
+PREFIX = "reward.reward_kwargs.watch"
+
+
+class Watches:
+    """The configured watches, in the order they were listed."""
+
+    def __init__(self, watches: Mapping[str, FnTerm] | None = None):
+        self.watches = dict(watches or {})
+
+    @classmethod
+    def from_config(cls, raw: Any) -> Watches:
+        require(raw is None or hasattr(raw, "items"), f"{PREFIX} must be a mapping of names to {{fn: {{path, name}}}}")
+        watches = {}
+        for name, settings in plain(raw or {}).items():
+            key = f"{PREFIX}.{name}"
+            require(
+                isinstance(settings, dict) and "fn" in settings,
+                f"{key} must be {{fn: {{path, name}}, <its keyword arguments>}}, got {settings!r}",
+            )
+            kwargs = {k: v for k, v in settings.items() if k != "fn"}
+            fn = load_fn(key, settings["fn"])
+            check_keywords(fn, kwargs, key, f"{settings['fn']['path']}:{settings['fn']['name']}", TERM_ARGUMENTS)
+            watches[str(name)] = FnTerm(0.0, fn, kwargs)
+        return cls(watches)
+
+    def __bool__(self) -> bool:
+        return bool(self.watches)
+
+    async def measure(self, sample: TermInput) -> tuple[dict[str, float], str | None]:
+        """``watch/<name>`` of each watch and ``watch_error``, and the first failure's message."""
+        info, error = {}, None
+        for name, watch in self.watches.items():
+            try:
+                value = await watch.value(sample)
+                if not math.isfinite(value):
+                    raise ValueError(f"returned {value}")
+            except Exception as exc:  # noqa: BLE001 (a watch's failure is counted, never paid)
+                value = math.nan
+                error = error or f"watch {name!r} failed: {type(exc).__name__}: {exc}"
+            info[f"watch/{name}"] = value
+        info["watch_error"] = int(error is not None)
+        return info, error
