@@ -78,6 +78,23 @@ LENGTH = scripted(prefers_length)
 POSITION_A = scripted(fair, first_wins=True)
 
 
+def swayed_by_position(rows: int) -> Callable[[dict, int], Reply]:
+    """Fair, except in the close calls of ``rows`` of the shipped rows: between an honest answer and a variant of
+    it (one that holds its opening) it picks A, wherever each stands. Position bias and nothing else: a variant
+    wins only where it stands first, and only in those rows (pairwise requests)."""
+    swayed = sorted(HONEST)[:rows]
+
+    def script(request: dict, index: int) -> Reply:
+        shown = read_pairwise_request(request["messages"][-1]["content"])
+        if shown:
+            a, b = shown[1].strip(), shown[2].strip()
+            if any(h in swayed and other != h and h[:8] in other for h, other in ((a, b), (b, a))):
+                return Reply(content="Weighed both answers.\n[[A]]")
+        return FAIR(request, index)
+
+    return script
+
+
 def unstable(value: Callable[[str], float] = fair) -> Callable[[dict, int], Reply]:
     """Fair the first time it sees a request, reversed the next time: an inconsistent judge."""
     seen: dict[str, int] = {}

@@ -173,8 +173,18 @@ def test_the_cases_that_used_to_fail_on_the_cluster_stop_check_config(capsys, ov
     assert expected in capsys.readouterr().err
 
 
-def test_a_reward_worker_refuses_a_bad_option_when_it_starts(tokenizer):
+@pytest.mark.parametrize(
+    ("overlay", "key", "value", "expected"),
+    [
+        ("brpo", "votes", 0, [f"{FN_PREFIX}.votes=0: expected a number >= 1"]),
+        ("writing_rl", "stratgy", "position-advantage",
+         [f"unknown key(s) under {FN_PREFIX}: stratgy", f"did you mean {FN_PREFIX}.strategy?"]),
+    ],  # fmt: skip
+    ids=["out-of-bounds", "misspelt"],
+)
+def test_a_reward_worker_refuses_a_bad_option_when_it_starts(tokenizer, overlay, key, value, expected):
     from writing_rl.reward_loop.scoring import WorkerScoring
 
-    with pytest.raises(ConfigError, match=f"{FN_PREFIX}.votes=0: expected a number >= 1"):
-        WorkerScoring(with_setting("brpo", f"{FN_PREFIX}.votes", 0), tokenizer)
+    with pytest.raises(ConfigError) as error:
+        WorkerScoring(with_setting(overlay, f"{FN_PREFIX}.{key}", value), tokenizer)
+    assert all(part in str(error.value) for part in expected), str(error.value)

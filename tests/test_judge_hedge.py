@@ -225,3 +225,50 @@ def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server):
 
     reply, errors = asyncio.run(run())
     assert reply.text == "slow" and errors >= 1  # the copy's 500 was counted, not taken for a cancel
+
+
+@pytest.mark.parametrize("first", ["copy", "request"])
+def test_both_copies_answer_the_first_reply_is_the_reward_and_the_other_is_never_read(judge_server, tmp_path, first):
+    """A request held at its endpoint, and its copy held at the other; then both answer, with opposite verdicts,
+    ``first`` the first. hedge.py's rule: the first reply wins, the other request is cancelled. The later
+    verdict reaches neither the reward nor the judge cache, even once its endpoint has sent it."""
+    from reward_fns.pairwise import compute_score
+    from writing_rl.judge import SampleJudge
+    from writing_rl.judge.cache import CachedJudge
+
+    held = {"on": False}
+    asked = judge_server(script=lambda request, index: Reply(content="A is better.\n[[A]]", hold=held["on"]))
+    copied = judge_server(script=lambda request, index: Reply(content="B is better.\n[[B]]", hold=held["on"]))
+    config = JudgeConfig(base_url=[asked.base_url, copied.base_url], model="m", hedge_after=3.0)
+    judge = OpenAIJudge(config, concurrency=8)
+    cache = CachedJudge.for_config(judge, config, tmp_path / "cache.sqlite")
+    winner, loser = (copied, asked) if first == "copy" else (asked, copied)
+    ground_truth = {"prompt": "Write a haiku.", "target": ["a reference"], "criteria": None, "id": 1}
+
+    async def reward() -> float:
+        result = await compute_score("writing", "a response", ground_truth, {}, judge=SampleJudge(cache),
+                                     strategy="position-advantage")  # fmt: skip
+        return result["score"]
+
+    async def run():
+        for i in range(100):  # the judge's usual latency (requests the cache never sees)
+            await judge.complete([{"role": "user", "content": f"warm-up {i}"}])
+        while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
+            await judge.complete(MESSAGES)  # (until the held server is next in line)
+        held["on"] = True
+        call = asyncio.ensure_future(reward())
+        await until(lambda: asked.in_flight == copied.in_flight == 1)  # the request and its copy, both held
+        winner.release()
+        await until(call.done)
+        loser.release()  # its verdict is sent now, to a request cancelled
+        await until(lambda: loser.in_flight == 0)
+        requests = asked.count + copied.count
+        again = await reward()  # answered by the cache
+        assert asked.count + copied.count == requests and cache.stats.hits == 1
+        await judge.close()
+        return call.result(), again
+
+    score, again = asyncio.run(run())
+    assert len(cache) == 1 and judge.hedger.sent == 1
+    cache.close()
+    assert score == again == (0.0 if first == "copy" else 1.0)  # the response stands at A: [[A]] wins, [[B]] loses

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from probe_judges import FAIR, LENGTH, MASTER_KEY, POSITION_A, Switch, unstable
+from probe_judges import FAIR, LENGTH, MASTER_KEY, POSITION_A, Switch, swayed_by_position, unstable
 
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.probe.battery import PROBES
@@ -174,6 +174,20 @@ def test_the_command_exits_3_on_a_flagged_probe_and_writes_its_reports(server, t
     assert run_cli(server, FAIR, tmp_path / "fair", "--method", "pairwise", "--reward-kwargs", "strategy=both",
                    "--probe", "key-colon", "--probe", "pad-2x") == 0  # fmt: skip
     assert "no probe flagged" in capsys.readouterr().out
+
+
+def test_a_judge_whose_only_fault_is_position_bias_makes_the_command_exit_3(server, tmp_path, capsys):
+    """Fair, except that in 4 of the 10 rows it picks A between the honest answer and a variant of it: each
+    variant wins 4 of its 20 comparisons (under its limit), and 16 of the 40 pairs follow the position."""
+    variants = ("first-sentence", "pad-2x", "pad-4x", "address-judge")
+    probes = [arg for name in variants for arg in ("--probe", name)]
+    assert run_cli(server, swayed_by_position(4), tmp_path, "--method", "pairwise", *probes) == FLAGGED_EXIT
+    assert "FLAGGED position-bias" in capsys.readouterr().out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["flagged"] == ["position-bias"] and report["inconclusive"] == []
+    assert (report["position_bias"]["hits"], report["position_bias"]["n"]) == (16, 40)
+    assert [(p["hits"], p["n"], p["status"]) for p in report["probes"]] == [(4, 20, "pass")] * len(variants)
+    assert report["self_consistency"]["hits"] == 0
 
 
 def test_command_line_errors_are_one_line(server, tmp_path, capsys):

@@ -65,11 +65,20 @@ def assert_verl_trained_on_our_rewards(
     for step in steps:
         rewards = [record["reward"] for record in ours[step]]
         assert logged[step]["critic/score/mean"] == pytest.approx(statistics.mean(rewards), abs=1e-5)
-        assert sorted(row["score"] for row in dumped(out, step)) == pytest.approx(sorted(rewards), abs=1e-5)
+        assert_each_rollout_paid_its_own_reward(dumped(out, step), ours[step])
         for key in JUDGE_KEYS:
             assert key in logged[step], f"step {step}: no {key} in verl's metrics"
         assert logged[step]["actor/grad_norm"] > 0  # rewards varied within groups: the policy got a gradient
     return ours
+
+
+def assert_each_rollout_paid_its_own_reward(rows: list[dict], records: list[dict]) -> None:
+    """verl's dumped rollouts of a step and what our managers returned for them, matched by text: the same
+    (response, reward) pairs, as many of each (a reward paid to another rollout of the step shows here)."""
+    theirs = sorted((row["output"], row["score"]) for row in rows)
+    ours = sorted((record["response"], record["reward"]) for record in records)
+    assert [text for text, _ in theirs] == [text for text, _ in ours]
+    assert [score for _, score in theirs] == pytest.approx([reward for _, reward in ours], abs=1e-5)
 
 
 def finished(output: str) -> bool:
@@ -123,6 +132,7 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     }
     step3 = read_sample_logs(out / "samples")[2 * PER_STEP :]
     assert len(step3) == PER_STEP
+    assert_each_rollout_paid_its_own_reward(dumped(out, 3), step3)
     for record in step3:
         # Each rollout of step 3 was judged against at least the reference its prompt had reached in run 1.
         assert record["reference_level"] >= saved.get(row_id[record["prompt"]], 0)
@@ -184,11 +194,22 @@ def assert_one_shape_and_failures_paid_a_loss(ours: list[dict], loss: float = 0.
     assert all(record["reward"] <= loss + 1e-9 for record in failed), failed
 
 
-def assert_rollout_loaded_each_step(output: str) -> None:
-    """After each step the new weights reached the rollout's own process, in order (the CPU rollout's line in
-    the trainer's log; some trainers also load version 0 at start, or the last one again at the end)."""
-    loaded = [int(m) for m in re.findall(r"CPU rollout: weights of step (\d+) loaded", output)]
+def assert_rollout_loaded_each_step(output: str, tensors: int) -> dict[int, str]:
+    """After each step the new weights reached the rollout's own process, in order, all ``tensors`` of them (the
+    CPU rollout's line in the trainer's log; some trainers also load version 0 at start, or the last one again
+    at the end). Returns the digest of the rollout's weights after each step's load."""
+    loads = re.findall(r"CPU rollout: weights of step (\d+) loaded \((\d+) tensors, digest (\w+)\)", output)
+    loaded = [int(step) for step, _, _ in loads]
     assert {1, 2} <= set(loaded) and loaded == sorted(loaded), loaded
+    assert [int(count) for _, count, _ in loads] == [tensors] * len(loads), loads
+    return {int(step): digest for step, _, digest in loads}
+
+
+def policy_tensors(runs) -> int:
+    """The tensors of the tiny policy the runs train: what every weight update must bring the rollout."""
+    from transformers import AutoModelForCausalLM
+
+    return len(AutoModelForCausalLM.from_pretrained(runs.cache / "policy").state_dict())
 
 
 @pytest.mark.release
@@ -229,7 +250,14 @@ def test_under_the_separate_async_trainer_the_rollout_gets_each_version_over_glo
     for step in (1, 2):
         for key in (*JUDGE_KEYS, "reward_terms/repetition_mean"):
             assert key in logged[step], f"step {step}: no {key} in verl's metrics"
-    assert_rollout_loaded_each_step(output)
+    # The rollout generates with every tensor the actor holds after step 2 (its checkpoint), not only some of them.
+    import torch
+
+    from writing_rl.cpu_backend.rollout import weights_digest
+
+    actor = torch.load(out / "checkpoints" / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt",
+                       weights_only=False)  # fmt: skip
+    assert assert_rollout_loaded_each_step(output, len(actor))[2] == weights_digest(actor)
 
 
 @uses(FULLY_ASYNC)
@@ -244,7 +272,7 @@ def test_under_the_fully_async_trainer_the_curriculum_pins_each_group_and_failur
     assert_one_shape_and_failures_paid_a_loss(ours)
     assert_one_level_per_group(ours)
     assert all("term/repetition" in record for record in ours)
-    assert_rollout_loaded_each_step(output)
+    assert_rollout_loaded_each_step(output, policy_tensors(runs))
 
 
 @uses(ONE_STEP_OFF)
@@ -255,7 +283,7 @@ def test_under_the_one_step_off_trainer_the_rubric_reward_reaches_verl(runs):
     assert_steps_trained_on_groups_we_paid(tiny_train().read_metrics(out / "metrics.jsonl"), [1, 2], ours)
     assert_one_shape_and_failures_paid_a_loss(ours)
     assert all("term/repetition" in record for record in ours)
-    assert_rollout_loaded_each_step(output)
+    assert_rollout_loaded_each_step(output, policy_tensors(runs))
 
 
 @pytest.mark.release

@@ -15,6 +15,7 @@ actors its agent loop calls ``generate`` on; the training workers push new weigh
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
@@ -148,8 +149,13 @@ class PolicyServer(_Server):
         self.weight_updates += 1
         if global_steps is not None:
             self.global_steps = global_steps
-        # One line per update in the trainer's log (the tiny runs' tests look for it).
-        print(f"[writing-rl] CPU rollout: weights of step {global_steps} loaded ({len(state)} tensors)", flush=True)
+        # One line per update in the trainer's log: the tiny runs' tests count the tensors and compare the digest
+        # of what the rollout now generates with against the actor's checkpoint.
+        digest = weights_digest(self.model.state_dict())
+        print(
+            f"[writing-rl] CPU rollout: weights of step {global_steps} loaded ({len(state)} tensors, digest {digest})",
+            flush=True,
+        )
         return len(state)
 
     async def set_global_steps(self, global_steps: int) -> None:
@@ -177,6 +183,18 @@ class GenRMServer(_Server):
 
     async def state(self) -> dict[str, Any]:
         return {"requests": dict(self.judge_server.counts)}
+
+
+def weights_digest(state: dict[str, torch.Tensor]) -> str:
+    """A short hash of a model's weights (names, shapes and float32 values), the same for the same weights
+    wherever they live (a DTensor: its local shard, the whole tensor on one rank)."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name]
+        tensor = tensor.to_local() if hasattr(tensor, "to_local") else tensor
+        digest.update(f"{name}{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def _as_list(value) -> list:
