@@ -11,9 +11,10 @@
 #      (what the judge saw, its verdict and reasoning, the reward) and the parse-error rate of the
 #      judged samples, with why it is high when it is. The local judge is stopped on exit.
 #   5. train: verl's real trainer (python -m verl.trainer.main_ppo) runs TRAIN_STEPS steps of Writing-RL on a
-#      tiny random policy on this CPU (scripts/tiny_train.sh), with the judge given, or with no judge
-#      given a stand-in whose verdicts are noise in the judge's format, and prints the reward per step
-#      from verl's own metrics.
+#      tiny random policy on this CPU (scripts/tiny_train.sh) and prints the reward per step from verl's own
+#      metrics. With no judge given, a policy learns: the stand-in judge prefers answers with more e's
+#      (LEARN=1), the e's per rollout are counted on verl's rollouts, apart from the judge, at the start
+#      and at the end, and the curriculum's levels are shown; with a judge given, its verdicts on 2 steps.
 #
 #   JUDGE_MODEL        local directory of a chat model to serve as the judge (transformers, CPU);
 #                      unset: a tiny randomly initialised Qwen2 built here. Its verdicts are noise;
@@ -28,7 +29,8 @@
 #                      BPE built here from the examples; any policy tokenizer works)
 #   DATA_DIR OUT_DIR CACHE_DIR  where data, results and built artifacts go (data/quickstart,
 #                      runs/quickstart, .cache/quickstart)
-#   TRAIN_STEPS        training steps of step 5 (default 2; 0 skips it)
+#   TRAIN_STEPS        training steps of step 5 (default 20 with no judge given, the learning run; 2 with
+#                      a judge; 0 skips it)
 #   SKIP_VENV=1        use the python and writing-rl already on PATH instead of .venv
 # Extra arguments are Hydra overrides for the scoring, e.g. reward.custom_reward_function.reward_kwargs.strategy=both
 set -euo pipefail
@@ -174,13 +176,21 @@ if [ "$UNTRAINED" = "1" ]; then
   echo "NOTE: the judge above was the tiny UNTRAINED model: its verdicts are noise, the plumbing is real."
 fi
 
-TRAIN_STEPS="${TRAIN_STEPS:-2}"
+if [ "$UNTRAINED" = "1" ]; then
+  TRAIN_STEPS="${TRAIN_STEPS:-20}"  # a policy that learns: long enough for the measure to move
+else
+  TRAIN_STEPS="${TRAIN_STEPS:-2}"
+fi
 if [ "$TRAIN_STEPS" != "0" ]; then
-  echo "== 5/5 verl's trainer: $TRAIN_STEPS steps of Writing-RL on a tiny random policy, on this CPU (scripts/tiny_train.sh)"
   train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny" TINY_TRAIN_HEADING="  --")
   if [ "$UNTRAINED" = "1" ]; then
-    stop_judge  # its verdicts would all be unreadable: the trainer gets the stand-in judge instead
+    echo "== 5/5 verl's trainer: a tiny random policy learns what a judge prefers, $TRAIN_STEPS steps of Writing-RL on this CPU"
+    echo "   (scripts/tiny_train.sh, LEARN=1: the stand-in judge prefers answers with more e's; the e's are counted"
+    echo "   on the rollouts verl generated, apart from the judge, and the curriculum's reference level follows)"
+    stop_judge  # its verdicts would all be unreadable: the trainer gets the stand-in judge with a taste instead
+    train_env+=(LEARN=1)
   else
+    echo "== 5/5 verl's trainer: $TRAIN_STEPS steps of Writing-RL on a tiny random policy, on this CPU (scripts/tiny_train.sh)"
     train_env+=(JUDGE_BASE_URL="$JUDGE_BASE_URL" JUDGE_MODEL="$JUDGE_MODEL")
     if [ -n "${JUDGE_API_KEY_ENV:-}" ]; then train_env+=(JUDGE_API_KEY_ENV="$JUDGE_API_KEY_ENV"); fi
     if [ -n "${JUDGE_MAX_TOKENS:-}" ]; then train_env+=(JUDGE_MAX_TOKENS="$JUDGE_MAX_TOKENS"); fi

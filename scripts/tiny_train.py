@@ -127,7 +127,7 @@ class StandInJudge:
         self.log = log.open("w")
         command = [sys.executable, str(REPO / "tests/stand_in_judge.py"), "--faults", str(faults)]
         if taste:
-            command += ["--taste", taste, "--flip", str(flip)]
+            command += [f"--taste={taste}", "--flip", str(flip)]  # (= : a reversed taste starts with -)
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO)
         line = self.process.stdout.readline()
         if not line.startswith("stand-in judge: "):

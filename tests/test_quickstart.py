@@ -102,14 +102,20 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
         assert "JUDGE_MODEL or JUDGE_BASE_URL" in fields["why:"], block
     assert run.stdout.index("wrote " + str(tmp_path / "runs" / "pairwise")) < run.stdout.index(blocks[0][0])
 
-    # Step 5: verl's trainer ran Writing-RL steps on the CPU, with the stand-in judge (the untrained one
-    # writes no verdict), and verl's own metrics reported a reward for every step.
-    assert "== 5/5 verl's trainer: 2 steps of Writing-RL" in output and "STAND-IN judge" in output, context
-    assert "every step finished" in output, context
-    steps = [json.loads(line) for line in (tmp_path / "runs" / "train" / "metrics.jsonl").read_text().splitlines()]
-    assert [s["step"] for s in steps] == [1, 2] and all("critic/score/mean" in s["data"] for s in steps)
+    # Step 5: verl's trainer ran Writing-RL steps on the CPU, with the stand-in judge with a taste (the untrained
+    # one writes no verdict), verl's own metrics reported a reward for every step, and the policy learned: the
+    # e's per rollout, counted on verl's dump, rose; every prompt's curriculum level rose from the easiest.
+    assert "== 5/5 verl's trainer: a tiny random policy learns what a judge prefers, 20 steps" in output, context
+    assert "STAND-IN judge" in output and "every step finished" in output, context
+    records = [json.loads(line) for line in (tmp_path / "runs" / "train" / "metrics.jsonl").read_text().splitlines()]
+    steps = [s for s in records if "critic/score/mean" in s["data"]]
+    assert [s["step"] for s in steps] == list(range(1, 21))
     table = output[output.index("verl's metrics per step") :]
     assert all(f"{s['data']['critic/score/mean']:.4f}" in table for s in steps), context
+    summary = json.loads((tmp_path / "runs" / "train" / "summary.json").read_text())
+    assert summary["taste"]["learned"] and summary["taste"]["end"] > summary["taste"]["start"] + 3, summary
+    assert min(summary["curriculum_levels"]) > 0, summary
+    assert "taste letter:e:" in table and ": learned" in table and "curriculum: each prompt's reference level" in table
 
     assert "ready, serving model 'tiny-untrained-judge'" in log and "stopping" in log, context
     assert "Started a local Ray instance" not in log, context  # it joined this session's cluster

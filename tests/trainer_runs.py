@@ -23,6 +23,7 @@ import pytest
 from judge_server import Reply, ScriptedJudgeServer
 
 REPO_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_DIR / "bench"))  # bench/learning.py: the learning cases
 # Runs at once, beside the rest of the suite. verl's start-up is one process importing at a time, so a
 # run leaves a core idle for the other tests.
 PARALLEL = 1
@@ -55,6 +56,27 @@ class Run:
     steps: tuple[int, ...] = (2,)  # STEPS of each invocation, one after the other in one OUT (2, 3: a resume)
     trainer: str = ""  # TRAINER (writing_rl/tools/shared/trainers.py); "": the overlay's
     faults: int = 0  # STAND_IN_FAULTS
+    env: tuple[tuple[str, str], ...] = ()  # more of tiny_train.sh's variables (LEARN, TASTE, SEED, ...)
+
+
+def tiny_train():
+    """scripts/tiny_train.py as a module."""
+    if "tiny_train" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
+        module = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+        spec.loader.exec_module(module)
+    return sys.modules["tiny_train"]
+
+
+def learning(case: str, trainer: str = "", seed: int = 1) -> Run:
+    """A LEARN=1 run of one of bench/learning.py's cases: the stand-in judge with a taste, 20 steps."""
+    from learning import CASES
+
+    c = CASES[case]
+    env = (("LEARN", "1"), ("TASTE", c.taste), ("SEED", str(seed))) + (
+        (("JUDGE_TASTE", c.judge_taste),) if c.judge_taste else ()
+    )
+    return Run(c.method, c.overrides, steps=(tiny_train().LEARN_STEPS,), trainer=trainer, env=env)
 
 
 # The longest first. Every trainer verl offers runs here: v1 sync (each method's default), legacy
@@ -77,7 +99,16 @@ RUNS = {
     DEAD_JUDGE: Run(
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
+    # A policy learns the stand-in judge's taste (LEARN=1): BRPO in CI (its registered advantage, the group path).
+    "brpo-learns": learning("brpo"),
     # The release suite.
+    "writing_rl-learns": learning("writing_rl"),
+    "grrm_mt_grpo-learns": learning("grrm_mt_grpo"),
+    "rubric-learns": learning("rubric"),
+    "term-learns": learning("term"),
+    "control-learns": learning("control"),
+    "writing_rl-legacy-learns": learning("writing_rl", trainer="legacy"),
+    "brpo-fully-async-learns": learning("brpo", trainer="fully-async"),
     "rubric": Run("rubric", TERM, faults=FAULTS),
     "grrm_mt_grpo": Run("grrm_mt_grpo", TERM),
     # The next step's rollouts are judged before this step trains.
@@ -88,15 +119,6 @@ RUNS = {
     "writing_rl-legacy": Run("writing_rl", TERM, trainer="legacy", faults=FAULTS),
     "grrm_mt_grpo-legacy-standalone": Run("grrm_mt_grpo", TERM, genrm="standalone", trainer="legacy"),
 }
-
-
-def tiny_train():
-    """scripts/tiny_train.py as a module."""
-    if "tiny_train" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("tiny_train", REPO_DIR / "scripts" / "tiny_train.py")
-        module = sys.modules["tiny_train"] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
-        spec.loader.exec_module(module)
-    return sys.modules["tiny_train"]
 
 
 def uses(*keys: str) -> pytest.MarkDecorator:
@@ -148,6 +170,7 @@ class Runs:
             env["TRAINER"] = run.trainer
         if run.faults:
             env["STAND_IN_FAULTS"] = str(run.faults)
+        env.update(run.env)
         if key == DEAD_JUDGE:
             env.update(JUDGE_BASE_URL=self.dead_judge.base_url, JUDGE_MODEL="m")
         outputs = []
@@ -162,7 +185,8 @@ class Runs:
         return outputs, out
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
-        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS")
+        drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS", "LEARN", "TASTE")
+        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED")
         environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
