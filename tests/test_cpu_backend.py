@@ -45,7 +45,15 @@ def test_verl_loads_the_backend_through_its_entry_point_only_when_the_cpu_platfo
     assert "transformers" in chosen["replicas"] and "transformers" in chosen["adapters"]
 
 
-@pytest.mark.parametrize("needed", [shims.process_group_needed, shims.rollout_registry_needed, shims.pin_memory_needed])
+@pytest.mark.parametrize(
+    "needed",
+    [
+        shims.process_group_needed,
+        shims.sft_process_group_needed,
+        shims.rollout_registry_needed,
+        shims.pin_memory_needed,
+    ],
+)
 def test_each_shim_is_still_needed_by_this_verl(needed):
     """When this fails, verl fixed what the shim works around: delete the shim (writing_rl/cpu_backend/shims.py)
     and its line in docs/train-on-a-laptop.md."""

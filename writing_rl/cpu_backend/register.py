@@ -25,6 +25,7 @@ def install() -> None:
             "verl.workers.rollout.base": lambda base: shims.add_rollout_adapter(base, ROLLOUT),
             "verl.workers.engine.fsdp.transformer_impl": _register_engines,
             "verl.workers.engine_workers": shims.gloo_process_group,
+            "verl.utils.distributed": shims.gloo_global_process_group,
             "verl.checkpoint_engine.base": _register_checkpoint_engine,
         }
     )

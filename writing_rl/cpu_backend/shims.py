@@ -1,4 +1,4 @@
-"""The three places where verl 0.9.1 cannot run on a CPU through its plugin points alone.
+"""The four places where verl 0.9.1 cannot run on a CPU through its plugin points alone.
 
 Each shim changes one name in one verl module, in CPU runs only (``VERL_PLATFORM=cpu``): nothing here
 runs on a GPU cluster. Each has a ``needed()`` that reads verl's own code; ``tests/test_cpu_backend.py``
@@ -11,12 +11,18 @@ fails once verl no longer needs a shim, so that it is removed then.
    verl offers no function to add to it (the replica side has ``RolloutReplicaRegistry.register``).
 3. ``transformer_impl.CPUOffloadPolicy``: a forward-only FSDP2 model (the reference policy) is always
    offloaded with ``pin_memory=True``, and pinning needs an accelerator. The shim pins nothing.
+4. ``distributed.initialize_global_process_group`` (the SFT trainer's, under torchrun): the same
+   ``cpu:gloo,cpu:gloo`` as 1, written into the function with no backend argument to pass. The shim
+   replaces the function with one that starts the same process group on gloo.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import os
+from datetime import timedelta
 
 ADAPTER = "writing_rl.cpu_backend.rollout.TransformersServerAdapter"
 
@@ -25,10 +31,29 @@ def _source(module) -> str:
     return inspect.getsource(module)
 
 
+def _function_source(module, name: str) -> str:
+    """The source of ``module.name`` as verl's file has it (not as a shim may have replaced it)."""
+    text = _source(module)
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node) or ""
+    return ""
+
+
+MIXED_BACKEND = 'f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"'
+
+
 def process_group_needed() -> bool:
     from verl.utils import distributed
 
-    return 'f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"' in _source(distributed)
+    return MIXED_BACKEND in _function_source(distributed, "initialize_global_process_group_ray")
+
+
+def sft_process_group_needed() -> bool:
+    from verl.utils import distributed
+
+    source = _function_source(distributed, "initialize_global_process_group")
+    return MIXED_BACKEND in source and "backend=None" not in source
 
 
 def rollout_registry_needed() -> bool:
@@ -51,6 +76,22 @@ def gloo_process_group(engine_workers) -> None:
         return original(timeout_second=timeout_second, backend=backend or "gloo")
 
     engine_workers.initialize_global_process_group_ray = with_gloo
+
+
+def gloo_global_process_group(distributed) -> None:
+    distributed.initialize_global_process_group = _initialize_on_gloo
+
+
+def _initialize_on_gloo(timeout_second: int = 36000) -> tuple[int, int, int]:
+    """What verl's ``initialize_global_process_group`` does under torchrun, on gloo alone."""
+    import torch.distributed
+
+    torch.distributed.init_process_group(
+        backend="gloo",
+        timeout=timedelta(seconds=timeout_second),
+        init_method=os.environ.get("DIST_INIT_METHOD", None),
+    )
+    return int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
 
 def add_rollout_adapter(rollout_base, rollout_name: str) -> None:
