@@ -65,8 +65,9 @@ def run(case: Case, trainer: str, seed: int, out: Path) -> dict:
     env.update({"JUDGE_TASTE": case.judge_taste} if case.judge_taste else {})
     env.update({"JUDGE_FLIP": str(case.flip)} if case.flip else {})
     env.update({"TRAINER": trainer} if trainer != "v1-sync" else {})
-    for drop in ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "RAY_ADDRESS", "STEPS", "JUDGE_TASTE", "JUDGE_FLIP"):
-        env.pop(drop, None)
+    unwanted = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "RAY_ADDRESS", "STEPS", "JUDGE_TASTE", "JUDGE_FLIP")
+    for name in (*unwanted, "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT"):
+        env.pop(name, None)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "tiny_train.out").open("w") as log:
         rc = subprocess.run(

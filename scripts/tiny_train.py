@@ -207,7 +207,7 @@ def overrides(
         f"data.train_batch_size={BATCH}",
         f"data.max_prompt_length={method.prompt_length}",
         f"data.max_response_length={method.response_length}",
-        f"actor_rollout_ref.model.path={artifacts['policy']}",
+        f"actor_rollout_ref.model.path={os.environ.get('MODEL_PATH') or artifacts['policy']}",
         f"actor_rollout_ref.rollout.n={ROLLOUTS}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={BATCH}",
         f"trainer.total_training_steps={steps}",
@@ -223,6 +223,9 @@ def overrides(
     ]
     if os.environ.get("SEED"):  # the rollout's sampling and the order of the rows
         args += [f"actor_rollout_ref.rollout.seed={os.environ['SEED']}", f"data.seed={os.environ['SEED']}"]
+    if os.environ.get("HF_CHECKPOINT") == "1":  # the last checkpoint also as an HF model (.../actor/huggingface)
+        key, kept = "actor_rollout_ref.actor.checkpoint", "model,optimizer,extra"  # (a resume loads no hf_model)
+        args += [f"{key}.save_contents=[{kept},hf_model]", f"{key}.load_contents=[{kept}]"]
     if name == "grrm_mt_grpo":  # the overlay's overlong buffer (256 tokens) is longer than a tiny response
         args.append(f"reward.custom_reward_function.reward_kwargs.buffer_len={method.response_length // 4}")
     if method.judged:
@@ -242,7 +245,7 @@ def overrides(
     if genrm:
         args += [
             f"+genrm={genrm}",
-            f"reward.reward_model.model_path={artifacts['genrm']}",
+            f"reward.reward_model.model_path={os.environ.get('GENRM_PATH') or artifacts['genrm']}",
             # An untrained model rarely stops on its own: keep each judge reply short.
             "reward.reward_kwargs.judge.max_tokens=32",
         ]
@@ -310,6 +313,11 @@ def main(argv: list[str]) -> int:
     genrm = os.environ.get("GENRM", "")
     if genrm not in ("", "colocated", "standalone"):
         fail(f"GENRM={genrm}: expected colocated or standalone")
+    for variable in ("MODEL_PATH", "GENRM_PATH"):  # HF model folders, on the tiny tokenizer (build_artifacts)
+        if os.environ.get(variable) and not (Path(os.environ[variable]) / "config.json").exists():
+            fail(f"{variable}={os.environ[variable]}: expected an HF model folder (with config.json)")
+    if os.environ.get("GENRM_PATH") and not genrm:
+        fail("GENRM_PATH names the GenRM verl hosts: set GENRM=standalone or colocated too")
     if genrm and not method.judged:
         fail(f"GENRM is for the judged methods; {name} has a rule-based reward")
     learn = os.environ.get("LEARN") == "1"
@@ -335,9 +343,10 @@ def main(argv: list[str]) -> int:
     cache = Path(os.environ.get("CACHE_DIR") or REPO / ".cache/tiny").resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    say(f"{HEAD} 1/4 a tiny random Qwen2 and tokenizer ({cache}), rows from {method.rows}")
     artifacts = build_artifacts(cache, genrm=bool(genrm))
-    rows = graded_rows(method, taste, out) if learn and name == "writing_rl" else REPO / method.rows
+    rows = Path(os.environ.get("ROWS") or REPO / method.rows).resolve()  # ROWS: the builder's input instead
+    rows = graded_rows(method, taste, out) if learn and name == "writing_rl" else rows
+    say(f"{HEAD} 1/4 a tiny Qwen2 ({os.environ.get('MODEL_PATH') or 'random'}) and tokenizer ({cache}), rows {rows}")
     train = build_data(method, rows, out / "data")
     # verl's validation rows (split=test: a group method judges them as validation groups of val_kwargs.n)
     val = build_data(method, rows, out / "validation_data", test_size=VAL_ROWS) if learn else None
@@ -366,6 +375,9 @@ def main(argv: list[str]) -> int:
                 say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,")
                 say("   !! or TASTE=letter:e (LEARN=1) for a judge with a preference the policy can learn.")
                 title = "STAND-IN judge: its verdicts are noise (a hash of the texts); the rewards mean nothing"
+    elif genrm and os.environ.get("GENRM_PATH"):
+        say(f"{HEAD} 2/4 judge: the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm}) on the CPU rollout")
+        title = f"the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm})"
     elif genrm:
         say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
         title = f"a tiny untrained GenRM hosted by verl ({genrm}): its replies are unreadable"

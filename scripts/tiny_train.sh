@@ -23,8 +23,24 @@
 #                      whose verdicts are noise in the judge's format, so rewards vary within a group
 #   STAND_IN_FAULTS=N  about one stand-in judge request in N fails (HTTP 500, no verdict, cut, refused): how
 #                      failures look to the trainer (default 0: none)
+#   LEARN=1            a policy that learns (docs/train-on-a-laptop.md, "A policy that learns"): the stand-in
+#                      judge with a taste, 20 steps at lr 3e-2, validation before and after, the taste measured on
+#                      verl's dumps (table, plot, summary.json) and the learning check (exit 3 when it fails)
+#   TASTE              what the stand-in judge prefers and the run measures (tests/taste.py: letter:X, word:W,
+#                      length:LOW-HIGH, ending:S; a leading - reverses it; LEARN=1's default letter:e)
+#   JUDGE_TASTE        what the stand-in judge prefers when not TASTE (none: every verdict a tie, so that reward
+#                      terms alone teach); JUDGE_FLIP=P reverses a verdict with probability P
+#   SEED               the rollout's sampling seed and the order of the rows
 #   GENRM              colocated or standalone: verl hosts a tiny untrained GenRM on the CPU rollout
 #                      (+genrm=... presets) instead of a judge endpoint
+#   MODEL_PATH         start the policy (for grrm_rlvr, genrm_pairwise_rl: the GenRM trained) from this HF model
+#                      folder instead of the tiny random one, e.g. scripts/tiny_sft.py's SFT'd GenRM; it must
+#                      use the tiny tokenizer (CACHE_DIR/tokenizer)
+#   GENRM_PATH         with GENRM: the HF model folder verl hosts (reward.reward_model.model_path), e.g. an RLVR
+#                      run's checkpoints/global_step_N/actor/huggingface; default: the tiny untrained GenRM
+#   ROWS               the rows the method's builder reads (default: its file under examples/)
+#   HF_CHECKPOINT=1    the last checkpoint also holds the policy as an HF model
+#                      (checkpoints/global_step_N/actor/huggingface: actor.checkpoint.save_contents + hf_model)
 #   CACHE_DIR          the built model and tokenizer (default .cache/tiny)
 #   SKIP_VENV=1        use the python already on PATH instead of .venv
 # Exit status 0 only when every step finished.

@@ -177,8 +177,12 @@ def test_the_cases_that_used_to_fail_on_the_cluster_stop_check_config(capsys, ov
     ("overlay", "key", "value", "expected"),
     [
         ("brpo", "votes", 0, [f"{FN_PREFIX}.votes=0: expected a number >= 1"]),
-        ("writing_rl", "stratgy", "position-advantage",
-         [f"unknown key(s) under {FN_PREFIX}: stratgy", f"did you mean {FN_PREFIX}.strategy?"]),
+        (
+            "writing_rl",
+            "stratgy",
+            "position-advantage",
+            [f"unknown key(s) under {FN_PREFIX}: stratgy", f"did you mean {FN_PREFIX}.strategy?"],
+        ),
     ],  # fmt: skip
     ids=["out-of-bounds", "misspelt"],
 )

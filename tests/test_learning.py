@@ -3,8 +3,9 @@ the CPU backend, the stand-in judge with a taste, 20 steps), the taste measured 
 rollouts and validations, never by the judge. A run whose rewards do not reach the policy the right way (a
 sign flipped, rewards given to the wrong rollouts, an optimizer that does not move) fails these checks: the
 learning check of ``scripts/tiny_results.py`` (the taste's value over the first and the last 3 steps, z >= 3)
-and the direction of the measure. BRPO runs in CI; every other method, the control and the other trainers in
-the release suite (bench/learning.py runs them with several seeds for the docs' figures).
+and the direction of the measure. In CI the quickstart's training stage is the learning check (Writing-RL,
+tests/test_quickstart.py); these runs are the release suite's (bench/learning.py runs them with several seeds
+for the docs' figures), and scripts/mutations.py runs them for its breaks.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def validation_gain(taste: dict) -> float:
     return taste["validation"][steps[-1]] - taste["validation"][steps[0]]
 
 
+@pytest.mark.release
 @uses("brpo-learns")
 def test_brpo_policy_learns_the_judges_taste_measured_apart_from_the_judge(runs):
     taste, tracker, out = learned(runs, "brpo-learns")

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from writing_rl.tools.quickstart_report import one_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,6 +117,9 @@ def test_quickstart_serves_the_tiny_judge_and_scores_through_verl(ray_cluster, t
     summary = json.loads((tmp_path / "runs" / "train" / "summary.json").read_text())
     assert summary["taste"]["learned"] and summary["taste"]["end"] > summary["taste"]["start"] + 3, summary
     assert min(summary["curriculum_levels"]) > 0, summary
+    # the taste's measure reached verl's tracker through the watch: per step, the figure of verl's own dump
+    for record in steps:
+        assert record["data"]["watch/taste_mean"] == pytest.approx(summary["taste"]["measure"][str(record["step"])])
     assert "taste letter:e:" in table and ": learned" in table and "curriculum: each prompt's reference level" in table
 
     assert "ready, serving model 'tiny-untrained-judge'" in log and "stopping" in log, context

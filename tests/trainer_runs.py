@@ -99,9 +99,9 @@ RUNS = {
     DEAD_JUDGE: Run(
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
-    # A policy learns the stand-in judge's taste (LEARN=1): BRPO in CI (its registered advantage, the group path).
-    "brpo-learns": learning("brpo"),
     # The release suite.
+    # A policy learns the stand-in judge's taste (LEARN=1; in CI the quickstart's Writing-RL run learns).
+    "brpo-learns": learning("brpo"),
     "writing_rl-learns": learning("writing_rl"),
     "grrm_mt_grpo-learns": learning("grrm_mt_grpo"),
     "rubric-learns": learning("rubric"),
@@ -186,7 +186,7 @@ class Runs:
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
         drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS", "LEARN", "TASTE")
-        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED")
+        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED", "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT")
         environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
