@@ -32,6 +32,13 @@ def terms(tmp_path):
     ]
 
 
+def score_writing_rows(tokenizer, config, texts: list[str]):
+    """verl's reward loop's output for ``texts``, each the answer to its own Writing-RL row."""
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(len(texts))], texts)
+    with reward_loop(config) as manager:
+        return manager.compute_rm_score(batch)
+
+
 def repetition(text: str) -> float:
     words = text.split()
     return -(1 - len(set(words)) / len(words))
@@ -127,9 +134,7 @@ def test_a_failing_term_is_counted_and_pays_no_more_than_a_loss(
         f"+reward.reward_kwargs.terms.check={{weight: 1.0, fn: {{path: '{path}', name: broken}}}}",
     )
     texts = ["good good story", "good poison story", "<|eot_id|> good story"]  # (a tag as text, not a token)
-    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], texts)
-    with reward_loop(config) as manager:
-        output = manager.compute_rm_score(batch)
+    output = score_writing_rows(tokenizer, config, texts)
     extra = output.non_tensor_batch
     assert extra["term_error"].tolist() == [0, 1, 0]
     assert extra["reward/method"].tolist() == [1.0, 1.0, 1.0]  # every one beat the reference
@@ -188,9 +193,7 @@ def test_a_failed_judge_call_gains_nothing_from_a_positive_term(
         f"+reward.reward_kwargs.terms.bonus={{weight: 2.0, fn: {{path: '{path}', name: bonus}}, per_char: 0.01}}",
     )
     texts = ["good good story", "good poison story", "good poison poison story"]
-    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], texts)
-    with reward_loop(config) as manager:
-        output = manager.compute_rm_score(batch)
+    output = score_writing_rows(tokenizer, config, texts)
     extra = output.non_tensor_batch
     rewards = output.batch["rm_scores"].sum(dim=-1).tolist()
     assert extra["judge_error"].tolist() == [0, 1, 1]
@@ -217,9 +220,7 @@ def test_a_watch_is_logged_and_never_paid_even_when_it_fails(
         f"+reward.reward_kwargs.watch.check={{fn: {{path: '{path}', name: broken}}}}",
     )
     texts = ["good good story", "good poison story", "a bad story"]
-    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], texts)
-    with reward_loop(config) as manager:
-        output = manager.compute_rm_score(batch)
+    output = score_writing_rows(tokenizer, config, texts)
     extra = output.non_tensor_batch
     assert extra["watch/chars"].tolist() == pytest.approx([float(len(t)) for t in texts])
     check = extra["watch/check"].tolist()
