@@ -361,6 +361,30 @@ BREAKS = [
         LEARNING + "test_writing_rl_policy_learns_and_its_curriculum_climbs",
         "Writing-RL's curriculum never moves a prompt up, however often the policy wins",
     ),
+    _break(
+        "watch-not-logged",
+        "writing_rl/reward_loop/scoring.py",
+        "info = {**info, **measured}",
+        "info = dict(info)",
+        TERMS_LOOP + "test_a_watch_is_logged_and_never_paid_even_when_it_fails",
+        "reward.reward_kwargs.watch measures nothing into the extra info",
+    ),
+    _break(
+        "watch-failure-logged-as-a-value",
+        "writing_rl/terms/watch.py",
+        "failed=math.nan",
+        "failed=-1.0",
+        TERMS_LOOP + "test_a_watch_is_logged_and_never_paid_even_when_it_fails",
+        "a failed watch logs a number as if it had measured one (and skews its mean)",
+    ),
+    _break(
+        "curriculum-level-not-reported",
+        "writing_rl/reward_loop/health/metrics.py",
+        'metrics["curriculum/level_mean"] = float(levels.mean())',
+        'metrics["curriculum/level_mean"] = 0.0',
+        "tests/test_health.py::test_watches_and_the_curriculum_level_reach_the_step_metrics",
+        "the tracker's curriculum/level_mean is not the samples' reference level",
+    ),
     # ---------------------------------------------------------------- verl's SFT trainer on the CPU
     _break(
         "tiny-sft-learning-rate-zero",

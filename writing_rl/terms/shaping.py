@@ -100,6 +100,25 @@ def _term(name: str, raw: Any, response_length: int | None):
     return FnTerm(float(weight), fn, kwargs)
 
 
+async def value_each(
+    measures: Mapping[str, Any], sample: TermInput, failed: float, what: str
+) -> tuple[dict[str, float], str | None]:
+    """Each measure's value on ``sample`` (``failed`` for one that raised or gave no finite number: any such
+    failure is counted by the caller), and the first failure's message."""
+    values, error = {}, None
+    for name, measure in measures.items():
+        try:
+            value = measure.value(sample)
+            value = await value if inspect.isawaitable(value) else value
+            if not math.isfinite(value):
+                raise ValueError(f"returned {value}")
+            values[name] = float(value)
+        except Exception as exc:  # noqa: BLE001 (any failure of a measure is a counted failure of the sample)
+            values[name] = failed
+            error = error or f"{what} {name!r} failed: {type(exc).__name__}: {exc}"
+    return values, error
+
+
 class RewardTerms:
     """The terms that are on (weight != 0), in the order they were listed."""
 
@@ -118,18 +137,7 @@ class RewardTerms:
 
     async def values(self, sample: TermInput) -> tuple[dict[str, float], str | None]:
         """Each term's raw value (0.0 for a failed one), and the first failure's message."""
-        values, error = {}, None
-        for name, term in self.terms.items():
-            try:
-                value = term.value(sample)
-                value = await value if inspect.isawaitable(value) else value
-                if not math.isfinite(value):
-                    raise ValueError(f"returned {value}")
-                values[name] = float(value)
-            except Exception as exc:  # noqa: BLE001 (any term failure is a counted failure of the sample)
-                values[name] = 0.0
-                error = error or f"reward term {name!r} failed: {type(exc).__name__}: {exc}"
-        return values, error
+        return await value_each(self.terms, sample, failed=0.0, what="reward term")
 
     async def shape(
         self, score: float, info: dict, sample: TermInput, failure_score: float, failed: bool

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from writing_rl.settings import check_keywords, plain, require
 from writing_rl.terms.sample import TermInput
-from writing_rl.terms.shaping import TERM_ARGUMENTS, FnTerm, load_fn
+from writing_rl.terms.shaping import TERM_ARGUMENTS, FnTerm, load_fn, value_each
 
 PREFIX = "reward.reward_kwargs.watch"
 
@@ -52,15 +52,7 @@ class Watches:
 
     async def measure(self, sample: TermInput) -> tuple[dict[str, float], str | None]:
         """``watch/<name>`` of each watch and ``watch_error``, and the first failure's message."""
-        info, error = {}, None
-        for name, watch in self.watches.items():
-            try:
-                value = await watch.value(sample)
-                if not math.isfinite(value):
-                    raise ValueError(f"returned {value}")
-            except Exception as exc:  # noqa: BLE001 (a watch's failure is counted, never paid)
-                value = math.nan
-                error = error or f"watch {name!r} failed: {type(exc).__name__}: {exc}"
-            info[f"watch/{name}"] = value
+        values, error = await value_each(self.watches, sample, failed=math.nan, what="watch")
+        info = {f"watch/{name}": value for name, value in values.items()}
         info["watch_error"] = int(error is not None)
         return info, error
