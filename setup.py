@@ -14,7 +14,8 @@ setup(
     install_requires=[
         # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (docs/getting-started.md).
         "verl>=0.9.1,<0.10",
-        "ray>=2.40",  # `ray job submit` (RAY_ADDRESS in the train scripts) also needs ray[default] where you submit
+        "ray[default]>=2.40",  # its job server and client (RAY_ADDRESS: writing_rl/tools/shared/cluster/)
+        "pathspec>=0.10",  # what a job's working directory upload leaves out, read as Ray reads it
         "aiohttp>=3.9",
         "hydra-core>=1.3",
         "omegaconf>=2.3",

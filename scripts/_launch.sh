@@ -1,7 +1,12 @@
 # Shared by scripts/train_*.sh: check env vars, then run verl's main_ppo here or submit it to Ray.
 #   CONFIG_NAME      overlay in hydra_configs/ (set by the calling script)
 #   OVERRIDES        bash array of Hydra overrides (set by the calling script), "$@" is appended
-#   RAY_ADDRESS      when set: `ray job submit` to that cluster with this repo as the working dir
+#   RAY_ADDRESS      when set: submit to that cluster (its job server, http://HEAD:8265) as a Ray job, with this repo
+#                    as the working dir, and follow it (docs/many-nodes.md); Ctrl-C leaves the job running
+#   JOB_PYTHON       with RAY_ADDRESS: the interpreter on the cluster's nodes (default: PYTHON, the same path there)
+#   FORWARD_ENV      with RAY_ADDRESS: more variables for the job, besides VERL_PLATFORM, VERL_USE_EXTERNAL_PLUGINS,
+#                    the HF caches, ... (writing_rl/tools/shared/cluster/job_env.py FORWARDED)
+#   STOP_ON_INTERRUPT=1  with RAY_ADDRESS: Ctrl-C stops the job instead of leaving it running
 #   DRY_RUN=1        write the composed config to DRY_RUN_OUT (default outputs/dry_run/), run the preflight
 #                    (writing-rl preflight), then exit; its verdict is the last line. DRY_RUN_PRINT=1 prints
 #                    the config too
@@ -54,7 +59,19 @@ launch() {
     local composed="$dir/$CONFIG_NAME.yaml"
     mkdir -p "$dir"
     echo "== python: $PYTHON" >&2
-    "$PYTHON" -m "$module" --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job > "$composed.tmp"
+    local composed_ok=1 hydra_output
+    "$PYTHON" -m "$module" --config-path "$REPO_DIR/hydra_configs" "${args[@]}" --cfg job > "$composed.tmp" 2> "$composed.err" || composed_ok=0
+    hydra_output="$(cat "$composed.err")"
+    rm -f "$composed.err"
+    if [ "$composed_ok" = 0 ]; then
+      # Hydra's own message offers '+' for a mistyped key; the preflight names the key meant, checks the rest.
+      rm -f "$composed.tmp"
+      echo "== $module could not compose the config; preflight"
+      preflight "${args[@]}"
+      printf '%s\n' "$hydra_output" >&2
+      exit 1
+    fi
+    if [ -n "$hydra_output" ]; then printf '%s\n' "$hydra_output" >&2; fi
     mv "$composed.tmp" "$composed"
     if [ "${DRY_RUN_PRINT:-0}" = "1" ]; then cat "$composed"; fi
     echo "== the composed config, as $module reads it: $composed ($(wc -l < "$composed") lines)"
@@ -68,25 +85,10 @@ launch() {
   if [ -z "${RAY_ADDRESS:-}" ]; then
     exec "$PYTHON" -m "$module" --config-path "$REPO_DIR/hydra_configs" "${args[@]}"
   fi
-  # On the cluster the job runs inside a copy of this repo, so the config path is taken from its $PWD.
-  local env_json='{}'
-  if [ "${FORWARD_JUDGE_API_KEY:-0}" = "1" ] && [ -n "${JUDGE_API_KEY_ENV:-}" ]; then
-    env_json="$("$PYTHON" -c 'import json, os, sys; n = sys.argv[1]; print(json.dumps({n: os.environ[n]}))' "$JUDGE_API_KEY_ENV")"
-  fi
-  local runtime_env
-  runtime_env="$("$PYTHON" - "$REPO_DIR" "$env_json" <<'PY'
-import json, sys
-repo, env = sys.argv[1], json.loads(sys.argv[2])
-spec = {"working_dir": repo, "excludes": [".venv/", ".git/", "data/", "runs/", "outputs/", ".cache/", "*.parquet"]}
-if env:
-    spec["env_vars"] = env
-print(json.dumps(spec))
-PY
-)"
-  local quoted
-  quoted="$(printf ' %q' "${args[@]}")"
-  exec ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$runtime_env" -- \
-    bash -c "python -m $module --config-path \"\$PWD/hydra_configs\"$quoted"
+  # A Ray job (writing_rl/tools/shared/cluster/submit.py): this repo uploaded as its working directory, the variables
+  # it needs forwarded, its output followed here (docs/many-nodes.md).
+  exec "$PYTHON" -m writing_rl.tools.shared.cluster.submit --repo "$REPO_DIR" --module "$module" --config-name "$CONFIG_NAME" \
+    "${OVERRIDES[@]}" "${selected[@]}" "$@"
 }
 
 # train_with_judge CONFIG "what TRAIN_FILES holds" "what the judge is" [overrides...]: the policy
@@ -112,6 +114,9 @@ train_with_judge() {
     )
   fi
   require_env "${needed[@]}"
+  # A GenRM colocated with the policy trains under verl's legacy trainer (+genrm=colocated sets it): our entry
+  # point for it, so that judge/ metrics reach the tracker (docs/judges/health.md).
+  if [ "${GENRM:-}" = colocated ] && [ -z "${TRAINER:-}" ]; then TRAINER=legacy; fi
   OVERRIDES=(
     "actor_rollout_ref.model.path=$MODEL_PATH"
     "data.train_files=$TRAIN_FILES"

@@ -46,6 +46,13 @@ def _break(name: str, path: str, old: str, new: str, tests: str | tuple[str, ...
 TERMS_LOOP = "tests/test_terms_reward_loop.py::"
 LEARNING = "tests/test_learning.py::"
 RUBRIC = "tests/test_rubric.py::"
+CLUSTER = "tests/test_cluster_job.py::"
+RAY_JOB = "tests/test_ray_job.py::"
+ENTRY = "tests/test_health_entry.py::"
+TRACKER = (
+    "tests/test_tracker_judge_metrics.py::"
+    "test_every_trainer_step_has_its_judge_metrics_in_the_tracker_under_its_own_step"
+)
 
 BREAKS = [
     # ---------------------------------------------------------------- the gaps of issue 35
@@ -385,6 +392,39 @@ BREAKS = [
         "tests/test_health.py::test_watches_and_the_curriculum_level_reach_the_step_metrics",
         "the tracker's curriculum/level_mean is not the samples' reference level",
     ),
+    # ---------------------------------------------------------------- judge health under every trainer (issue 45)
+    _break(
+        "legacy-judge-health-not-reported",
+        "writing_rl/reward_loop/health/entry/trainers.py",
+        'output.meta_info["metrics"].update(self._step_health(batch))',
+        "self._step_health(batch)",
+        ENTRY + "test_the_legacy_trainer_adds_judge_health_to_the_actor_update_metrics_it_logs",
+        "the legacy trainer's steps carry no judge/ metrics to the tracker",
+    ),
+    _break(
+        "separate-trainers-judge-health-not-reported",
+        "writing_rl/reward_loop/health/entry/trainers.py",
+        "self.metrics.update(self._step_health(batch))",
+        "self._step_health(batch)",
+        ENTRY + "test_the_separate_trainers_add_judge_health_where_they_collect_a_step_metrics",
+        "fully-async and one-step-off steps carry no judge/ metrics to the tracker",
+    ),
+    _break(
+        "fully-async-step-filed-under-the-next",
+        "writing_rl/reward_loop/health/entry/fully_async.py",
+        "        self._cycle_end = rollout_reset_timing_raw  # its last step is not in the aggregate yet",
+        "        super()._fit_log_aggregated_training_metrics(rollout_reset_timing_raw)",
+        ENTRY + "test_fully_async_metrics_of_each_step_are_filed_under_that_step",
+        "fully-async logs a cycle's metrics before its last step is in them (verl's order: step 1 under step 2)",
+    ),
+    _break(
+        "tiny-train-step-line-any-record",
+        "scripts/tiny_train.py",
+        'STEP_LINE = re.compile(r"\\btraining/global_step:(\\d+)\\b")',
+        'STEP_LINE = re.compile(r"\\bstep:(\\d+) - ")',
+        TRACKER,
+        "tiny_train prints a step as finished for each tracker record (fully-async: step 2 four times)",
+    ),
     # ---------------------------------------------------------------- verl's SFT trainer on the CPU
     _break(
         "tiny-sft-learning-rate-zero",
@@ -393,6 +433,126 @@ BREAKS = [
         '"optim.lr=0",',
         "tests/test_genrm_sft_cpu.py::test_verls_sft_trainer_on_the_cpu_teaches_the_tiny_genrm_to_answer_in_its_format",
         "the tiny GenRM SFT trains at learning rate 0 (verl still exits 0 and saves a model)",
+    ),
+    # ---------------------------------------------------------------- a Ray job on a cluster (issue 45)
+    _break(
+        "cluster-demand-one-cpu-per-gpu",
+        "writing_rl/tools/shared/cluster/demand.py",
+        "TRAINER_CPUS, SERVER_CPUS = 3, 2  # CPUs per GPU bundle",
+        "TRAINER_CPUS, SERVER_CPUS = 1, 1  # CPUs per GPU bundle",
+        (
+            CLUSTER + "test_a_group_that_no_node_can_hold_is_refused_and_the_message_names_both_sides",
+            CLUSTER + "test_the_demand_follows_verls_resource_pools",
+        ),
+        "the job's demand counts one CPU per GPU, not verl's bundles (3 for the trainer's pools)",
+    ),
+    _break(
+        "cluster-env-not-forwarded",
+        "writing_rl/tools/shared/cluster/job_env.py",
+        '            spec["env_vars"] = dict(self.env_vars)',
+        "            pass",
+        CLUSTER + "test_the_judge_key_goes_to_the_job_only_when_asked",
+        "the job's runtime environment carries none of the forwarded variables",
+    ),
+    _break(
+        "cluster-keeps-ray-init-resources",
+        "writing_rl/tools/shared/cluster/submit.py",
+        '    return [f"ray_kwargs.ray_init.{key}=null" for key in RAY_OWN if ray_init.get(key) is not None]',
+        "    return []",
+        CLUSTER
+        + "test_joining_a_cluster_drops_the_cpu_backends_own_resources_and_the_overlays_come_from_the_jobs_copy",
+        "a job keeps the CPU backend's ray_init num_cpus/num_gpus, which Ray refuses when joining a cluster",
+    ),
+    _break(
+        "cluster-upload-unchecked",
+        "writing_rl/tools/shared/cluster/job_env.py",
+        "    if total > limit_mib * 2**20:",
+        "    if False:",
+        CLUSTER + "test_the_upload_leaves_out_what_ray_leaves_out_and_refuses_a_large_one",
+        "a working directory of any size is uploaded",
+    ),
+    _break(
+        "preflight-never-asks-the-cluster",
+        "writing_rl/tools/preflight/runner.py",
+        "        if not args.no_cluster and cluster_address():",
+        "        if False:",
+        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_judge_too",
+        "the preflight never asks the cluster: a job it can never schedule is submitted and waits",
+    ),
+    _break(
+        "cluster-token-not-sent",
+        "writing_rl/tools/shared/cluster/client.py",
+        '        headers = {"Authorization": f"Bearer {token}"}',
+        "        headers = None",
+        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_judge_too",
+        "the job server's token is not sent: a cluster with token authentication refuses every job",
+    ),
+    # ---------------------------------------------------------------- config errors and the preflight (issue 45)
+    _break(
+        "hydra-error-untranslated",
+        "writing_rl/tools/shared/verl_config.py",
+        "refused.append(_explain(err, config_name, kept))",
+        "refused.append(str(err).strip().splitlines()[0])",
+        (
+            "tests/test_cli_errors.py::test_a_hydra_mistake_is_one_line_naming_the_fix",
+            "tests/test_preflight.py::test_mistyped_overrides_are_named_and_every_other_check_still_runs",
+        ),
+        "a misspelt key without '+' gets Hydra's 'Could not override', not the key meant",
+    ),
+    _break(
+        "refused-override-drops-the-rest",
+        "writing_rl/tools/shared/verl_config.py",
+        "                kept.remove(bad)",
+        "                kept.clear()",
+        (
+            "tests/test_cli_errors.py::test_every_override_hydra_refuses_is_named_at_once",
+            "tests/test_preflight.py::test_mistyped_overrides_are_named_and_every_other_check_still_runs",
+        ),
+        "after a refused override the config is composed without any (the next misspelt key and the paths unseen)",
+    ),
+    _break(
+        "preflight-stops-at-config-problem",
+        "writing_rl/tools/preflight/runner.py",
+        "    check_config_stages(config, report)\n    reward_fn =",
+        "    check_config_stages(config, report)\n    if report.problems:\n        return report\n    reward_fn =",
+        (
+            "tests/test_preflight.py::test_mistyped_overrides_are_named_and_every_other_check_still_runs",
+            "tests/test_preflight.py::test_a_problem_in_each_config_stage_is_reported_and_the_judge_still_checked",
+        ),
+        "a config problem hides the path, data and judge checks",
+    ),
+    _break(
+        "judge-unchecked-after-a-reward-kwargs-problem",
+        "writing_rl/tools/preflight/runner.py",
+        "        return ManagerConfig.from_verl(OmegaConf.create(plain), address)",
+        "        raise",
+        "tests/test_preflight.py::test_a_problem_in_each_config_stage_is_reported_and_the_judge_still_checked",
+        "a refused reward.reward_kwargs key keeps the judge endpoint from being checked",
+    ),
+    _break(
+        "dry-run-hydra-error-untranslated",
+        "scripts/_launch.sh",
+        '      preflight "${args[@]}"\n      printf \'%s\\n\' "$hydra_output" >&2',
+        "      printf '%s\\n' \"$hydra_output\" >&2",
+        "tests/test_overlay_and_scripts.py::"
+        "test_script_dry_run_answers_a_misspelt_key_with_the_key_meant_and_checks_the_rest",
+        "DRY_RUN shows Hydra's error for a misspelt key, not the key meant",
+    ),
+    _break(
+        "replica-always-vllm",
+        "writing_rl/tools/preflight/config_checks.py",
+        "            name, unit = _engine(engine)",
+        '            name, unit = "vLLM", "GPU(s)"',
+        "tests/test_preflight.py::test_the_gpu_layout_names_the_rollout_engine_configured",
+        "the preflight calls every rollout vLLM (the CPU backend's transformers rollout too)",
+    ),
+    _break(
+        "progress-bar-before-input-check",
+        "writing_rl/data/driver.py",
+        "    check_input(settings.input_path)\n    plan = plan_splits(settings)",
+        "    plan = plan_splits(settings)",
+        "tests/test_build_driver.py::test_an_input_it_cannot_read_is_one_error_line_before_any_progress_bar",
+        "build_parquet draws an empty progress bar before the error for a missing input",
     ),
 ]
 

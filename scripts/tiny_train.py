@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from writing_rl.cpu_backend.platform_name import CHECKPOINT_ENGINE
-from writing_rl.tools.shared.trainers import MAIN_PPO, TRAINERS, unmet, unsupported
+from writing_rl.tools.shared.cluster.submit import joining_overrides
+from writing_rl.tools.shared.trainers import TRAINERS, trainer_of, unmet, unsupported
 from writing_rl.tools.shared.verl_config import compose
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +32,8 @@ sys.path.insert(0, str(REPO / "scripts"))  # tiny_results.py beside this file, a
 sys.path.insert(0, str(REPO / "tests"))  # the stand-ins the tests build: tests/tiny.py, tests/stand_in_judge.py
 
 from tiny_results import MIN_Z, learning_line, read_metrics, report, taste_of, write_json  # noqa: E402
+
+from tiny_cluster import in_job, judge_host, submit_tiny_run, submits  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,9 @@ def graded_rows(method: Method, taste: str, out: Path) -> Path:
 class StandInJudge:
     """tests/stand_in_judge.py in a process of its own, stopped on exit."""
 
-    def __init__(self, log: Path, faults: int = 0, taste: str = "", flip: float = 0.0):
+    def __init__(self, log: Path, faults: int = 0, taste: str = "", flip: float = 0.0, host: str = "127.0.0.1"):
         self.log = log.open("w")
-        command = [sys.executable, str(REPO / "tests/stand_in_judge.py"), "--faults", str(faults)]
+        command = [sys.executable, str(REPO / "tests/stand_in_judge.py"), "--faults", str(faults), "--host", host]
         if taste:
             command += [f"--taste={taste}", "--flip", str(flip)]  # (= : a reversed taste starts with -)
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO)
@@ -163,9 +166,8 @@ ON_ONE_MACHINE = {
         "async_training.trigger_parameter_sync_step=1",
         "ray_kwargs.ray_init.num_cpus=32",
         "data.train_batch_size=0",  # the trainer takes ppo_mini_batch_size prompts as they come
-        # Its trainer logs a sync cycle's metrics at the next weight update, and makes a last one at the end
-        # only when the last version is not a multiple of test_freq (-1 divides every version).
-        f"trainer.test_freq={10**6}",
+        # Its validation comes at a weight sync test_freq names: off here, LEARN=1 too (its figures are the rollouts').
+        "trainer.test_freq=-1",
         _GLOO,
     ),
     "one-step-off": ("rollout.n_gpus_per_node=1", "rollout.nnodes=1", "trainer.rollout_data_dir=null", _GLOO),
@@ -263,7 +265,8 @@ def overrides(
     return args
 
 
-STEP_LINE = re.compile(r"\bstep:(\d+) - ")
+# verl's console line of a training step's metrics (not its validation's, nor fully-async's rollouter timings).
+STEP_LINE = re.compile(r"\btraining/global_step:(\d+)\b")
 
 
 def run_verl(command: list[str], env: dict, log_path: Path) -> int:
@@ -342,6 +345,11 @@ def main(argv: list[str]) -> int:
     out = Path(os.environ.get("OUT") or REPO / "runs/tiny" / name).resolve()
     cache = Path(os.environ.get("CACHE_DIR") or REPO / ".cache/tiny").resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if submits():  # RAY_ADDRESS: this same run as a job on that cluster (scripts/tiny_cluster.py)
+        selected = [*TRAINERS[trainer].overrides, *ON_ONE_MACHINE.get(trainer, ())] if trainer else []
+        preset = [f"+genrm={genrm}"] if genrm else []
+        config = compose(name, [*preset, "+backend=cpu", *selected, *user_overrides])
+        return submit_tiny_run(REPO, name, user_overrides, out, cache, config)
 
     artifacts = build_artifacts(cache, genrm=bool(genrm))
     rows = Path(os.environ.get("ROWS") or REPO / method.rows).resolve()  # ROWS: the builder's input instead
@@ -360,7 +368,8 @@ def main(argv: list[str]) -> int:
             title = f"judge: {judge[1]}"
         else:
             faults = int(os.environ.get("STAND_IN_FAULTS") or 0)
-            stand_in = StandInJudge(out / "judge.log", faults=faults, taste=preference, flip=flip)
+            host = judge_host() if in_job() else "127.0.0.1"
+            stand_in = StandInJudge(out / "judge.log", faults=faults, taste=preference, flip=flip, host=host)
             judge = (stand_in.base_url, "stand-in-judge")
             say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
             if preference == "none":
@@ -388,17 +397,21 @@ def main(argv: list[str]) -> int:
     metrics = out / "metrics.jsonl"
     if metrics.exists():
         shutil.move(metrics, out / "metrics.previous.jsonl")
-    module = TRAINERS[trainer].module if trainer else MAIN_PPO
     val_file = val.parent / "test.parquet" if val else None
     args = [*overrides(name, method, out, artifacts, train, steps, judge, val_file), "+backend=cpu", *user_overrides]
     config = compose(name, args)
+    module = TRAINERS[trainer or trainer_of(config)].module  # a legacy preset (+genrm=colocated) too: its judge health
     refused = unsupported(config) or "; ".join(unmet(config))
     if refused:
         fail(refused)
     command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]
-    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even inside another Ray job or beside a
-    # cluster `ray start` left running (ray.init would join either).
-    env = {**os.environ, "RAY_ADDRESS": "local", "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
+    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even beside a cluster `ray start` left running
+    # (ray.init would join it); as a Ray job (RAY_ADDRESS), the job's cluster, with the resources its nodes have.
+    env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
+    if in_job():
+        command += joining_overrides(config)
+    else:
+        env["RAY_ADDRESS"] = "local"
     env["PYTHONUNBUFFERED"] = "1"
     (out / "command.txt").write_text(" ".join(command) + "\n")
     say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")

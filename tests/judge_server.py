@@ -159,8 +159,10 @@ class ScriptedJudgeServer:
         refuse_over_capacity: bool = False,
         port: int = 0,
         keep_requests: bool = True,
+        host: str = "127.0.0.1",
     ):
         self.script = script
+        self.host = host  # another address only for a tiny run on a Ray cluster of several machines
         self.latency_s = latency_s
         self.capacity = capacity
         # With a capacity: a request arriving while `capacity` are being answered gets an immediate 429
@@ -197,7 +199,7 @@ class ScriptedJudgeServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     async def _handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
@@ -287,7 +289,7 @@ class ScriptedJudgeServer:
         app.router.add_post("/tokenize", self._tokenize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port or 0)
+        site = web.TCPSite(self._runner, self.host, self.port or 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
 

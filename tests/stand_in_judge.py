@@ -15,7 +15,7 @@ rubric all at once and per criterion, WritingBench's critic) in the judge's repl
 A tiny untrained model, the other local judge, almost never writes a readable verdict, so every reward would
 be the same loss.
 
-    python tests/stand_in_judge.py [--port P] [--faults N] [--taste SPEC [--flip P]]
+    python tests/stand_in_judge.py [--host H] [--port P] [--faults N] [--taste SPEC [--flip P]]
     # prints "stand-in judge: http://127.0.0.1:P/v1"
 """
 
@@ -115,7 +115,11 @@ def script(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; a tiny run on a Ray cluster of several machines gives its node's)",
+    )  # fmt: skip
     parser.add_argument(
         "--faults", type=int, default=0, metavar="N",
         help="about one request in N fails, by a hash of its text: an HTTP 500, a reply with no verdict, one cut "
@@ -138,7 +142,9 @@ def main() -> None:
     except ValueError as err:
         parser.error(str(err))
     answer = functools.partial(script, faults=args.faults, taste=taste, flip=args.flip)
-    server = ScriptedJudgeServer(script=answer, port=args.port, models={MODEL: None}, keep_requests=False).start()
+    server = ScriptedJudgeServer(
+        script=answer, port=args.port, models={MODEL: None}, keep_requests=False, host=args.host
+    ).start()
     print(f"stand-in judge: {server.base_url}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from data_prep.build_parquet import main as build
 from writing_rl.data import driver
@@ -63,3 +64,18 @@ def test_a_column_whose_type_comes_back_to_the_first_chunks_keeps_every_value(tm
     assert rc == 0
     rows = pq.read_table(out / "train.parquet").to_pylist()
     assert [r["extra_info"]["a"] for r in rows] == [None, None, "2", "3", "s4", "s5"]
+
+
+@pytest.mark.parametrize(
+    "name, error",
+    [
+        ("missing.jsonl", "No such file or directory"),
+        ("notes.txt", "unknown input format; expected one of .parquet .jsonl .json .csv or a datasets dir"),
+    ],
+)
+def test_an_input_it_cannot_read_is_one_error_line_before_any_progress_bar(tmp_path, capsys, name, error):
+    (tmp_path / "notes.txt").write_text("a line\n")
+    rc = build(["writing-rl", "--input", str(tmp_path / name), "--output", str(tmp_path / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("build_parquet writing-rl: error: ") and error in err[0], err

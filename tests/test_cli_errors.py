@@ -89,13 +89,40 @@ def kept_samples(out) -> set[int]:
             "~data.max_prompt_lenght",
             "cannot delete unknown config key 'data.max_prompt_lenght': did you mean 'data.max_prompt_length'?",
         ),
+        (  # misspelt at any level, without the '+' Hydra asks for
+            "trainer.totl_epochs=3",
+            "unknown config key 'trainer.totl_epochs': did you mean 'trainer.total_epochs'?",
+        ),
+        (
+            "reward.custom_reward_function.reward_kwargs.stratgy=both",
+            "unknown config key 'reward.custom_reward_function.reward_kwargs.stratgy': "
+            "did you mean 'reward.custom_reward_function.reward_kwargs.strategy'?",
+        ),
+        (
+            "+node=one_gpo",
+            "config group 'node' has no option 'one_gpo': did you mean +node=one_gpu? (there: eight_gpus, one_gpu)",
+        ),
+        ("node=one_gpu", "config group 'node' is not selected in writing_rl: add it with +node=one_gpu"),
+        (  # one we do not recognise: Hydra's own first line
+            "+genrm=colocated +genrm=standalone",
+            "bad override: Multiple values for genrm. To override a value use 'override genrm: standalone'",
+        ),
         ("data.max_prompt_length=[1", "bad override 'data.max_prompt_length=[1': no viable alternative at input '[1'"),
         ("data.max_prompt_length", "bad override 'data.max_prompt_length': write key=value (or ~key to delete a key)"),
     ],
 )
 def test_a_hydra_mistake_is_one_line_naming_the_fix(capsys, override, line):
-    assert cli(["check-config", override]) == 2
+    assert cli(["check-config", *override.split(" ")]) == 2
     assert error_line(capsys) == f"writing-rl check-config: error: {line}"
+
+
+def test_every_override_hydra_refuses_is_named_at_once(capsys):
+    overrides = ["trainer.totl_epochs=3", "data.max_prompt_length=64", "actor_rollout_ref.rollout.nn=4"]
+    assert cli(["check-config", *overrides]) == 2
+    assert error_line(capsys) == (
+        "writing-rl check-config: error: unknown config key 'trainer.totl_epochs': did you mean 'trainer.total_epochs'?; "
+        "unknown config key 'actor_rollout_ref.rollout.nn': did you mean 'actor_rollout_ref.rollout.n'?"
+    )
 
 
 def test_a_mistyped_overlay_name_gets_the_nearest(capsys):

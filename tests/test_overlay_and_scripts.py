@@ -1,7 +1,6 @@
 """The Hydra overlay as verl composes it, `writing-rl check-config`, and scripts/train_writing_rl.sh."""
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -211,23 +210,38 @@ def test_script_dry_run_writes_the_config_and_ends_with_the_preflights_verdict(j
     assert "strategy: both" in config_text and "path: /models/policy" in config_text
 
 
-def test_script_submits_a_ray_job_when_ray_address_is_set(tmp_path):
-    fake_ray = tmp_path / "ray"
-    fake_ray.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RAY_ARGS_FILE"\n')
-    fake_ray.chmod(0o755)
-    args_file = tmp_path / "args"
+def test_script_dry_run_answers_a_misspelt_key_with_the_key_meant_and_checks_the_rest(judge_server, tmp_path):
+    server = judge_server(models={"judge-model": None})
     result = run_script(
-        {**REQUIRED, "RAY_ADDRESS": "http://head:8265", "RAY_ARGS_FILE": str(args_file), "PREFLIGHT": "0"},
-        "trainer.total_epochs=3",
-        path_prefix=tmp_path,
+        {
+            **REQUIRED,
+            "DRY_RUN": "1",
+            "DRY_RUN_OUT": str(tmp_path),
+            "REMOTE_PATHS": "all",
+            "JUDGE_BASE_URL": server.base_url,
+        },
+        "reward.custom_reward_function.reward_kwargs.stratgy=both",  # no '+': Hydra refuses it before verl starts
     )
-    assert result.returncode == 0, result.stderr
-    args = args_file.read_text().splitlines()
-    assert args[:4] == ["job", "submit", "--address", "http://head:8265"]
-    runtime_env = json.loads(args[args.index("--runtime-env-json") + 1])
-    assert runtime_env["working_dir"] == str(REPO_DIR) and ".venv/" in runtime_env["excludes"]
-    assert "env_vars" not in runtime_env  # the API key is never forwarded unless asked
-    entrypoint = args[args.index("--") + 1 :]
-    assert entrypoint[:2] == ["bash", "-c"]
-    assert entrypoint[2].startswith('python -m verl.trainer.main_ppo --config-path "$PWD/hydra_configs"')
-    assert "trainer.total_epochs=3" in entrypoint[2] and "--config-name writing_rl" in entrypoint[2]
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert (
+        "PROBLEM  config: unknown config key 'reward.custom_reward_function.reward_kwargs.stratgy': "
+        "did you mean 'reward.custom_reward_function.reward_kwargs.strategy'?"
+    ) in lines
+    assert f"ok       judge {server.base_url} serves 'judge-model'" in "\n".join(lines)  # the rest was checked
+    assert lines[-1] == "preflight: 1 problem(s); nothing was started"
+    assert "Traceback" not in result.stderr and "Could not override" not in result.stdout
+    assert not list(tmp_path.glob("writing_rl.yaml*"))  # no config written for a config that does not compose
+
+
+def test_with_ray_address_the_script_submits_through_our_job_client_and_names_a_wrong_address(tmp_path):
+    """The submission itself runs against a real cluster in tests/test_ray_job.py; here, no job server."""
+    from ray_cluster import free_ports
+
+    (port,) = free_ports(1)
+    address = f"http://127.0.0.1:{port}"
+    result = run_script({**REQUIRED, "RAY_ADDRESS": address, "PREFLIGHT": "0"}, "trainer.total_epochs=3")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "== working directory upload: " in result.stdout
+    assert f"error: no Ray job server at RAY_ADDRESS={address} " in result.stderr
+    assert "http://HEAD:8265 by default" in result.stderr

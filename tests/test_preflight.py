@@ -296,13 +296,58 @@ def test_dry_run_uses_the_quickstart_venv_and_runs_the_preflight(tmp_path, token
     assert result.returncode == 0 and not (tmp_path / "calls").exists()
 
 
-def test_a_mistyped_override_is_one_problem_line_not_a_traceback(capsys):
+def test_mistyped_overrides_are_named_and_every_other_check_still_runs(capsys, tmp_path):
     from writing_rl.tools.preflight.runner import main
 
-    assert main(["--no-ping", "reward.reward_kwargs.judge.max_concurency=8"]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("PROBLEM  config: unknown config key 'reward.reward_kwargs.judge.max_concurency'")
-    assert out[-1] == "preflight: 1 problem(s); nothing was started"
+    overrides = [
+        f"actor_rollout_ref.model.path={tmp_path / 'no-model'}",
+        f"data.train_files={tmp_path / 'no-train.parquet'}",
+        f"data.val_files={tmp_path / 'no-val.parquet'}",
+        f"reward.reward_kwargs.judge.base_url={closed_port_url()}",
+        "reward.reward_kwargs.judge.model=scripted-judge",
+        "trainer.totl_epochs=3",  # misspelt, without the '+' Hydra asks for: at any level
+        "actor_rollout_ref.rollout.nn=4",
+        "reward.custom_reward_function.reward_kwargs.stratgy=both",
+    ]
+    assert main(overrides) == 1
+    out = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("[validate_config]")]
+    assert out[:3] == [
+        "PROBLEM  config: unknown config key 'trainer.totl_epochs': did you mean 'trainer.total_epochs'?",
+        "PROBLEM  config: unknown config key 'actor_rollout_ref.rollout.nn': did you mean 'actor_rollout_ref.rollout.n'?",
+        "PROBLEM  config: unknown config key 'reward.custom_reward_function.reward_kwargs.stratgy': "
+        "did you mean 'reward.custom_reward_function.reward_kwargs.strategy'?",
+    ]
+    # The rest of the config composed without them: checked, and so are the paths and the judge.
+    assert "ok       verl validate_config" in out
+    for name in ("MODEL_PATH", "TRAIN_FILES", "VAL_FILES"):
+        assert any(f"({name})=" in line and "no such file or directory" in line for line in out), name
+    assert any(line.startswith("PROBLEM  judge http://127.0.0.1:") and "is unreachable" in line for line in out)
+    assert out[-1] == "preflight: 7 problem(s); nothing was started"
+
+
+def test_a_problem_in_each_config_stage_is_reported_and_the_judge_still_checked(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"scripted-judge": 100_000})
+    report = preflight(
+        tokenizer_dir, *data, server.base_url,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=16",  # verl's side: no replica fits 8 GPUs
+        "+reward.reward_kwargs.stratgy=both",  # ours: passes Hydra with '+', refused by our key check
+    )  # fmt: skip
+    problems = "\n".join(report.problems)
+    assert len(report.problems) == 2, problems
+    assert "a replica takes 16 GPUs" in report.problems[0]
+    assert report.problems[1].startswith("config: unknown key(s) under reward.reward_kwargs: stratgy")
+    text = "\n".join(report.lines)
+    assert f"judge {server.base_url} serves 'scripted-judge'" in text  # the judge section alone is still read
+    assert "prompt tokens p50" in text and "<= the judge's context 100000" in text
+
+
+def test_the_gpu_layout_names_the_rollout_engine_configured():
+    from writing_rl.tools.preflight.config_checks import check_gpu_layout
+
+    assert check_gpu_layout(compose("writing_rl")) == ["the policy: 4 vLLM replica(s) of 2 GPU(s) on 8 GPU(s)"]
+    assert check_gpu_layout(compose("writing_rl", ["+backend=cpu"])) == [
+        "the policy: 1 transformers (CPU rollout) replica(s) of 1 device(s) on 1 device(s)"
+    ]
 
 
 def test_a_real_run_stops_before_verl_starts_when_the_preflight_fails(tmp_path, tokenizer_dir, data):

@@ -188,12 +188,13 @@ def test_what_a_trainer_asserts_at_start_is_checked_before(trainer, override, pr
 
 
 def test_dry_run_composes_for_the_entry_point_the_trainer_runs(tmp_path, judge_server):
-    """fully-async's own module and keys, and a +node preset under it that does not undo what it asserts."""
+    """fully-async's module (verl's, with judge health: reward_loop/health/entry/) and keys, and a +node preset
+    under it that does not undo what it asserts."""
     judge = judge_server(models={"scripted-judge": 32_768}).base_url
     done = script(tmp_path, "train_writing_rl.sh", TRAINER="fully-async", NODE_PRESET="eight_gpus",
                   JUDGE_BASE_URL=judge, JUDGE_MODEL="scripted-judge")  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "== the composed config, as verl.experimental.fully_async_policy.fully_async_main reads it" in done.stdout
+    assert "== the composed config, as writing_rl.reward_loop.health.entry.fully_async reads it" in done.stdout
     assert "ok       trainer fully-async" in done.stdout
     config = OmegaConf.load(tmp_path / "writing_rl.yaml")
     assert "async_training" in config and config.data.train_batch_size == 0

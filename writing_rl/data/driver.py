@@ -22,6 +22,8 @@ was seen reads the input again for its column names.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -82,6 +84,7 @@ class BuildReport:
 
 
 def run(builder: Builder, settings: BuildSettings) -> BuildReport:
+    check_input(settings.input_path)
     plan = plan_splits(settings)
     report, rejects = BuildReport(), Rejects(settings.skip_bad)
     with ExitStack() as stack:
@@ -366,6 +369,13 @@ def _existing_ancestor(path: str) -> Path:
     while not path.is_dir():
         path = path.parent
     return path
+
+
+def check_input(path: str) -> None:
+    """A missing input or one of a format we do not read fails before the progress bar is drawn."""
+    if not Path(path).exists():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    detect_format(path)
 
 
 def _known_count(settings: BuildSettings) -> int | None:

@@ -119,6 +119,20 @@ def judge_health(
     return metrics
 
 
+def cumulative_cost(so_far: dict[str, float], metrics: Mapping[str, float]) -> dict[str, float]:
+    """``judge/cost_cumulative``: this step's cost (``cost_total`` of its trained samples plus ``dropped_cost_total``)
+    added to the earlier steps' in ``so_far`` (updated in place, by prefix); ``shadow/cost_cumulative`` the same for a
+    shadow judge's."""
+    cumulative = {}
+    for prefix in (PREFIX, SHADOW_PREFIX):
+        step, dropped = metrics.get(f"{prefix}cost_total"), metrics.get(f"{prefix}dropped_cost_total")
+        if step is None and dropped is None:
+            continue
+        so_far[prefix] = so_far.get(prefix, 0.0) + (step or 0.0) + (dropped or 0.0)
+        cumulative[f"{prefix}cost_cumulative"] = so_far[prefix]
+    return cumulative
+
+
 def dropped_spend(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """``judge/dropped_samples_total`` and ``judge/dropped_<calls, tokens, prompt_tokens, completion_tokens,
     cost>_total``: what the judge spent on samples verl dropped without training on them (``rows``: their

@@ -38,6 +38,7 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
 from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.health.metrics import (
+    cumulative_cost,
     dropped_spend,
     judge_health,
 )
@@ -97,16 +98,8 @@ class _JudgeHealth:
         return batch, metrics
 
     def _cumulative_cost(self, metrics: dict) -> dict[str, float]:
-        """``judge/cost_cumulative``: this step's cost (trained and dropped samples) added to the earlier steps';
-        ``shadow/cost_cumulative`` the same for a shadow judge's."""
-        cumulative, self._cost_so_far = {}, self._cost_so_far or {}
-        for prefix in ("judge/", "shadow/"):
-            step, dropped = metrics.get(f"{prefix}cost_total"), metrics.get(f"{prefix}dropped_cost_total")
-            if step is None and dropped is None:
-                continue
-            self._cost_so_far[prefix] = self._cost_so_far.get(prefix, 0.0) + (step or 0.0) + (dropped or 0.0)
-            cumulative[f"{prefix}cost_cumulative"] = self._cost_so_far[prefix]
-        return cumulative
+        self._cost_so_far = self._cost_so_far or {}
+        return cumulative_cost(self._cost_so_far, metrics)
 
     def _clear_groups(self, partition_id: str, uids: set[str]) -> None:
         """verl's eviction (staleness, a failed or filtered group, a surplus): every group ends up here."""

@@ -113,14 +113,28 @@ def check_estimator_plugin(config) -> str | None:
     return f"advantage estimator {ESTIMATOR}: verl plugin {PLUGIN} installed"
 
 
+# actor_rollout_ref.rollout.name / reward.reward_model.rollout.name -> what the preflight calls the engine
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
+def _engine(rollout) -> tuple[str, str]:
+    """The rollout engine configured, and what one replica of it runs on."""
+    from writing_rl.cpu_backend.platform_name import ROLLOUT
+
+    name = str(rollout.get("name") or "vllm")
+    if name == ROLLOUT:
+        return f"{ROLLOUT} (CPU rollout)", "device(s)"
+    return ENGINE_NAMES.get(name, name), "GPU(s)"
+
+
 def _replica_gpus(rollout) -> int:
-    """GPUs one vLLM replica takes, as verl counts them (workers/rollout/llm_server.py)."""
+    """GPUs one rollout replica takes, as verl counts them (workers/rollout/llm_server.py)."""
     sizes = ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
     return math.prod(int(rollout.get(size) or 1) for size in sizes)
 
 
 def check_gpu_layout(config) -> list[str]:
-    """Each vLLM replica fits the GPUs it is given. With fewer, verl starts no policy replica (the run
+    """Each rollout replica fits the GPUs it is given. With fewer, verl starts no policy replica (the run
     hangs at its first rollout) or stops at a GenRM's start, both on the cluster."""
     from writing_rl.settings import ConfigError
     from writing_rl.tools.shared.trainers import trainer_of
@@ -153,20 +167,22 @@ def check_gpu_layout(config) -> list[str]:
         if spare:
             lines.append(f"WARNING {spare} of {who}'s {gpus} GPUs serve no replica ({key}: {size} GPUs each)")
         else:
-            lines.append(f"{who}: {gpus // size} vLLM replica(s) of {size} GPU(s) on {gpus} GPU(s)")
+            name, unit = _engine(engine)
+            lines.append(f"{who}: {gpus // size} {name} replica(s) of {size} {unit} on {gpus} {unit}")
     return lines
 
 
 def check_config(config) -> list[str]:
     """Raise on the first problem; return what was checked."""
-    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+    verl, environment, reward = (stage(config) for stage in CONFIG_STAGES)
+    return verl + reward + environment
+
+
+def check_verl_settings(config) -> list[str]:
+    """The trainer's own settings: what verl can run, its ``validate_config``, the GPU layout."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
-    from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
-    from writing_rl.reward_loop.health.metrics import reports_health
-    from writing_rl.reward_loop.reward_fn import load_reward_fn
     from writing_rl.settings import ConfigError
     from writing_rl.tools.shared.trainers import trainer_of, unmet, unsupported
 
@@ -177,8 +193,26 @@ def check_config(config) -> list[str]:
     if problems:
         raise ConfigError("; ".join(problems))
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    checked = [f"trainer {trainer_of(config)}", "verl validate_config", *check_gpu_layout(config)]
-    trainer = [check_trainer_packages(config), check_backend(config), check_estimator_plugin(config)]
+    return [f"trainer {trainer_of(config)}", "verl validate_config", *check_gpu_layout(config)]
+
+
+def check_environment(config) -> list[str]:
+    """What this environment must offer the trainer: its packages, the CPU platform, our verl plugin."""
+    checked = [check_trainer_packages(config), check_backend(config), check_estimator_plugin(config)]
+    return [line for line in checked if line]
+
+
+def check_reward_settings(config) -> list[str]:
+    """The reward manager and reward fn as verl's reward workers load them, and ``reward.reward_kwargs``."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+
+    from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
+    from writing_rl.reward_loop.group_manager import GroupRewardManager, check_streaming_capacity
+    from writing_rl.reward_loop.reward_fn import load_reward_fn
+    from writing_rl.settings import ConfigError
+    from writing_rl.tools.shared.trainers import judge_health_route
+
+    checked = []
     check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
@@ -228,15 +262,18 @@ def check_config(config) -> list[str]:
         if curriculum.enable and scheduled:
             curriculum.for_scheduler()
             checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")
-        if reports_health(config):
-            checked.append("judge health: judge/... metrics in the tracker every training step (JudgeHealthSampler)")
+        checked.append(judge_health_route(config))
         if settings.judge.api_key_env:
             name = settings.judge.api_key_env
             if os.environ.get(name):
                 checked.append(f"API key env var ${name}: set (reward workers need it)")
             else:
                 checked.append(f"WARNING API key env var ${name}: not set in this shell (reward workers need it)")
-    return checked + [line for line in trainer if line]
+    return checked
+
+
+# Independent of each other: the preflight reports a problem in each, check_config stops at the first.
+CONFIG_STAGES = (check_verl_settings, check_environment, check_reward_settings)
 
 
 def runs_our_manager(config) -> bool:

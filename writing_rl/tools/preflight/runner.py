@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import GENRM_KEY, check_paths
@@ -41,6 +42,8 @@ from writing_rl.tools.preflight.judge_checks import (
 )
 from writing_rl.tools.preflight.report import Report
 from writing_rl.tools.preflight.spend_checks import check_run_spend
+
+T = TypeVar("T")
 
 
 def judge_counter(genrm_tokenizer, policy_tokenizer, judge) -> TokenCounter:
@@ -75,6 +78,29 @@ def _unscorable(row, check_row) -> bool:
     return False
 
 
+def attempt(report: Report, what: str, check: Callable[..., T], *args) -> T | None:
+    """``check(*args)``, or None with its error as one problem line (once: a config stage may have named it)."""
+    try:
+        return check(*args)
+    except Exception as err:  # noqa: BLE001 - any failed check is one line of the report
+        text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        if not any(text in problem for problem in report.problems):
+            report.problem(f"{what}: {text}")
+        return None
+
+
+def check_config_stages(config, report: Report) -> None:
+    """verl's settings, the environment and our reward settings, each reported on its own (one problem does
+    not hide the others)."""
+    from writing_rl.tools.preflight.config_checks import CONFIG_STAGES
+
+    for stage in CONFIG_STAGES:
+        for line in attempt(report, "config", stage, config) or []:
+            if line.removeprefix("WARNING ").startswith("API key env var"):  # check_judge reports the key
+                continue
+            (report.note if line.startswith("WARNING") else report.ok)(line.removeprefix("WARNING "))
+
+
 def run_preflight(
     config,
     remote: Iterable[str] = (),
@@ -82,29 +108,41 @@ def run_preflight(
     max_drop: float = 0.05,
     ping: bool = True,
     extra_checks: Sequence[Callable] = (),
+    config_problems: Sequence[str] = (),
 ) -> Report:
-    """``extra_checks``: ``check(config, report)`` run last, when nothing above is a problem (the command
+    """Every check that can run does: a config problem is one line and the paths, data and judge are still
+    checked. ``config_problems``: the overrides Hydra refused (``config`` was composed without them).
+    ``extra_checks``: ``check(config, report)`` run last, when nothing above is a problem (the command
     line passes ``writing-rl preflight --probe``'s judge probe)."""
-    from writing_rl.reward_loop.config import ManagerConfig
     from writing_rl.reward_loop.reward_fn import load_reward_fn
-    from writing_rl.tools.preflight.config_checks import check_config, runs_our_manager
+    from writing_rl.tools.preflight.config_checks import runs_our_manager
 
     report = Report()
-    try:
-        for line in check_config(config):
-            if line.removeprefix("WARNING ").startswith("API key env var"):  # check_judge reports the key
-                continue
-            (report.note if line.startswith("WARNING") else report.ok)(line.removeprefix("WARNING "))
-    except Exception as err:  # noqa: BLE001 - any config error is one line of the report
-        report.problem(f"config: {err}")
-        return report
-    reward_fn = load_reward_fn(config)
+    for problem in config_problems:
+        report.problem(f"config: {problem}")
+    check_config_stages(config, report)
+    reward_fn = attempt(report, "reward fn", load_reward_fn, config)
     method = None if reward_fn is None else reward_fn.method
-    ours = runs_our_manager(config)
-    found = check_paths(config, set(remote), report)
+    ours = bool(attempt(report, "reward manager", runs_our_manager, config))
+    found = attempt(report, "paths", check_paths, config, set(remote), report) or {}
+    tokenizer, genrm_tokenizer = _tokenizers(config, found, report)
+    build_judge = method.judge_messages if method is not None and ours else None
+    seen = check_data(config, found, method, build_judge, tokenizer, max_rows, max_drop, report)
+    if build_judge is not None:
+        attempt(report, "judge", check_judge_side, config, method, seen, tokenizer, genrm_tokenizer, ping, report)
+    for check in extra_checks:
+        if report.problems:
+            report.note("judge probe skipped: fix the problems above first")
+            break
+        check(config, report)
+    return report
 
+
+def _tokenizers(config, found, report: Report) -> tuple[object | None, object | None]:
+    """The policy's tokenizer and, when verl hosts a GenRM, the GenRM's; None where this machine has none."""
     tokenizer = None
-    model_path = config.actor_rollout_ref.model.get("tokenizer_path") or config.actor_rollout_ref.model.path
+    model = config.actor_rollout_ref.model
+    model_path = model.get("tokenizer_path") or model.get("path")
     if model_path:
         try:
             tokenizer = load_tokenizer(str(model_path), bool(config.data.get("trust_remote_code", False)))
@@ -120,49 +158,81 @@ def run_preflight(
             genrm_tokenizer = load_tokenizer(str(found[GENRM_KEY][0]), False)
         except (OSError, ValueError) as err:
             report.note(f"no GenRM tokenizer at {found[GENRM_KEY][0]} ({err})")
+    return tokenizer, genrm_tokenizer
 
+
+@dataclass
+class DataSeen:
+    """What the data checks read that the judge checks use."""
+
+    prompts: list[list[dict]] = field(default_factory=list)  # the judge messages of the rows read
+    train_rows: list = field(default_factory=list)
+    train_size: int = 0  # rows in the train files, read or not
+
+
+def check_data(config, found, method, build_judge, tokenizer, max_rows, max_drop, report: Report) -> DataSeen:
+    """Each parquet file's rows against the reward fn and ``data.max_prompt_length``; a file whose check
+    fails is one problem, the others are still checked."""
+    seen = DataSeen()
     check_row = None if method is None else method.check_row
-    build_judge = method.judge_messages if method is not None and ours else None
-    where = f"{config.reward.custom_reward_function.path}:{config.reward.custom_reward_function.name}"
+    fn = config.reward.custom_reward_function
+    where = f"{fn.get('path')}:{fn.get('name')}"
     template_kwargs = dict(config.data.get("apply_chat_template_kwargs") or {})
-    prompts: list[list[dict]] = []
-    train_rows, train_size = [], 0
     for key in ("data.train_files", "data.val_files"):
         for path in found.get(key, []):
             rows = read_rows(path, config.data.get("prompt_key", "prompt"), max_rows, report)
             if not rows:
                 continue
             if key == "data.train_files":
-                train_rows += rows
-                train_size += parquet_rows(path)
+                seen.train_rows += rows
+                seen.train_size += parquet_rows(path)
             check_rows(path, rows, check_row, where, report)
             usable = [r for r in rows if message_problem(r.messages) is None]
+
             lengths = None
             if tokenizer is not None:
-                lengths = prompt_token_lengths(tokenizer, usable, template_kwargs)
-                check_prompt_lengths(path, lengths, config.data, max_drop, report)
+                lengths = attempt(report, str(path), prompt_token_lengths, tokenizer, usable, template_kwargs)
+                if lengths is not None:
+                    check_prompt_lengths(path, lengths, config.data, max_drop, report)
             if build_judge is not None:
-                prompts += judge_prompts(usable, lengths, build_judge, config)
-    if ours and build_judge is not None:
-        hosted = bool(config.reward.reward_model.get("enable"))
-        settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
-        context = check_judge(config, settings, report, ping)
-        check_shadow(settings, report, ping)
-        longest = None
-        if prompts:
-            counter = judge_counter(genrm_tokenizer, tokenizer, None if hosted or not ping else settings.judge)
-            response_length = int(config.data.max_response_length)
-            longest = max(judge_prompt_tokens(counter, messages, response_length) for messages in prompts)
-            responses = max(response_tokens(messages, response_length) for messages in prompts)
-            check_judge_prompt(longest, responses, int(settings.judge.max_tokens), context, counter, report)
-        usable = [row for row in train_rows if not _unscorable(row, check_row)]
-        check_run_spend(config, settings.judge, usable, train_size, method.calls_per_rollout, longest, report)
-    for check in extra_checks:
-        if report.problems:
-            report.note("judge probe skipped: fix the problems above first")
-            break
-        check(config, report)
-    return report
+                seen.prompts += attempt(report, str(path), judge_prompts, usable, lengths, build_judge, config) or []
+    return seen
+
+
+def judge_settings(config, hosted: bool):
+    """``reward.reward_kwargs`` as the reward workers read it; when another part of it is refused (a
+    config problem already), the judge and shadow sections alone, so the endpoints are still checked."""
+    from omegaconf import OmegaConf
+
+    from writing_rl.reward_loop.config import ManagerConfig
+    from writing_rl.settings import ConfigError
+
+    address = "verl-reward-router:0" if hosted else None
+    try:
+        return ManagerConfig.from_verl(config, address)
+    except ConfigError:
+        plain = OmegaConf.to_container(config, resolve=False)
+        kwargs = plain["reward"].get("reward_kwargs") or {}
+        plain["reward"]["reward_kwargs"] = {k: kwargs[k] for k in ("judge", "shadow") if k in kwargs}
+        return ManagerConfig.from_verl(OmegaConf.create(plain), address)
+
+
+def check_judge_side(config, method, seen: DataSeen, tokenizer, genrm_tokenizer, ping: bool, report: Report) -> None:
+    """The judge endpoint and the shadow judge, the longest judge prompt against the judge's context, and
+    what the run's judge calls cost."""
+    hosted = bool(config.reward.reward_model.get("enable"))
+    settings = judge_settings(config, hosted)
+    context = check_judge(config, settings, report, ping)
+    check_shadow(settings, report, ping)
+    longest = None
+    if seen.prompts:
+        counter = judge_counter(genrm_tokenizer, tokenizer, None if hosted or not ping else settings.judge)
+        response_length = int(config.data.max_response_length)
+        longest = max(judge_prompt_tokens(counter, messages, response_length) for messages in seen.prompts)
+        responses = max(response_tokens(messages, response_length) for messages in seen.prompts)
+        check_judge_prompt(longest, responses, int(settings.judge.max_tokens), context, counter, report)
+    usable = [row for row in seen.train_rows if not _unscorable(row, method.check_row)]
+    check_run_spend(config, settings.judge, usable, seen.train_size, method.calls_per_rollout, longest, report)
 
 
 def add_arguments(parser) -> None:
@@ -179,20 +249,36 @@ def add_arguments(parser) -> None:
         help="largest share of rows filter_overlong_prompts may drop before it is a problem (default: 0.05)",
     )  # fmt: skip
     parser.add_argument("--no-ping", action="store_true", help="do not contact the judge endpoint")
+    parser.add_argument(
+        "--no-cluster", action="store_true",
+        help="with RAY_ADDRESS set: do not ask the cluster (its resources, the job's environment there)",
+    )  # fmt: skip
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, as for verl.trainer.main_ppo")
 
 
-def run_from_args(args, extra_checks: Sequence[Callable] = ()) -> int:
-    from writing_rl.tools.shared.verl_config import compose
+def cluster_address() -> str:
+    """The Ray cluster a job goes to (RAY_ADDRESS), or "" for a Ray of this machine's own."""
+    address = os.environ.get("RAY_ADDRESS", "")
+    return "" if address in ("", "local", "auto") else address
 
-    try:
-        config = compose(args.config_name, args.overrides, args.config_dir)
-    except ConfigError as err:  # a mistyped override: one line, as every other problem (no traceback)
+
+def run_from_args(args, extra_checks: Sequence[Callable] = ()) -> int:
+    from writing_rl.tools.shared.verl_config import compose_leniently
+
+    try:  # a mistyped override is one line, and the rest is checked without it
+        config, refused = compose_leniently(args.config_name, args.overrides, args.config_dir)
+    except ConfigError as err:  # no overlay of that name: nothing to check
         report = Report()
         report.problem(f"config: {err}")
     else:
         remote = [name for value in args.remote for name in re.split(r"[,\s]+", value) if name]
-        report = run_preflight(config, remote, args.max_rows, args.max_drop, not args.no_ping, extra_checks)
+        report = run_preflight(
+            config, remote, args.max_rows, args.max_drop, not args.no_ping, extra_checks, config_problems=refused
+        )
+        if not args.no_cluster and cluster_address():
+            from writing_rl.tools.shared.cluster.probe import check_cluster_from_environ
+
+            check_cluster_from_environ(config, report, args.config_dir)
     print("\n".join(report.lines))
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); nothing was started")

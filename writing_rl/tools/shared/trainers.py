@@ -15,8 +15,17 @@ from writing_rl.cpu_backend.platform_name import PLATFORM as CPU_PLATFORM
 from writing_rl.settings import ConfigError
 
 MAIN_PPO = "verl.trainer.main_ppo"
-FULLY_ASYNC_MAIN = "verl.experimental.fully_async_policy.fully_async_main"
-ONE_STEP_OFF_MAIN = "verl.experimental.one_step_off_policy.main_ppo"
+# verl's entry points with judge health in the tracker, for the trainers whose metrics no configured class reaches
+# (writing_rl/reward_loop/health/entry/, docs/judges/health.md). verl's own modules run them too, without it.
+_ENTRY = "writing_rl.reward_loop.health.entry"
+LEGACY_MAIN = f"{_ENTRY}.main_ppo"
+FULLY_ASYNC_MAIN = f"{_ENTRY}.fully_async"
+ONE_STEP_OFF_MAIN = f"{_ENTRY}.one_step_off"
+VERL_MODULES = {
+    LEGACY_MAIN: "verl.trainer.main_ppo",
+    FULLY_ASYNC_MAIN: "verl.experimental.fully_async_policy.fully_async_main",
+    ONE_STEP_OFF_MAIN: "verl.experimental.one_step_off_policy.main_ppo",
+}
 V1_MODES = ("sync", "colocate_async", "separate_async")  # trainer.v1.trainer_mode
 # Rollout on devices of its own: each new version of the weights goes there through a checkpoint engine.
 SENDS_WEIGHTS = ("v1-separate-async", "fully-async", "one-step-off")
@@ -40,7 +49,7 @@ TRAINERS = {
         Trainer("v1-separate-async", MAIN_PPO, ("trainer.use_v1=true", "trainer.v1.trainer_mode=separate_async",
                                                 "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"),
                 "rollout GPUs apart from training GPUs, weights sent every parameter_sync_step mini-batches"),
-        Trainer("legacy", MAIN_PPO, ("trainer.use_v1=false",), "verl's previous (v0) trainer"),
+        Trainer("legacy", LEGACY_MAIN, ("trainer.use_v1=false",), "verl's previous (v0) trainer"),
         Trainer("fully-async", FULLY_ASYNC_MAIN, ("+entry=fully_async",),
                 "verl.experimental.fully_async_policy: rollouts stream without pause, trained as they come"),
         Trainer("one-step-off", ONE_STEP_OFF_MAIN, ("+entry=one_step_off",),
@@ -146,6 +155,25 @@ def unmet(config) -> list[str]:
         if got != want
     ]
     return problems
+
+
+def judge_health_route(config) -> str:
+    """The preflight's line on how the run's ``judge/...`` metrics reach its tracker (docs/judges/health.md)."""
+    from writing_rl.reward_loop.health.metrics import reports_health
+
+    name = trainer_of(config)
+    if name.startswith("v1-"):
+        if reports_health(config):
+            return "judge health: judge/... metrics in the tracker every training step (JudgeHealthSampler)"
+        return (
+            "WARNING judge health: no judge/... metrics in the tracker: trainer.v1.sampler.custom_sampler is not "
+            "writing-rl's JudgeHealthSampler (`writing-rl monitor` and the reward workers' log lines still show them)"
+        )
+    module = TRAINERS[name].module
+    return (
+        f"judge health: judge/... metrics in the tracker every training step when `python -m {module}` runs it "
+        f"(TRAINER={name} does); verl's own `python -m {VERL_MODULES[module]}` offers no hook for them and logs none"
+    )
 
 
 def main(argv: list[str]) -> int:
