@@ -14,7 +14,9 @@ setup(
     install_requires=[
         # torch comes with verl's dependencies; on CPU machines install torch==2.13.0 first (docs/getting-started.md).
         "verl>=0.9.1,<0.10",
-        "ray[default]>=2.40",  # its job server and client (RAY_ADDRESS: writing_rl/tools/shared/cluster/)
+        # Its job client (RAY_ADDRESS: writing_rl/tools/shared/cluster/) is in ray[default], which verl requires;
+        # naming the extra here sends pip's resolver backtracking through every release of `datasets`.
+        "ray>=2.40",
         "pathspec>=0.10",  # what a job's working directory upload leaves out, read as Ray reads it
         "aiohttp>=3.9",
         "hydra-core>=1.3",

@@ -154,3 +154,36 @@ def test_the_preflight_names_the_route_of_each_trainer_judge_health(config, says
     from writing_rl.tools.shared.trainers import judge_health_route
 
     assert says in judge_health_route(OmegaConf.create(config))
+
+
+def test_the_entry_points_replace_only_names_verl_still_uses_and_stop_when_one_is_gone():
+    import types
+
+    import verl.experimental.fully_async_policy.fully_async_main as fully_async_main
+    import verl.experimental.one_step_off_policy.main_ppo as one_step_off_main
+    import verl.trainer.main_ppo_v0 as main_ppo_v0
+
+    from writing_rl.reward_loop.health.entry.swap import replace, replace_in
+
+    # the names our entry points point at their subclasses, where verl 0.9.1 reads them
+    assert hasattr(main_ppo_v0, "TaskRunner") and hasattr(one_step_off_main, "OneStepTaskRunner")
+    assert hasattr(fully_async_main, "FullyAsyncTaskRunner")
+    for method, name in (
+        (main_ppo_v0.TaskRunner.__ray_actor_class__.run, "RayPPOTrainer"),
+        (one_step_off_main.OneStepTaskRunner.__ray_actor_class__.run, "OneStepOffRayTrainer"),
+        (fully_async_main.FullyAsyncTaskRunner.__ray_actor_class__._create_trainer, "FullyAsyncTrainer"),
+    ):
+        assert name in method.__code__.co_names
+    stand_in = types.ModuleType("verl.some_entry")
+    with pytest.raises(RuntimeError, match="verl's verl.some_entry no longer uses TaskRunner"):
+        replace(stand_in, "TaskRunner", object)
+
+    def build():
+        return sorted([])  # reads the global "sorted"
+
+    with pytest.raises(RuntimeError, match="no longer uses RayPPOTrainer"):
+        replace_in(build, "RayPPOTrainer", object)
+    namespace = {"__builtins__": __builtins__}
+    exec("def build():\n    return Trainer()", namespace)
+    replace_in(namespace["build"], "Trainer", list)
+    assert namespace["build"]() == []

@@ -1,8 +1,7 @@
 """``python -m verl.experimental.fully_async_policy.fully_async_main`` reporting judge health, each step's metrics
 filed under its own step: the same config, rollouter and trainer otherwise.
 
-verl's ``FullyAsyncTaskRunner._create_trainer`` names ``FullyAsyncTrainer`` itself; ``_create_trainer`` below is that
-method with ``JudgeHealthFullyAsyncTrainer`` in its place (verl's recipes replace a task runner the same way).
+verl's own ``main`` and ``FullyAsyncTaskRunner``, whose trainer is ``JudgeHealthFullyAsyncTrainer``.
 
 Step accounting: verl's trainer adds a step's metrics to its sync cycle's aggregate at the end of the step
 (``_fit_postprocess_step``) but logs the aggregate earlier in the step that ends the cycle
@@ -15,18 +14,11 @@ step under its own number.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import hydra
 import ray
 import verl.experimental.fully_async_policy.fully_async_main as verl_entry
-from verl.experimental.fully_async_policy.fully_async_main import FullyAsyncTaskRunner
 from verl.experimental.fully_async_policy.fully_async_trainer import FullyAsyncTrainer
-from verl.experimental.reward_loop import migrate_legacy_reward_impl
-from verl.experimental.separation.utils import create_resource_pool_manager
-from verl.trainer.ppo.utils import Role
-from verl.utils.device import auto_set_device
 
+from writing_rl.reward_loop.health.entry.swap import replace, replace_in
 from writing_rl.reward_loop.health.entry.trainers import JudgeHealthSteps
 from writing_rl.reward_loop.health.metrics import COST_CUMULATIVE
 from writing_rl.reward_loop.health.shadow import PREFIX as SHADOW_PREFIX
@@ -65,39 +57,16 @@ class _JudgeHealthFullyAsyncTrainer(JudgeHealthSteps, FullyAsyncTrainer.__ray_ac
 JudgeHealthFullyAsyncTrainer = ray.remote(num_cpus=10)(_JudgeHealthFullyAsyncTrainer)  # verl's options
 
 
-class _JudgeHealthFullyAsyncTaskRunner(FullyAsyncTaskRunner.__ray_actor_class__):
-    def _create_trainer(self, config) -> None:
-        mapping = {role: cls for role, cls in self.components["role_worker_mapping"].items() if role != Role.Rollout}
-        trainer = JudgeHealthFullyAsyncTrainer.remote(
-            config=config,
-            tokenizer=self.components["tokenizer"],
-            role_worker_mapping=mapping,
-            resource_pool_manager=create_resource_pool_manager(config, roles=list(mapping.keys())),
-            ray_worker_group_cls=self.components["ray_worker_group_cls"],
-            device_name=config.trainer.device,
-        )
-        ray.get(trainer.init_workers.remote())
-        self.components["trainer"] = trainer
+@ray.remote(num_cpus=1)  # verl's options for its task runner
+class JudgeHealthFullyAsyncTaskRunner(verl_entry.FullyAsyncTaskRunner.__ray_actor_class__):
+    def run(self, config):
+        replace_in(super()._create_trainer, "FullyAsyncTrainer", JudgeHealthFullyAsyncTrainer)
+        return super().run(config)
 
 
-JudgeHealthFullyAsyncTaskRunner = ray.remote(num_cpus=1)(_JudgeHealthFullyAsyncTaskRunner)
-
-
-@hydra.main(
-    config_path=str(Path(verl_entry.__file__).parent / "config"),  # verl's own, beside its entry point
-    config_name="fully_async_ppo_trainer",
-    version_base=None,
-)
-def main(config):
-    from verl.trainer.main_ppo import run_ppo
-
-    if not hasattr(config, "async_training"):
-        raise RuntimeError("must set async_training config")
-    auto_set_device(config)
-    config.actor_rollout_ref.rollout.nnodes = config.rollout.nnodes
-    config.actor_rollout_ref.rollout.n_gpus_per_node = config.rollout.n_gpus_per_node
-    config = migrate_legacy_reward_impl(config)
-    run_ppo(config, task_runner_class=JudgeHealthFullyAsyncTaskRunner)
+def main() -> None:
+    replace(verl_entry, "FullyAsyncTaskRunner", JudgeHealthFullyAsyncTaskRunner)
+    verl_entry.main()
 
 
 if __name__ == "__main__":
