@@ -42,6 +42,9 @@
 #   HF_CHECKPOINT=1    the last checkpoint also holds the policy as an HF model
 #                      (checkpoints/global_step_N/actor/huggingface: actor.checkpoint.save_contents + hf_model)
 #   CACHE_DIR          the built model and tokenizer (default .cache/tiny)
+#   RAY_ADDRESS        a Ray cluster's job server (http://HEAD:8265): the run goes there as a Ray job, followed here,
+#                      after the preflight's cluster check; OUT and CACHE_DIR on storage the cluster sees too
+#                      (scripts/tiny_cluster.py, docs/many-nodes.md). Unset: a Ray of its own on this machine
 #   SKIP_VENV=1        use the python already on PATH instead of .venv
 # Exit status 0 only when every step finished.
 set -euo pipefail
