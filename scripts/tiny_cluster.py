@@ -27,8 +27,11 @@ IN_JOB = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for a job's entrypoint
 
 
 def submits() -> bool:
-    """Whether this run goes to a cluster as a job: RAY_ADDRESS names one and this is not the job itself."""
-    return os.environ.get("RAY_ADDRESS", "") not in ("", "local", "auto") and IN_JOB not in os.environ
+    """Whether this run goes to a cluster as a job: RAY_ADDRESS names a job server (http://HEAD:8265) and this is
+    not the job itself. Another RAY_ADDRESS (a Ray's GCS address, as inside a Ray job or the quickstart) is left
+    alone: the run starts a Ray of its own."""
+    address = os.environ.get("RAY_ADDRESS", "")
+    return address.startswith(("http://", "https://")) and IN_JOB not in os.environ
 
 
 def in_job() -> bool:

@@ -175,7 +175,8 @@ def test_tiny_train_with_ray_address_runs_the_tiny_run_as_a_job_and_its_outputs_
 
 
 FOLLOW = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores SIGINT)
 from writing_rl.tools.shared.cluster.client import connect, run_job
 address, stop = sys.argv[1], sys.argv[2] == "1"
 sys.exit(run_job(connect(address), address, "echo started; sleep 600", {}, "writing-rl-ctrl-c", stop))
