@@ -476,7 +476,7 @@ BREAKS = [
         "writing_rl/tools/preflight/runner.py",
         "        if not args.no_cluster and cluster_address():",
         "        if False:",
-        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_judge_too",
+        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_rest_too",
         "the preflight never asks the cluster: a job it can never schedule is submitted and waits",
     ),
     _break(
@@ -484,7 +484,7 @@ BREAKS = [
         "writing_rl/tools/shared/cluster/client.py",
         '        headers = {"Authorization": f"Bearer {token}"}',
         "        headers = None",
-        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_judge_too",
+        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_rest_too",
         "the job server's token is not sent: a cluster with token authentication refuses every job",
     ),
     # ---------------------------------------------------------------- config errors and the preflight (issue 45)

@@ -67,7 +67,9 @@ def tiny(tmp_path_factory):
     judge.stop()
 
 
-def submit(cluster, tiny, out: Path, *overrides: str, judge: str | None = None) -> subprocess.CompletedProcess:
+def submit(
+    cluster, tiny, out: Path, *overrides: str, judge: str | None = None, tracker: Path | None = None
+) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHON": sys.executable,
@@ -79,7 +81,7 @@ def submit(cluster, tiny, out: Path, *overrides: str, judge: str | None = None) 
         "JUDGE_BASE_URL": judge or tiny["judge"],
         "JUDGE_MODEL": "stand-in-judge",
         "VERL_PLATFORM": "cpu",
-        "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl"),
+        "VERL_FILE_LOGGER_PATH": str(tracker or out / "metrics.jsonl"),
         "FORWARD_ENV": MARK,
         MARK: "7",
     }
@@ -135,16 +137,20 @@ def test_a_submitted_training_script_trains_on_the_cluster_with_its_variables_an
     assert asked == predicted
 
 
-def test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_judge_too(cluster, tiny, tmp_path):
+def test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_rest_too(cluster, tiny, tmp_path):
     before = training_jobs(cluster)
     (dead,) = free_ports(1)
-    done = submit(cluster, tiny, tmp_path, "trainer.n_gpus_per_node=4", judge=f"http://127.0.0.1:{dead}/v1")
+    no_folder = tmp_path / "not-made" / "metrics.jsonl"  # verl's file tracker would stop on it
+    done = submit(
+        cluster, tiny, tmp_path, "trainer.n_gpus_per_node=4", judge=f"http://127.0.0.1:{dead}/v1", tracker=no_folder
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-4000:]
     refused = next(line for line in output.splitlines() if "can never schedule" in line)
     assert "the policy's training workers: 1 x 4 GPU(s) on one node" in refused
     assert "{GPU: 2, CPU: 16}" in refused and "{GPU: 0, CPU: 4}" in refused
     assert any(line.startswith("PROBLEM  judge") for line in output.splitlines()), output[-4000:]
+    assert f"PROBLEM  cluster: not found on the cluster's driver node: {no_folder.parent};" in output
     assert "nothing was started" in output
     assert training_jobs(cluster) == before
 

@@ -117,6 +117,9 @@ def check_cluster(config, report, job: JobEnv, with_paths: bool = True) -> None:
         report.problem(f"cluster: {err}")
         return
     paths = cluster_paths(config) if with_paths else []
+    tracker_file = job.env_vars.get("VERL_FILE_LOGGER_PATH", "")
+    if with_paths and tracker_file.startswith("/"):  # verl's file tracker opens it without making its folder
+        paths.append(str(Path(tracker_file).parent))
     found, logs = run_probe(client, job, paths)
     if found is None:
         tail = " | ".join(logs.strip().splitlines()[-3:])
