@@ -480,6 +480,14 @@ BREAKS = [
         "the preflight never asks the cluster: a job it can never schedule is submitted and waits",
     ),
     _break(
+        "cluster-tracker-folder-unchecked",
+        "writing_rl/tools/shared/cluster/probe.py",
+        '    if with_paths and tracker_file.startswith("/"):',
+        "    if False:",
+        RAY_JOB + "test_the_preflight_refuses_a_job_the_cluster_can_never_schedule_and_reports_the_rest_too",
+        "the folder of VERL_FILE_LOGGER_PATH is not checked on the cluster: verl's tracker stops the job at start",
+    ),
+    _break(
         "cluster-token-not-sent",
         "writing_rl/tools/shared/cluster/client.py",
         '        headers = {"Authorization": f"Bearer {token}"}',
