@@ -92,10 +92,9 @@ def cluster_paths(config) -> list[str]:
         value = OmegaConf.select(config, key)
         values = list(value) if OmegaConf.is_list(value) else [value]
         paths += [str(v) for v in values if v and str(v).startswith("/")]
-    for key in ("trainer.default_local_dir",):
-        value = OmegaConf.select(config, key)
-        if value and str(value).startswith("/"):
-            paths.append(str(_existing_parent(Path(str(value)))))
+    checkpoints = OmegaConf.select(config, "trainer.default_local_dir")
+    if checkpoints and str(checkpoints).startswith("/"):  # verl makes it: its nearest existing folder
+        paths.append(str(_existing_parent(Path(str(checkpoints)))))
     return list(dict.fromkeys(paths))
 
 
