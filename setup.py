@@ -55,6 +55,8 @@ setup(
         "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "latex2mathml>=3.77"],
         # PNG plots of `writing-rl select`, `curriculum show --plot` and `eval`; without it they are skipped.
         "plot": ["matplotlib>=3.7"],
+        # bench/*.py --profile: where a reward worker's CPU goes, by stage (bench/stages.py).
+        "bench": ["py-spy>=0.3.14", "matplotlib>=3.7"],
         # GPU-only: never needed on CPU machines, imported lazily.
         "vllm": ["vllm>=0.10"],
         "gpu": ["vllm>=0.10", "flash-attn"],

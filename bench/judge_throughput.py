@@ -34,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
 
 
 def start_judge(
@@ -104,6 +105,7 @@ PER_SAMPLE = [
 
 
 GROUP_SIZES = {"ours+groups": 8, "ours+groups16": 16}
+VARIANTS = ("floor", "floor@cap", "docs-style", "lean", "ours", "ours+groups", "ours+groups16")
 
 
 def variant_overrides(name: str, judge_url: str, latency_s: float, state_dir: str, slots: int = 32) -> list[str]:
@@ -155,7 +157,9 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None, group_size: int = 8) -> dict:
+def measure(
+    name: str, config, batch, warmup, repeats: int, rss_batch=None, group_size: int = 8, profile: Path | None = None
+) -> dict:
     import ray
     from verl.experimental.reward_loop import RewardLoopManager
 
@@ -176,6 +180,12 @@ def measure(name: str, config, batch, warmup, repeats: int, rss_batch=None, grou
             "cpu_ms": 1000 * min(cpu),
             "mean_reward": float(out.batch["rm_scores"].sum(-1).mean()),
         }
+        if profile is not None:  # one more batch under py-spy: the workers' CPU by stage (bench/stages.py)
+            from stages import StageProfile, cpu_ms_by_stage
+
+            cpu_before, spy = cpu_seconds(pids), StageProfile(pids, keep=profile if profile.name else None)
+            manager.compute_rm_score(fresh_groups(batch, group_size))
+            result["stages"] = cpu_ms_by_stage(spy.stop(), cpu_seconds(pids) - cpu_before, len(batch))
         if rss_batch is not None:
             before = [peak_rss_mb(p) for p in pids]
             manager.compute_rm_score(fresh_groups(rss_batch, group_size))
@@ -196,6 +206,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rss-samples", type=int, default=10_000)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--json", type=Path, help="also write the results and the target ratios here")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const=Path(),
+        type=Path,
+        help="one more batch per variant under py-spy: CPU by "
+        "stage (bench/stages.py); a folder given keeps py-spy's raw stacks there",
+    )
     args = parser.parse_args()
 
     import ray
@@ -217,7 +237,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     results = []
     try:
-        for name in ("floor", "floor@cap", "docs-style", "lean", "ours", "ours+groups", "ours+groups16"):
+        for name in args.variants:
             config = compose(
                 "writing_rl",
                 [
@@ -230,37 +250,71 @@ def main() -> None:
             )
             keep_rss = rss_batch if name in ("lean", "ours", "ours+groups") else None
             group_size = GROUP_SIZES.get(name, 8)
-            results.append(measure(name, config, batch, warmup, args.repeats, keep_rss, group_size))
+            results.append(measure(name, config, batch, warmup, args.repeats, keep_rss, group_size, args.profile))
             print(f"  measured {name}: {results[-1]['rate']:.0f} samples/s", file=sys.stderr)
     finally:
         ray.shutdown()
         judge.kill()
 
+    ratios = report(results, args, latency_s)
+    if args.json:
+        targets = {f"{n}/{b}": t for (n, b), t in TARGETS.items()}
+        write_json(args.json, {"results": results, "ratios": ratios, "targets": targets})
+
+
+# What the group path must reach in batch mode (verl hosts the judge): ours+groups over floor@cap and lean.
+TARGETS = {("ours+groups", "floor@cap"): 0.9, ("ours+groups", "lean"): 0.95}
+
+
+def ratio(by_name: dict, name: str, baseline: str) -> float | None:
+    if name not in by_name or baseline not in by_name:
+        return None
+    return by_name[name]["rate"] / by_name[baseline]["rate"]
+
+
+def report(results: list[dict], args, latency_s: float) -> dict[str, float]:
+    """The table, the stages when profiled; returns the ratios that have targets, as "name/baseline"."""
     by_name = {r["name"]: r for r in results}
     ideal = args.capacity / latency_s
     print(
         f"\n{args.samples} samples, judge {args.latency_ms:.0f} ms x {args.capacity} concurrent "
         f"(ideal {ideal:.0f}/s), {args.workers} reward workers, best of {args.repeats}\n"
     )
-    header = f"{'variant':<14}{'samples/s':>11}{'vs floor':>10}{'vs floor@cap':>14}{'vs lean':>9}{'vs ideal':>10}"
-    print(f"{header}{'worker CPU ms/sample':>22}")
+    baselines = [b for b in ("floor", "floor@cap", "lean") if b in by_name]
+    print(f"{'variant':<14}{'samples/s':>11}" + "".join(f"{'vs ' + b:>14}" for b in baselines) + f"{'vs ideal':>10}"
+          f"{'worker CPU ms/sample':>22}")  # fmt: skip
     for r in results:
-        print(
-            f"{r['name']:<14}{r['rate']:>11.0f}{r['rate'] / by_name['floor']['rate']:>10.2f}"
-            f"{r['rate'] / by_name['floor@cap']['rate']:>14.2f}"
-            f"{r['rate'] / by_name['lean']['rate']:>9.2f}{r['rate'] / ideal:>10.2f}{r['cpu_ms']:>22.2f}"
-        )
+        ratios = "".join(f"{ratio(by_name, r['name'], b):>14.2f}" for b in baselines)
+        print(f"{r['name']:<14}{r['rate']:>11.0f}{ratios}{r['rate'] / ideal:>10.2f}{r['cpu_ms']:>22.2f}")
     for name in ("lean", "ours", "ours+groups"):
-        if "rss" in by_name[name]:
+        if "rss" in by_name.get(name, {}):
             peak, growth = by_name[name]["rss"]
             print(f"{name}: {args.rss_samples} more samples -> worker peak RSS {peak:.0f} MB (grew {growth:+.0f} MB)")
+    if args.profile is not None:
+        from stages import print_stages
+
+        print_stages("batch mode", {r["name"]: r["stages"] for r in results})
+    return print_targets(by_name, TARGETS)
+
+
+def print_targets(by_name: dict, targets: dict) -> dict[str, float]:
+    measured = {}
     print()
-    capped = by_name["floor@cap"]["rate"]
-    for name in ("ours", "ours+groups", "ours+groups16"):
-        rate = by_name[name]["rate"]
-        print(
-            f"{name} / lean = {rate / by_name['lean']['rate']:.3f} (target >= 0.95), / floor@cap = {rate / capped:.3f}"
-        )
+    for (name, baseline), target in targets.items():
+        value = ratio(by_name, name, baseline)
+        if value is not None:
+            measured[f"{name}/{baseline}"] = value
+            print(f"{name} / {baseline} = {value:.3f} (target >= {target}: {'met' if value >= target else 'NOT met'})")
+    return measured
+
+
+def write_json(path: Path, payload: dict) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=float))
+    tmp.replace(path)
 
 
 if __name__ == "__main__":

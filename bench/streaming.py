@@ -49,7 +49,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from judge_throughput import cpu_seconds, start_judge, variant_overrides, worker_pids  # noqa: E402
+from stages import StageProfile, cpu_ms_by_stage, print_stages  # noqa: E402
+
+from judge_throughput import cpu_seconds, start_judge, variant_overrides, worker_pids, write_json  # noqa: E402
 
 ROLES = {"RewardLoopWorker": "workers", "GroupCollector": "collector", "ReferenceScheduler": "scheduler"}
 
@@ -248,6 +250,8 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
                 }
                 if best is None or run["rate"] > best["rate"]:
                     best = run
+            if args.profile:
+                best["stages"] = profile_stages(handles, step, pattern, args, rng)
             result[pattern] = best
             print(f"  {name} {pattern}: {best['rate']:.0f} samples/s", file=sys.stderr)
         if args.continuous_s > 0:
@@ -265,6 +269,16 @@ def measure(name, config, step: Step, warmup: Step, judge_url, args) -> dict:
                 except ValueError:  # gone with the workers that owned it
                     pass
         time.sleep(1)
+
+
+def profile_stages(handles, step: Step, pattern: str, args, rng: random.Random) -> dict[str, float]:
+    """One more step with py-spy on the workers: their CPU ms per sample by stage (bench/stages.py)."""
+    pids = worker_pids()
+    items = step.renew()
+    cpu_before, profile = cpu_seconds(pids), StageProfile(pids, keep=args.profile_dir)
+    asyncio.run(stream(handles, items, pattern, args.interval_ms / 1000, rng))
+    samples = profile.stop()
+    return cpu_ms_by_stage(samples, cpu_seconds(pids) - cpu_before, len(items))
 
 
 def measure_continuous(handles, step: Step, judge_url: str, args, rng: random.Random) -> dict:
@@ -292,6 +306,9 @@ def main() -> None:
     parser.add_argument("--continuous-s", type=float, default=0.0, help="continuous pattern: seconds (0: off)")
     parser.add_argument("--rate", type=float, default=250.0, help="continuous pattern: samples sent per second")
     parser.add_argument("--variants", nargs="+", default=list(ALL_VARIANTS), choices=ALL_VARIANTS)
+    parser.add_argument("--profile", action="store_true", help="one more step per pattern under py-spy: CPU by stage")
+    parser.add_argument("--profile-dir", type=Path, help="keep py-spy's raw stacks here (with --profile)")
+    parser.add_argument("--json", type=Path, help="also write the results and the target ratios here")
     args = parser.parse_args()
 
     import ray
@@ -317,10 +334,19 @@ def main() -> None:
         ray.shutdown()
         judge.kill()
 
-    report(results, args)
+    ratios = report(results, args)
+    if args.json:
+        targets = {f"{n}/{b}/{p}": t for (n, b), t in TARGETS.items() for p in args.patterns}
+        write_json(args.json, {"results": results, "ratios": ratios, "targets": targets})
 
 
-def report(results: list[dict], args) -> None:
+# What the group path must reach in streaming mode: Writing-RL as shipped over verl's floor and the lean client.
+TARGETS = {("writing_rl8", "floor"): 0.9, ("writing_rl8", "lean"): 0.95}
+
+
+def report(results: list[dict], args) -> dict[str, float]:
+    """The table (and the stages when profiled); returns the ratios that have targets, as
+    "name/baseline/pattern"."""
     by_name = {r["name"]: r for r in results}
     print(
         f"\nstreaming mode: {args.samples} samples, one compute_score call each on a random one of {args.workers} "
@@ -341,8 +367,20 @@ def report(results: list[dict], args) -> None:
                 f"{m['cpu_ms']:>14.2f}{m['failed']:>7}{m['partial']:>8}  "
                 + " ".join(f"{role} {ms:.2f}" for role, ms in sorted(m["roles"].items()))
             )
+    if args.profile:
+        for pattern in args.patterns:
+            print_stages(f"streaming, {pattern}", {r["name"]: r[pattern]["stages"] for r in results})
     if args.continuous_s > 0:
         report_continuous(results, args)
+    measured = {}
+    for (name, baseline), target in TARGETS.items():
+        for pattern in args.patterns:
+            ours, base = by_name.get(name, {}).get(pattern), by_name.get(baseline, {}).get(pattern)
+            if ours and base:
+                value = measured[f"{name}/{baseline}/{pattern}"] = ours["rate"] / base["rate"]
+                verdict = "met" if value >= target else "NOT met"
+                print(f"{name} / {baseline}, {pattern}: {value:.3f} (target >= {target}: {verdict})")
+    return measured
 
 
 def report_continuous(results: list[dict], args) -> None:

@@ -562,6 +562,34 @@ BREAKS = [
         "tests/test_build_driver.py::test_an_input_it_cannot_read_is_one_error_line_before_any_progress_bar",
         "build_parquet draws an empty progress bar before the error for a missing input",
     ),
+    # ---------------------------------------------------------------- issue 46: the group path's speed
+    _break(
+        "group-path-3ms-per-sample",
+        "writing_rl/reward_loop/curriculum/handle.py",
+        '        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""\n',
+        '        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""\n'
+        "        busy_until = __import__('time').perf_counter() + 0.003\n"
+        "        while __import__('time').perf_counter() < busy_until:\n"
+        "            pass\n",
+        "tests/test_speed_guard.py::test_the_group_path_keeps_its_speed_targets",
+        "every Writing-RL rollout costs its reward worker 3 ms more CPU",
+    ),
+    _break(
+        "group-pins-never-reused",
+        "writing_rl/reward_loop/curriculum/groups.py",
+        "        if known is None or known[1] < time.monotonic():",
+        "        if True:",
+        "tests/test_curriculum.py::test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question",
+        "every rollout of a group asks the scheduler for its level",
+    ),
+    _break(
+        "merged-reports-count-one",
+        "writing_rl/reward_loop/curriculum/groups.py",
+        "reported + (count[0] if count else 1))",
+        "1)",
+        "tests/test_curriculum.py::test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout",
+        "a batch's reports of one group count as one rollout",
+    ),
 ]
 
 

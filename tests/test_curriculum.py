@@ -446,3 +446,60 @@ def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp
         holder.wait(timeout=60)
     # The holder is gone (the kernel dropped its lock): the directory is free again.
     assert ReferenceScheduler(CurriculumConfig(state_dir=str(state_dir)), run="run-two").run == "run-two"
+
+
+def test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question():
+    """GroupPins: the rollouts of a group on one worker share one question to the scheduler, also while it
+    is out; a question that failed is asked again; an answer past the group's timeout is asked again."""
+    from writing_rl.reward_loop.curriculum.groups import GroupPins
+
+    asked = []
+
+    async def run():
+        pins, answer = GroupPins(), asyncio.get_running_loop().create_future()
+
+        async def ask():
+            asked.append("g")
+            return await answer
+
+        waiting = [asyncio.ensure_future(pins.level("g", ask, 60.0)) for _ in range(3)]
+        await asyncio.sleep(0)
+        answer.set_result(2)
+        levels = await asyncio.gather(*waiting, pins.level("g", ask, 60.0))
+
+        async def fail():
+            asked.append("h")
+            raise RuntimeError("scheduler gone")
+
+        with pytest.raises(RuntimeError):
+            await pins.level("h", fail, 60.0)
+
+        async def one():
+            asked.append("h")
+            return 1
+
+        again = await pins.level("h", one, 60.0)
+        expired = await pins.level("x", one, -1.0), await pins.level("x", one, -1.0)
+        return levels, again, expired
+
+    levels, again, expired = asyncio.run(run())
+    assert levels == [2, 2, 2, 2] and again == 1 and expired == (1, 1)
+    assert asked == ["g", "h", "h", "h", "h"]
+
+
+def test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout(tmp_path):
+    from writing_rl.reward_loop.curriculum.groups import merge_reports
+
+    requests = [("pin", "5", 3, "u", 4, 60.0), ("report", "u", True, 0.0), ("report", "v", False, 0.0),
+                ("report", "u", False, 0.0), ("report", "u", True, 0.0)]  # fmt: skip
+    merged, positions = merge_reports(requests)
+    assert merged == [requests[0], ("report", "u", 2, 0.0, 3), ("report", "v", 0, 0.0, 1)]
+    assert positions == [0, 1, 2, 1, 1]
+    scheduler = ReferenceScheduler(settings(tmp_path))
+
+    async def run():
+        first = await scheduler.batch(merged)
+        return first, await scheduler.batch([("report", "u", 0, 0.0, 1)])  # the fourth: 2 wins of 4
+
+    assert asyncio.run(run()) == ([0, False, False], [True])
+    assert scheduler.table.level("5") == 1

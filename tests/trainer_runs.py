@@ -159,6 +159,12 @@ class Runs:
         """The output of each invocation ("rc=<code>" on its first line) and the run's OUT."""
         return self.futures[key].result()
 
+    def wait_all(self) -> None:
+        """Every run finished (a benchmark then has the machine to itself)."""
+        for future in self.futures.values():
+            if not future.cancelled():
+                future.exception()
+
     def _build_artifacts(self) -> None:
         tiny_train().build_artifacts(self.cache, genrm=True)
 

@@ -18,7 +18,7 @@ import ray
 
 from writing_rl.reward_loop.actors import SharedActor
 from writing_rl.reward_loop.contract import is_validation
-from writing_rl.reward_loop.curriculum.groups import Batched
+from writing_rl.reward_loop.curriculum.groups import Batched, GroupPins, merge_reports
 from writing_rl.reward_loop.curriculum.handle import Curriculum, PinnedCurriculum
 from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
 from writing_rl.reward_loop.reward_fn import load_reward_fn
@@ -39,13 +39,16 @@ class FnExtras:
             self.scheduler = SharedActor(lambda: get_or_create_scheduler(curriculum))
             # No window: a pin or report waits only for the call in flight (the group's reward waits for both).
             self.batched = Batched(self._send, window_s=0.0)
+            self.pins = GroupPins()
 
     async def _send(self, requests: list) -> list:
+        merged, positions = merge_reports(requests)
         try:
-            return await self.scheduler.get(self.scoring.batches_started).batch.remote(requests)
+            answers = await self.scheduler.get(self.scoring.batches_started).batch.remote(merged)
         except Exception as err:
             self._scheduler_failed(err)
             raise
+        return [answers[at] for at in positions]
 
     def _scheduler_failed(self, err: Exception) -> None:
         # Gone for good (its owner, a reward worker, died): the next call looks it up or creates another,
@@ -65,7 +68,7 @@ class FnExtras:
             return None
         handle = self.scheduler.get(self.scoring.batches_started)
         timeout_s = self.scoring.settings.groups.timeout_s
-        return Curriculum(handle, can_advance, self.batched, timeout_s, failed=self._scheduler_failed)
+        return Curriculum(handle, can_advance, self.batched, timeout_s, failed=self._scheduler_failed, pins=self.pins)
 
     def for_call(
         self, judge, fields: dict | None = None, late: bool = False, curriculum: bool = True

@@ -25,12 +25,28 @@ PASSED_BY_THE_CALLER = (
 
 
 def read_options(cls: type, given: Mapping[str, Any]):
-    """``given`` (the fn's keyword arguments from reward_kwargs) as ``cls``, every value checked."""
+    """``given`` (the fn's keyword arguments from reward_kwargs) as ``cls``, every value checked. A fn
+    called per sample is given the same options every time: they are checked the first time only."""
+    try:
+        key = (cls, tuple(given.items()))
+        known = _READ.get(key)
+    except TypeError:  # an unhashable value (a list, a dict): read it each time
+        key = known = None
+    if known is not None:
+        return known
     options = build(cls, dict(given), FN_PREFIX)
     check = getattr(options, "check", None)
     if check is not None:
         check(FN_PREFIX)
+    if key is not None:
+        if len(_READ) >= _READ_MAX:
+            _READ.clear()
+        _READ[key] = options
     return options
+
+
+_READ: dict[tuple, Any] = {}  # (options class, the options given) -> the options read (frozen dataclasses)
+_READ_MAX = 64
 
 
 def check_fn_options(fn: Callable, reward_kwargs: Any, where: str, declared: type | None) -> str:

@@ -36,14 +36,13 @@ import functools
 import inspect
 from typing import Any
 
-import ray
 from verl import DataProto
 
 from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.group.collector import GroupError
 from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
-from writing_rl.reward_loop.manager import JudgeRewardManager
+from writing_rl.reward_loop.manager import JudgeRewardManager, in_ray_actor
 from writing_rl.reward_loop.results import merge_info
 from writing_rl.reward_loop.scoring import prompt_text
 from writing_rl.reward_loop.shadow.scoring import scored_cleanly
@@ -98,7 +97,7 @@ class GroupRewardManager(JudgeRewardManager):
     def check(self, config, compute_score) -> None:
         if not inspect.iscoroutinefunction(compute_score):
             raise ConfigError("GroupRewardManager needs an async group reward fn (e.g. pkg://reward_fns.brpo)")
-        if _in_ray_actor():  # a verl reward worker (`writing-rl score` runs one in-process: no slot limit)
+        if in_ray_actor():  # a verl reward worker (`writing-rl score` runs one in-process: no slot limit)
             check_streaming_capacity(config)
 
     async def run_single(self, data: DataProto) -> dict:
@@ -183,10 +182,6 @@ def check_results(raw: Any, members: int) -> None:
             f"group reward fn returned {type(raw).__name__} of length {len(raw) if isinstance(raw, list) else '-'}"
             f"; expected a list with one result per member ({members})"
         )
-
-
-def _in_ray_actor() -> bool:
-    return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
 
 
 __all__ = ["GroupRewardManager", "GroupCollectorLost", "GroupError", "check_streaming_capacity", "prompt_text"]

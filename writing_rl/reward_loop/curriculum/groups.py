@@ -8,7 +8,8 @@ pins the level for all of them (``GroupTally``), each reports whether it won, an
 the advance. A group whose rollouts do not all report within ``groups.timeout_s`` is dropped unadvanced.
 
 Reward workers send these requests through ``Batched``: one call in flight, carrying every request that
-arrived while the previous one was out.
+arrived while the previous one was out; the reports of one group in it go as one (``merge_reports``). A
+worker asks for a group's level once (``GroupPins``): its later rollouts of the group reuse the answer.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ class GroupTally:
         judges the group's rollouts at its level until then."""
         return [self.key, self.level, self.expected, time.time() + self.deadline - time.monotonic()]
 
-    def add(self, won: bool) -> bool:
-        """One rollout's outcome; True once every expected rollout has reported."""
-        self.wins += int(won)
-        self.reported += 1
+    def add(self, wins: int, reports: int = 1) -> bool:
+        """``reports`` rollouts' outcomes, ``wins`` of them won; True once every expected rollout has reported."""
+        self.wins += int(wins)
+        self.reported += reports
         return self.reported >= self.expected
 
     def qualifies(self, threshold: float) -> bool:
@@ -108,6 +109,53 @@ class OpenGroups:
             uid, _ = self.open.popitem(last=False)
             self._closed(uid, -1)
             self.dropped += 1
+
+
+class GroupPins:
+    """The level each group was pinned at, as this worker learnt it: a group's level never changes while
+    the group is open, so only its first rollout on this worker asks the scheduler; rollouts arriving
+    while that question is out wait for its answer. An answer is reused until the group's ``timeout_s``
+    has passed (the scheduler has dropped the group by then) and forgotten when the question failed."""
+
+    def __init__(self, size: int = FINISHED_GROUPS):
+        self.size = size
+        self.pinned: OrderedDict[str, tuple[asyncio.Future, float]] = OrderedDict()  # uid -> (level, until)
+
+    async def level(self, uid: str, ask: Callable[[], Awaitable[int]], timeout_s: float) -> int:
+        known = self.pinned.get(uid)
+        if known is None or known[1] < time.monotonic():
+            known = (asyncio.ensure_future(ask()), time.monotonic() + timeout_s)
+            self.pinned[uid] = known
+            known[0].add_done_callback(lambda answer: self._forget_failed(uid, answer))
+            while len(self.pinned) > self.size:
+                self.pinned.popitem(last=False)
+        return await asyncio.shield(known[0])
+
+    def _forget_failed(self, uid: str, answer: asyncio.Future) -> None:
+        known = self.pinned.get(uid)
+        if known is not None and known[0] is answer and (answer.cancelled() or answer.exception() is not None):
+            del self.pinned[uid]
+
+
+def merge_reports(requests: list[tuple]) -> tuple[list[tuple], list[int]]:
+    """One batch's requests with the reports of each group (uid, threshold) merged into one
+    ``("report", uid, wins, threshold, reports)``; and for each request, the position of its answer."""
+    merged: list[tuple] = []
+    positions: list[int] = []
+    reports: dict[tuple, int] = {}
+    for request in requests:
+        if request[0] != "report":
+            positions.append(len(merged))
+            merged.append(request)
+            continue
+        _, uid, won, threshold, *count = request
+        at = reports.setdefault((uid, threshold), len(merged))
+        if at == len(merged):
+            merged.append(("report", uid, 0, threshold, 0))
+        _, _, wins, _, reported = merged[at]
+        merged[at] = ("report", uid, wins + int(won), threshold, reported + (count[0] if count else 1))
+        positions.append(at)
+    return merged, positions
 
 
 class Batched:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from writing_rl.reward_loop.curriculum.groups import Batched
+from writing_rl.reward_loop.curriculum.groups import Batched, GroupPins
 
 
 class Curriculum:
@@ -26,12 +26,14 @@ class Curriculum:
         batched: Batched | None = None,
         timeout_s: float = 1800.0,
         failed: Callable[[Exception], None] | None = None,
+        pins: GroupPins | None = None,
     ):
         self.handle = handle
         self.can_advance = can_advance
         self.batched = batched
         self.timeout_s = timeout_s
         self.failed = failed  # told of a call's error (the worker then looks the actor up again)
+        self.pins = pins  # the levels this worker already knows, by group
 
     async def pin(self, key: str, references: int) -> int:
         return await self._call("pin", key, references)
@@ -53,7 +55,11 @@ class Curriculum:
 
     async def pin_group(self, key: str, references: int, uid: str, expected: int) -> int:
         """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""
-        return await self.batched(("pin", key, references, uid, expected, self.timeout_s))
+
+        def ask():
+            return self.batched(("pin", key, references, uid, expected, self.timeout_s))
+
+        return await (ask() if self.pins is None else self.pins.level(uid, ask, self.timeout_s))
 
     async def report(self, uid: str, won: bool, threshold: float) -> bool:
         """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""

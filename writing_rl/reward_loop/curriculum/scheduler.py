@@ -183,7 +183,8 @@ class ReferenceScheduler:
     async def batch(self, requests: list[tuple]) -> list:
         """A reward worker's requests of one batch window, answered in order (an error in its place):
         ``("pin", key, references, uid, expected, timeout_s)`` -> the level pinned for the group ``uid``;
-        ``("report", uid, won, threshold)`` -> whether the group's last report moved its level up."""
+        ``("report", uid, wins, threshold[, reports])`` -> whether the group's last report moved its level up
+        (``reports`` rollouts of the group, ``wins`` of them won; one rollout by default, ``wins`` a bool)."""
         calls = [self._pin_group(*r[1:]) if r[0] == "pin" else self._report(*r[1:]) for r in requests]
         return await asyncio.gather(*calls, return_exceptions=True)
 
@@ -201,9 +202,9 @@ class ReferenceScheduler:
             tally = self.groups.get(uid)
         return tally.level
 
-    async def _report(self, uid: str, won: bool, threshold: float) -> bool:
+    async def _report(self, uid: str, wins: int, threshold: float, reports: int = 1) -> bool:
         tally = self.groups.get(uid)
-        if tally is None or not tally.add(won):  # finished or expired; or more rollouts to come
+        if tally is None or not tally.add(wins, reports):  # finished or expired; or more rollouts to come
             return False
         self.groups.finish(uid)
         return tally.qualifies(threshold) and await self.advance(tally.key, tally.level, uid)
