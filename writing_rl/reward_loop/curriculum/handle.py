@@ -27,6 +27,7 @@ class Curriculum:
         timeout_s: float = 1800.0,
         failed: Callable[[Exception], None] | None = None,
         pins: GroupPins | None = None,
+        reports: Batched | None = None,
     ):
         self.handle = handle
         self.can_advance = can_advance
@@ -34,6 +35,7 @@ class Curriculum:
         self.timeout_s = timeout_s
         self.failed = failed  # told of a call's error (the worker then looks the actor up again)
         self.pins = pins  # the levels this worker already knows, by group
+        self.reports = reports or batched
 
     async def pin(self, key: str, references: int) -> int:
         return await self._call("pin", key, references)
@@ -63,7 +65,7 @@ class Curriculum:
 
     async def report(self, uid: str, won: bool, threshold: float) -> bool:
         """One rollout's outcome; the group's last report moves the level (durably) when it qualifies."""
-        return await self.batched(("report", uid, won, threshold))
+        return await self.reports(("report", uid, won, threshold))
 
 
 class PinnedCurriculum(Curriculum):
