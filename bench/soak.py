@@ -148,20 +148,41 @@ def clean_reward(text: str, prompt_id: int, level: int) -> float:
     return 1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
 
 
-async def stream(handles, samples, rng: random.Random, interval_s: float) -> list[dict]:
-    """Each sample alone to a random worker, in shuffled order, one every ``interval_s``."""
+async def stream(handles, samples, rng: random.Random, interval_s: float) -> tuple[list[dict], list[float]]:
+    """Each sample alone to a random worker, in shuffled order, one every ``interval_s``: the results, and
+    the seconds from the step's start at which each came back."""
     order = list(range(len(samples)))
     rng.shuffle(order)
+    start = time.perf_counter()
     calls = {}
     for i in order:
-        calls[i] = asyncio.ensure_future(_call(rng.choice(handles), samples[i]))
+        calls[i] = asyncio.ensure_future(_call(rng.choice(handles), samples[i], start))
         if interval_s:
             await asyncio.sleep(interval_s)
-    return [await calls[i] for i in range(len(samples))]
+    done = [await calls[i] for i in range(len(samples))]
+    return [result for result, _ in done], [seconds for _, seconds in done]
 
 
-async def _call(handle, sample):
-    return await handle.compute_score.remote(sample)
+async def _call(handle, sample, start: float) -> tuple[dict, float]:
+    result = await handle.compute_score.remote(sample)
+    return result, time.perf_counter() - start
+
+
+def step_tail(results: list[dict], done_s: list[float]) -> dict:
+    """Where a step waited: when half and 95% of its samples were back, when the last was, and what the last one's
+    judge call met (retries, 429s, hedges, the latency of its answering request, a counted failure)."""
+    order = sorted(range(len(done_s)), key=done_s.__getitem__)
+    last = results[order[-1]]["reward_extra_info"]
+    return {
+        "p50_s": done_s[order[len(order) // 2]],
+        "p95_s": done_s[order[int(0.95 * (len(order) - 1))]],
+        "last_s": done_s[order[-1]],
+        "retries": int(last.get("judge_retries", 0)),
+        "rate_limited": int(last.get("judge_rate_limited", 0)),
+        "hedges": int(last.get("judge_hedges", 0)),
+        "latency_s": float(last.get("judge_latency_s", 0.0)),
+        "failed": [flag for flag in FAILURE_FLAGS if last.get(flag)],
+    }
 
 
 def actor_pids() -> dict[str, int]:
@@ -201,6 +222,7 @@ class Minute:
     open_groups: int = 0
     calls: int = 0  # judge calls the samples were counted for (a hedge's copy not included)
     hedges: int = 0  # copies of slow requests: the paid calls hedging added
+    tails: list = field(default_factory=list)  # step_tail of each step
 
 
 def open_groups() -> int:
@@ -277,7 +299,8 @@ def run_soak(
             while time.monotonic() < end:
                 samples, texts, ids = make_step(tokenizer, step, prompts, prompt_pool)
                 start = time.perf_counter()
-                results = asyncio.run(stream(handles, samples, rng, interval_s))
+                results, done_s = asyncio.run(stream(handles, samples, rng, interval_s))
+                minute.tails.append(step_tail(results, done_s))
                 minute.seconds += time.perf_counter() - start
                 minute.samples += len(results)
                 for text, prompt_id, result in zip(texts, ids, results):
@@ -316,7 +339,22 @@ def minute_line(number: int, m: Minute) -> str:
     rate = m.samples / m.seconds if m.seconds else 0.0
     rss = " ".join(f"{name} {mb:.0f}" for name, mb in sorted(m.rss.items()))
     failures = " ".join(f"{k} {v}" for k, v in m.failures.items())
-    return f"minute {number:>3} {m.phase:<5} {rate:7.0f} samples/s | RSS MB {rss} | open groups {m.open_groups} | {failures} | silent {m.silent}"
+    line = f"minute {number:>3} {m.phase:<5} {rate:7.0f} samples/s | RSS MB {rss} | open groups {m.open_groups} | {failures} | silent {m.silent}"
+    return f"{line}\n{' ' * 11}{tail_line(m.tails)}" if m.tails else line
+
+
+def tail_line(tails: list[dict]) -> str:
+    """Means over the steps: when half, 95% and the last sample were back, what the last one's call met."""
+
+    def mean(key: str) -> float:
+        return sum(t[key] for t in tails) / len(tails)
+
+    failed = sum(bool(t["failed"]) for t in tails)
+    return (
+        f"{len(tails)} steps: half back at {mean('p50_s'):.2f} s, 95% at {mean('p95_s'):.2f} s, the last at {mean('last_s'):.2f} s; the last one's call: "
+        f"retries {mean('retries'):.2f}, 429s {mean('rate_limited'):.2f}, hedges {mean('hedges'):.2f}, "
+        f"answer latency {mean('latency_s'):.2f} s, failed {failed}"
+    )
 
 
 def report(history: list[Minute]) -> dict:

@@ -87,20 +87,29 @@ def critic_script(request: dict, index: int) -> Reply:
     return Reply(content=f'Weighed the criterion.\n```json\n{{"score": {score}, "reason": "quality {score}"}}\n```')
 
 
-CHAOS_FAULTS = ("429", "500", "html", "cut", "no_verdict", "spike")
+CHAOS_FAULTS = ("429", "500", "html", "cut", "no_verdict", "spike", "spread")
 
 
-def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05, faults=CHAOS_FAULTS):
+def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05, faults=CHAOS_FAULTS, spike_s: float = 1.5):
     """The default judge's verdicts, with faults drawn per request from ``seed`` while ``enabled()``:
     bursts of 429s (every 1,000 requests, 60 in a row; every other burst with Retry-After), 7% 500s, 3%
     bodies that are not JSON, 3% replies cut at max_tokens, 3% replies with no verdict, 2% latency spikes
-    (20x). ``faults``: the kinds injected."""
+    (``spike_s`` in all), and every reply but a spike taking from 1 to 4 times ``latency_s`` (the server's base
+    latency; "spread"). ``faults``: the kinds injected."""
     import random
 
     def script(request: dict, index: int) -> Reply:
         if not enabled():
             return default_script(request, index)
         draw = random.Random(f"{seed}:{index}").random()
+        reply = _fault(request, index, draw)
+        if 0.16 <= draw < 0.18 and "spike" in faults and reply.status == 200:  # (not a 429 of a burst)
+            reply.delay_s = max(0.0, spike_s - latency_s)
+        elif "spread" in faults:  # a draw of its own: the spread leaves every fault its share
+            reply.delay_s = 3 * latency_s * random.Random(f"{seed}:{index}:spread").random()
+        return reply
+
+    def _fault(request: dict, index: int, draw: float) -> Reply:
         if index % 1000 < 60 and "429" in faults:
             headers = {"Retry-After": "0.2"} if (index // 1000) % 2 else {}
             return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers=headers)
@@ -112,10 +121,7 @@ def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05, fault
             return Reply(content="Response A opens well, but response B", finish_reason="length")
         if 0.13 <= draw < 0.16 and "no_verdict" in faults:
             return Reply(content="Both responses have merits; I will not pick one.")
-        reply = default_script(request, index)
-        if 0.16 <= draw < 0.18 and "spike" in faults:
-            reply.delay_s = 20 * latency_s
-        return reply
+        return default_script(request, index)
 
     return script
 

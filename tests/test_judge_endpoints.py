@@ -376,7 +376,8 @@ async def complete_and_close(judge):
 
 def test_a_sporadic_error_reply_is_retried_at_once_a_failing_server_after_a_backoff(judge_server):
     """A step waits for its slowest sample: a 500 from servers whose replies are mostly fine goes round the
-    endpoints again at once; servers that mostly fail get the backoff schedule."""
+    endpoints again at once, however many the call met (max_retries bounds them); servers that mostly fail
+    get the backoff schedule."""
     waits = []
 
     async def record(seconds):
@@ -399,7 +400,7 @@ def test_a_sporadic_error_reply_is_retried_at_once_a_failing_server_after_a_back
     reply = asyncio.run(run())
     assert reply.text == "[[A]]" and reply.attempts == 3 and waits == [0.0, 0.0]
 
-    waits.clear()  # failing on and on: a second round goes at once too, then the backoff
+    waits.clear()  # four in a row from servers mostly fine: each retry at once
 
     def twice(body, index):
         return Reply(status=500, body=b"oops") if index in (9, 10) else Reply(content="[[A]]")
@@ -410,12 +411,12 @@ def test_a_sporadic_error_reply_is_retried_at_once_a_failing_server_after_a_back
     async def third():
         for _ in range(18):
             await judge.complete(MESSAGES)
-        reply = await judge.complete(MESSAGES)  # A, B, A, B: 500s; back off, then A answers
+        reply = await judge.complete(MESSAGES)  # A, B, A, B: 500s; then A answers
         await judge.close()
         return reply
 
     assert asyncio.run(third()).attempts == 5
-    assert waits[:3] == [0.0, 0.0, 0.0] and 4.0 <= waits[3] <= 8.0 and len(waits) == 4
+    assert waits == [0.0, 0.0, 0.0, 0.0]
 
     waits.clear()
     failing = [judge_server(script=lambda body, index: Reply(status=503, body=b"down")) for _ in range(2)]

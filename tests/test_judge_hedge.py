@@ -20,6 +20,10 @@ MESSAGES = [{"role": "user", "content": "Compare. [[A]] or [[B]]?"}]
 class Answer:
     status: int
 
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
 
 class Endpoints:
     """Requests by endpoint name. A request to an endpoint in ``gates`` waits until its event is set (never,
@@ -126,7 +130,8 @@ def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
         endpoints.gates["a"].set()
         return await call
 
-    assert asyncio.run(run()) == ("a", Answer(200)) and endpoints.dropped == [("b", 500)]
+    # (a copy may go again after another delay: each failed the same way)
+    assert asyncio.run(run()) == ("a", Answer(200)) and set(endpoints.dropped) == {("b", 500)}
 
     hedger, endpoints = Hedger(hedge_after=1.0), Endpoints(gated={"a"}, status={"a": 503, "b": 502})
     warm(hedger, 0.001)
@@ -138,7 +143,7 @@ def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
         return await call
 
     assert asyncio.run(both_fail()) == ("a", Answer(503))  # the last failure is the call's to handle
-    assert endpoints.dropped == [("b", 502)] and endpoints.cancelled == [] and hedger.in_flight == 0
+    assert set(endpoints.dropped) == {("b", 502)} and endpoints.cancelled == [] and hedger.in_flight == 0
 
 
 def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
@@ -216,7 +221,7 @@ def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server):
         while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
             await judge.complete(MESSAGES)  # (may fail over; until the held server is next in line)
         call = asyncio.ensure_future(judge.complete(MESSAGES))
-        await until(lambda: judge.hedger.sent == 1 and judge.pool.endpoints[1].in_flight == 0)
+        await until(lambda: judge.hedger.sent >= 1 and judge.pool.endpoints[1].in_flight == 0)
         errors = list(judge.pool.endpoints[1].replies).count(True)
         slow.release()
         reply = await call

@@ -18,7 +18,8 @@ from writing_rl.judge import (
 )
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.endpoints import redact_url
-from writing_rl.judge.http import RATE_LIMIT_FLOOR_S, http_error, message_content
+from writing_rl.judge.http import http_error, message_content
+from writing_rl.judge.retry import RATE_LIMIT_FLOOR_S
 from writing_rl.settings import ConfigError
 
 from judge_server import Reply

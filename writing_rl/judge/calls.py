@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from writing_rl.judge.endpoints import Endpoint
 from writing_rl.judge.errors import JudgeError
+from writing_rl.judge.replies import read_completion
 
 
 @dataclass
@@ -57,6 +58,22 @@ class Answer:
     error: type[JudgeError] | None = None  # JudgeTimeout or JudgeConnectionError
     cause: str = ""
     sent_in: int = 0  # the endpoint's breaker trips when sent (EndpointPool.started)
+    completion: dict | None = None  # a 200's body read (replies.read_completion)
+    unreadable: str | None = None  # why a 200's body is not a chat completion
+
+    def read(self) -> Answer:
+        """A 200's body read as a chat completion (else why not)."""
+        if self.status == 200:
+            try:
+                self.completion = read_completion(self.raw)
+            except ValueError as exc:
+                self.unreadable = str(exc)
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """A chat completion came back: the request's answer."""
+        return self.completion is not None
 
 
 @dataclass
@@ -71,10 +88,28 @@ class Call:
     down_deadline: float | None = None  # while no endpoint takes requests: when to give up; None otherwise
     failed_on: Endpoint | None = None
     tried: set[Endpoint] = field(default_factory=set)  # endpoints failed on since the call last backed off
+    refused: set[Endpoint] = field(default_factory=set)  # endpoints that sent a 429 since the call last waited
 
     @property
     def attempt(self) -> int:
         return self.failures + 1
+
+    def failed(self, endpoint: Endpoint) -> None:
+        """A request failed on ``endpoint``: one of the call's retries is used."""
+        self.failures += 1
+        self.failed_on = endpoint
+        self.tried.add(endpoint)
+
+    def refused_by(self, endpoint: Endpoint) -> None:
+        """``endpoint`` sent a 429: the next request prefers another one."""
+        self.rate_limited += 1
+        self.failed_on = endpoint
+        self.refused.add(endpoint)
+
+    @property
+    def urgent(self) -> bool:
+        """Its next request is a retry: it waits for room before the fresh ones (``limiter.Room``)."""
+        return bool(self.failures or self.rate_limited)
 
     @property
     def avoid(self) -> set[Endpoint]:

@@ -8,6 +8,11 @@ reply wins and the other request is cancelled. Waiting for the 95th percentile k
 however the judge's latency is spread (as "The Tail at Scale" recommends); and at most a tenth of the
 client's concurrency limit (at least one) are copies at a time, so a judge that slows down as a whole is
 not sent twice the load.
+
+Once hedged, a request that fails while another of the call's is still in flight is replaced at once (the
+client says where, and counts the failure against the call's retries), and a request still unanswered
+after another delay gets a second copy (a copy can be slow, or refused where it went): a slow request
+whose copy failed would otherwise set the pace of the step again.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from collections import deque
 from typing import Awaitable, Callable, TypeVar
 
 E = TypeVar("E")  # an endpoint
-A = TypeVar("A")  # what one request got (http._Answer: its ``status``)
+A = TypeVar("A")  # what one request got (calls.Answer: ``ok`` when it is the call's answer)
 
 HEDGE_SHARE = 0.1  # of the concurrency limit: hedges in flight at most
+MAX_COPIES = 2  # per request: a second copy goes when the first has not answered after another delay
 LATENCY_WINDOW = 200  # replies the percentile is taken over
 REFRESH_EVERY = 20  # replies between two computations of the percentile
 MIN_REPLIES = 100  # no hedging before: a percentile of fewer replies says little
@@ -60,31 +66,35 @@ class Hedger:
         other: Callable[[], E | None],
         drop: Callable[[E, A], None],
         slots: int,
+        replace: Callable[[E, A], E | None] | None = None,
     ) -> tuple[E, A]:
         """``send(first)``, hedged: (the endpoint that answered first, its answer). ``other()``: where a hedge
         goes (None: nowhere); ``drop(endpoint, answer)``: a request that ended but is not the answer (its
-        endpoint learns how it ended)."""
+        endpoint learns how it ended); ``replace(endpoint, answer)``: one that failed while another is in
+        flight, settled there: where a request goes in its place (None: none; default: ``drop`` it)."""
         request = send(first)  # (counted against ``first`` now, whichever way it is awaited)
         delay = self.delay_s()
         if delay is None:
             return first, await request
         primary = asyncio.ensure_future(request)
-        owners = {primary: first}
+        owners = {primary: first}  # the requests still to settle
+        copies = 0
         try:
-            while not (await asyncio.wait({primary}, timeout=delay))[0]:
-                if self.in_flight < max(1, int(slots * HEDGE_SHARE)):  # else every copy allowed is out: later
-                    break
-            second_endpoint = None if primary.done() else other()
-            if second_endpoint is None:
-                return first, await primary
-            self.sent += 1
-            self.in_flight += 1
-            hedge = asyncio.ensure_future(send(second_endpoint))
-            owners[hedge] = second_endpoint
-            try:
-                return await self._first_reply(owners, drop)
-            finally:
-                self.in_flight -= 1
+            while True:
+                done, _ = await asyncio.wait(owners, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+                if done and not copies:
+                    return first, primary.result()  # never hedged: the caller settles it
+                if done:
+                    answer = self._settle(done, owners, send, drop, replace)
+                    if answer is not None:
+                        return answer
+                elif copies < MAX_COPIES and self.in_flight < max(1, int(slots * HEDGE_SHARE)):
+                    endpoint = other()  # (else every copy allowed is out: later)
+                    if endpoint is not None:
+                        copies += 1
+                        self.sent += 1
+                        self.in_flight += 1
+                        owners[asyncio.ensure_future(send(endpoint))] = endpoint
         except BaseException:  # cancelled (or worse): no request may leave its endpoint's count behind
             for task, endpoint in owners.items():
                 if not task.done():
@@ -92,21 +102,26 @@ class Hedger:
                 elif not task.cancelled() and task.exception() is None:
                     drop(endpoint, task.result())  # it ended just as we were cancelled
             raise
+        finally:
+            self.in_flight -= copies
 
     @staticmethod
-    async def _first_reply(owners: dict, drop: Callable) -> tuple:
-        """The first 200 among the requests in ``owners`` (task -> endpoint), else the last failure; the
-        others are cancelled, or dropped when they already ended."""
-        pending = set(owners)
-        while True:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            answered = next((t for t in done if t.result().status == 200), None)
-            if answered is not None or not pending:
-                winner = answered or done.pop()
-                for task in done - {winner}:
-                    drop(owners[task], task.result())
-                for task in pending:
-                    task.cancel()
-                return owners[winner], winner.result()
-            for task in done:  # a failure while the other may still answer
+    def _settle(done: set, owners: dict, send: Callable, drop: Callable, replace: Callable | None) -> tuple | None:
+        """Requests of ``owners`` (task -> endpoint) that ended: the first answer, else the last failure once
+        none is left in flight (the others cancelled, or dropped when they already ended); None while one is,
+        the failures settled (dropped, or replaced by a new request added to ``owners``)."""
+        answered = next((t for t in done if t.result().ok), None)
+        if answered is not None or len(done) == len(owners):
+            winner = answered or done.pop()
+            for task in done - {winner}:
                 drop(owners[task], task.result())
+            for task in owners.keys() - done:
+                task.cancel()
+            return owners[winner], winner.result()
+        for task in done:  # a failure while another may still answer
+            endpoint = owners.pop(task)
+            if replace is None:
+                drop(endpoint, task.result())
+            elif (new := replace(endpoint, task.result())) is not None:
+                owners[asyncio.ensure_future(send(new))] = new
+        return None

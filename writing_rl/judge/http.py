@@ -5,7 +5,8 @@ this protocol. One client per reward worker: it keeps one aiohttp session (conne
 loop, keeps to its own concurrency, sends each request to the least loaded healthy endpoint
 (``endpoints.py``) that has room under its adaptive limit (``limiter.py``; both shared by every client of
 the loop that talks to that endpoint: ``upstream.py``) and retries what is worth retrying. A 429 is not a failure:
-the request waits (``Retry-After``, else backoff) and queues again, for at most ``rate_limit_wait_s``.
+the request goes at once to an endpoint that has not refused it, else waits (``Retry-After``, else backoff)
+and queues again, for at most ``rate_limit_wait_s``.
 
 A failed request is sent again at once to an endpoint the call has not tried since it last backed off;
 once every endpoint that takes requests has had its try, the call backs off (``backoff_base_s``,
@@ -13,7 +14,8 @@ once every endpoint that takes requests has had its try, the call backs off (``b
 endpoint costs the call backoff waits, not a burst of retries that ends it at once. A reply that failed
 (a 5xx, a body that cannot be read) from a server whose replies are mostly fine is sporadic: the call
 goes round again at once, since a training step waits for its slowest sample and a backoff there is
-paid by the whole step.
+paid by the whole step. So a retry also goes before fresh requests (``limiter.Room``), and a hedged
+request that fails while its copy is out is replaced at once (``hedge.py``).
 """
 
 from __future__ import annotations
@@ -40,18 +42,12 @@ from writing_rl.judge.errors import (
 )
 from writing_rl.judge.hedge import Hedger
 from writing_rl.judge.limiter import AimdLimit, Gate, Ticket
-from writing_rl.judge.replies import http_error, message_content, read_completion
-from writing_rl.judge.retry import backoff_delay, is_retryable_status, parse_retry_after, retry_delay
+from writing_rl.judge.replies import http_error, message_content
+from writing_rl.judge.retry import is_retryable_status, parse_retry_after, rate_limit_wait, retry_delay
 from writing_rl.judge.spend import Spend, sharing_clients
 from writing_rl.judge.upstream import LoopShared, Upstream, loop_shared, upstream_for, wait_for_room
 
 __all__ = ["JudgeStats", "OpenAIJudge", "http_error", "message_content"]
-
-# The least wait after a 429, even one saying ``Retry-After: 0``: else a judge answering every request
-# so would be sent a tight loop of requests until rate_limit_wait_s. 10 ms, or a tenth of the judge's
-# long-run latency when that is longer (a slot frees about once per latency / limit anyway).
-RATE_LIMIT_FLOOR_S = 0.01
-RATE_LIMIT_FLOOR_LATENCY = 0.1
 
 
 class OpenAIJudge:
@@ -150,7 +146,7 @@ class OpenAIJudge:
         body = self._request_body(messages)
         call = Call()
         while True:
-            await self._gate.acquire()
+            await self._gate.acquire(call.urgent)
             try:
                 taken = await self._take_room(call)
                 if isinstance(taken, Choice):
@@ -160,9 +156,12 @@ class OpenAIJudge:
                     try:
                         outcome = await self._attempt(session, body, call, upstream, ticket)
                         if isinstance(outcome, RateLimited):
-                            # The refused request waits in its place: no other request takes the room just
-                            # refused (it would be refused again at once); then it queues again behind the others.
+                            if self.pool.another_takes_requests(call.refused):
+                                continue  # at once, to an endpoint that has not refused it
+                            # Refused everywhere: waits in its place (a request taking the room just refused
+                            # would be refused at once), then queues again.
                             await self._sleep(outcome.wait_s)
+                            call.refused.clear()
                             continue
                     finally:
                         upstream.release()
@@ -184,7 +183,7 @@ class OpenAIJudge:
                 return upstream, upstream.take()
             if not choice.full:
                 return choice
-            upstream = await wait_for_room(self.upstreams[e] for e in choice.full)
+            upstream = await wait_for_room((self.upstreams[e] for e in choice.full), call.urgent)
             if upstream is not None and self.pool.takes_now(upstream.endpoint):
                 return upstream, upstream.ticket()
             if upstream is not None:
@@ -203,6 +202,7 @@ class OpenAIJudge:
             lambda: self._hedge_target(call, sent_to),
             self._dropped,
             call.limit,
+            lambda e, a: self._replace(call, e, a),
         )
         if answer.status == 200:
             self.hedger.observe(time.perf_counter() - answer.start)
@@ -231,7 +231,7 @@ class OpenAIJudge:
         except BaseException:  # cancelled: the endpoint's count goes down, its health is unknown
             self._finished(endpoint, answer, None)
             raise
-        return answer
+        return answer.read()  # (here: a hedged call takes the first reply it can read)
 
     def _dropped(self, endpoint: Endpoint, answer: Answer) -> None:
         """A hedged request that ended but is not the call's answer: its endpoint still learns the outcome."""
@@ -240,6 +240,25 @@ class OpenAIJudge:
         else:
             outcome = reply_outcome(answer.status, answer.retry_after is not None)
             self._finished(endpoint, answer, outcome, f"HTTP {answer.status}")
+
+    def _replace(self, call: Call, endpoint: Endpoint, answer: Answer) -> Endpoint | None:
+        """A request that failed while another of the call's is in flight (hedge.py), told to its endpoint:
+        where a request goes in its place at once (None: nowhere). A 429: to an endpoint that has not refused
+        the call; another failure worth retrying: while the call has a retry left (it uses one)."""
+        if answer.status == 429:
+            rest_s = parse_retry_after(answer.retry_after, self.config.retry_after_max_s)
+            self._finished(endpoint, answer, BUSY, "HTTP 429", rest_s)
+            self.stats.rate_limited += 1
+            call.refused_by(endpoint)
+            elsewhere = self.pool.another_takes_requests(call.refused)
+            return self.pool.choose(avoid=call.refused).endpoint if elsewhere else None
+        self._dropped(endpoint, answer)
+        retryable = answer.error is not None or answer.status == 200 or answer.status >= 500  # (200: unreadable)
+        if not retryable or call.failures >= self.config.max_retries:
+            return None
+        call.failed(endpoint)
+        self.stats.retries += 1
+        return self.pool.choose(avoid=call.tried).endpoint
 
     def _finished(
         self, endpoint: Endpoint, answer: Answer, outcome: str | None, error: str | None = None, rest_s=None
@@ -267,10 +286,11 @@ class OpenAIJudge:
             upstream.limit.on_success(latency, ticket is not None and ticket.saturated, endpoint)
             upstream.wake()  # (the limit may have grown)
             self.stats.concurrency_limit = self.concurrency_limit
-            try:
-                return self._read_reply(raw, answer.start, call, endpoint.shown)
-            except JudgeResponseError as error:
+            if answer.unreadable is not None:
+                error = JudgeResponseError(endpoint.shown, answer.unreadable, call.attempt)
                 return self._retry_or_raise(call, endpoint, error, None)
+            met = {**self._met(call), "endpoint": endpoint.shown}
+            return JudgeReply(**answer.completion, latency_s=latency, attempts=call.attempt, **met)
         if status == 400 and b"content_filter" in raw:
             # The endpoint's filter refused the prompt (the responses in it): a refusal the reward
             # counts and pays as a loss, not a judge failure a response could stop training with.
@@ -304,30 +324,22 @@ class OpenAIJudge:
     ) -> float:
         """The wait before the call's next attempt; raises once max_retries are spent. ``replied``: the
         failure was a reply (not a timeout or a dropped connection)."""
-        call.failures += 1
-        call.failed_on = endpoint
-        call.tried.add(endpoint)
+        call.failed(endpoint)
         if call.failures > self.config.max_retries:
             raise self._final(call, error)
         self.stats.retries += 1
         if self.pool.another_takes_requests(call.tried):
             return 0.0  # fail over at once to an endpoint this call has not tried since it backed off
         call.tried.clear()  # each endpoint that takes requests had its try: back off, then go round again
-        # A sporadic failure: one more round over the endpoints at once; a call failing on and on backs off.
-        if (
-            replied
-            and retry_after is None
-            and call.failures <= len(self.pool.endpoints)
-            and self.pool.mostly_answers(endpoint)
-        ):
+        # A sporadic failure (the endpoint's replies are mostly fine): again at once, within max_retries.
+        if replied and retry_after is None and self.pool.mostly_answers(endpoint):
             return 0.0
         return retry_delay(call.failures - 1, retry_after, self.config.backoff_base_s, self.config.backoff_max_s)
 
     def _rate_limited(self, call: Call, endpoint: Endpoint, text: str, retry_after: float | None) -> float:
         """A 429: wait (Retry-After, else backoff) and queue again, until rate_limit_wait_s has passed."""
         self.stats.rate_limited += 1
-        call.rate_limited += 1
-        call.failed_on = endpoint  # the next request prefers another endpoint (a 429 uses no retry)
+        call.refused_by(endpoint)  # (a 429 uses no retry)
         now = time.monotonic()
         if call.rate_limit_deadline is None:
             call.rate_limit_deadline = now + self.config.rate_limit_wait_s
@@ -339,13 +351,8 @@ class OpenAIJudge:
                 f"{self.config.rate_limit_wait_s:g}: {text[:200]}"
             )
             raise self._final(call, JudgeRateLimited(endpoint.shown, cause, call.attempt))
-        if retry_after is None:
-            # Without Retry-After: about when a request in service ends (the judge's usual latency), growing
-            # for a call refused again and again; the limiter, not this wait, keeps the load down.
-            scale = latency or self.config.backoff_base_s
-            retry_after = backoff_delay(min(call.rate_limited - 1, 3), scale, self.config.backoff_max_s)
-        floor = max(RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (latency or 0.0))
-        return min(max(retry_after, floor), left)
+        backoff = self.config.backoff_base_s, self.config.backoff_max_s
+        return min(rate_limit_wait(call.rate_limited, retry_after, latency, *backoff), left)
 
     async def _wait_for_endpoint(self, call: Call, choice: Choice) -> None:
         """No endpoint takes requests now: wait until one may (or one's request ends), within the call's
@@ -385,14 +392,6 @@ class OpenAIJudge:
         endpoint = self.pool.choose(avoid={sent_to}).endpoint
         call.hedges += endpoint is not None
         return endpoint
-
-    def _read_reply(self, raw: bytes, start: float, call: Call, shown: str) -> JudgeReply:
-        try:
-            completion = read_completion(raw)
-        except ValueError as exc:
-            raise JudgeResponseError(shown, str(exc), call.attempt) from None
-        latency = time.perf_counter() - start
-        return JudgeReply(**completion, latency_s=latency, attempts=call.attempt, endpoint=shown, **self._met(call))
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

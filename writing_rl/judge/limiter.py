@@ -38,7 +38,10 @@ converge to a split whose sum oscillates just around the capacity (Chiu & Jain, 
 the 429s its own requests get, which is the signal it needs. The split need not be even (a worker whose
 request just ended takes the freed place first), but the judge stays busy, which is what the run needs.
 
-The limit (``AimdLimit``) is pure and clock-free; ``Gate`` is its asyncio side, first come first served.
+The limit (``AimdLimit``) is pure and clock-free; ``Gate`` is its asyncio side, first come first served,
+except that a request being sent again (after a failure or a 429) goes before every fresh one: a training
+step waits for its slowest sample, so a retry must not also wait behind the requests of the samples that
+came after it.
 """
 
 from __future__ import annotations
@@ -152,15 +155,25 @@ class Ticket:
 
 class Room:
     """At most ``limit.slots`` holders at once; requests waiting for room (futures) are let in first come,
-    first served. Belongs to one event loop."""
+    first served, the ``urgent`` ones (retries) before the others. Belongs to one event loop."""
 
     def __init__(self, limit: AimdLimit):
         self.limit = limit
         self.occupied = 0
         self.waiters: deque[asyncio.Future] = deque()
+        self.urgent: deque[asyncio.Future] = deque()
+
+    def queue(self, urgent: bool) -> deque[asyncio.Future]:
+        return self.urgent if urgent else self.waiters
+
+    def forget(self, waiter: asyncio.Future) -> None:
+        """``waiter`` leaves the line it was in, if still there."""
+        for line in (self.urgent, self.waiters):
+            if waiter in line:
+                line.remove(waiter)
 
     def has_room(self) -> bool:
-        return self.occupied < self.limit.slots and not self.waiters
+        return self.occupied < self.limit.slots and not self.waiters and not self.urgent
 
     def take(self) -> Ticket:
         self.occupied += 1
@@ -170,7 +183,7 @@ class Room:
         """For room already taken (``take``, or let in by ``wake``): whether it took the last room (or others
         were waiting), so that its reply tests the limit."""
         slots = self.limit.slots
-        return Ticket(self.limit.epoch, slots, self.occupied >= slots or bool(self.waiters))
+        return Ticket(self.limit.epoch, slots, self.occupied >= slots or bool(self.waiters or self.urgent))
 
     def release(self) -> None:
         self.occupied -= 1
@@ -179,8 +192,8 @@ class Room:
     def wake(self) -> None:
         """Let waiting requests into the room now free (after a release, or once the limit grew); a waiter's
         result is the room that let it in."""
-        while self.waiters and self.occupied < self.limit.slots:
-            waiter = self.waiters.popleft()
+        while (self.urgent or self.waiters) and self.occupied < self.limit.slots:
+            waiter = (self.urgent or self.waiters).popleft()
             if not waiter.done():
                 self.occupied += 1
                 waiter.set_result(self)
@@ -189,11 +202,11 @@ class Room:
 class Gate(Room):
     """A room a request awaits: one client's own concurrency."""
 
-    async def acquire(self) -> Ticket:
+    async def acquire(self, urgent: bool = False) -> Ticket:
         if self.has_room():
             return self.take()
         waiter = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
+        self.queue(urgent).append(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
@@ -202,8 +215,7 @@ class Gate(Room):
             else:
                 # Never let in, so it holds no room. wake() may have dropped it from the queue already (a
                 # release ran between the cancel and this task resuming).
-                if waiter in self.waiters:
-                    self.waiters.remove(waiter)
+                self.forget(waiter)
                 self.wake()  # room it might have been next for goes to the next waiter (as Semaphore)
             raise
         return self.ticket()

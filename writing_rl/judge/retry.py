@@ -8,6 +8,12 @@ import time
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 
+# The least wait after a 429, even one saying ``Retry-After: 0``: else a judge answering every request
+# so would be sent a tight loop of requests until rate_limit_wait_s. 10 ms, or a tenth of the judge's
+# long-run latency when that is longer (a slot frees about once per latency / limit anyway).
+RATE_LIMIT_FLOOR_S = 0.01
+RATE_LIMIT_FLOOR_LATENCY = 0.1
+
 
 def is_retryable_status(status: int) -> bool:
     """429 and 5xx are worth another attempt; any other 4xx will fail the same way again."""
@@ -54,3 +60,14 @@ def retry_delay(attempt: int, retry_after: float | None, base_s: float, max_s: f
     if retry_after is not None:
         return retry_after
     return backoff_delay(attempt, base_s, max_s)
+
+
+def rate_limit_wait(
+    refusals: int, retry_after: float | None, latency: float | None, base_s: float, max_s: float
+) -> float:
+    """The wait after a call's ``refusals``-th 429: the server's Retry-After, else about when a request in
+    service ends (the endpoint's usual ``latency``; ``base_s`` before it has one), growing for a call
+    refused again and again (the limiter, not this wait, keeps the load down); never under the floor."""
+    if retry_after is None:
+        retry_after = backoff_delay(min(refusals - 1, 3), latency or base_s, max_s)
+    return max(retry_after, RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (latency or 0.0))

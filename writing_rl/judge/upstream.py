@@ -8,8 +8,9 @@ chat-completions URL and API key: a provider's rate limit is per key) the client
 - its adaptive concurrency limit (``limiter.AimdLimit``): at most ``limit.slots`` requests in flight
   there from all the clients together; its 429s lower the limit for each of them. The limit's ceiling is
   the largest concurrency a client asked for (each client still keeps to its own);
-- the queue of requests waiting for room there, first come first served. A request that may go to any of
-  several endpoints waits in the queue of each and takes the first room that frees.
+- the queue of requests waiting for room there, first come first served (retries first: ``limiter.Room``).
+  A request that may go to any of several endpoints waits in the queue of each and takes the first room
+  that frees.
 
 The first client's limiter settings hold for all. State lives as long as the loop: a new loop (each
 ``asyncio.run``) starts fresh, so nothing learned about a server outlives the process that talked to it.
@@ -37,19 +38,21 @@ class Upstream(Room):
     def turn_away(self) -> None:
         """The endpoint stopped taking requests (its breaker opened, it asked for a pause): those waiting
         for room here go and choose again."""
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self.waiters.clear()
+        for line in (self.urgent, self.waiters):
+            for waiter in line:
+                if not waiter.done():
+                    waiter.set_result(None)
+            line.clear()
 
 
-async def wait_for_room(upstreams: Iterable[Upstream]) -> Upstream | None:
-    """Queue behind the requests already waiting on each of ``upstreams``; the one whose room came first
-    (room already taken for the caller), or None when one turned its queue away."""
+async def wait_for_room(upstreams: Iterable[Upstream], urgent: bool = False) -> Upstream | None:
+    """Queue behind the requests already waiting on each of ``upstreams`` (``urgent``: only behind the other
+    urgent ones); the one whose room came first (room already taken for the caller), or None when one turned
+    its queue away."""
     upstreams = list(upstreams)
     waiter = asyncio.get_running_loop().create_future()
     for upstream in upstreams:
-        upstream.waiters.append(waiter)
+        upstream.queue(urgent).append(waiter)
     try:
         return await waiter
     except asyncio.CancelledError:
@@ -58,8 +61,7 @@ async def wait_for_room(upstreams: Iterable[Upstream]) -> Upstream | None:
         raise
     finally:
         for upstream in upstreams:
-            if waiter in upstream.waiters:
-                upstream.waiters.remove(waiter)
+            upstream.forget(waiter)
             upstream.wake()  # room we might have been next for goes to the next in line
 
 
