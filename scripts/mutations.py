@@ -330,10 +330,21 @@ BREAKS = [
     _break(
         "hedge-takes-the-other-reply",
         "writing_rl/judge/hedge.py",
-        "return await self._first_reply(owners, drop)",
-        "return first, await primary",
+        "answer = self._settle(done, owners, send, drop, replace)",
+        "answer = first, await primary",
         "tests/test_judge_hedge.py::test_both_copies_answer_the_first_reply_is_the_reward_and_the_other_is_never_read",
         "a hedged request's first reply ignored for the other copy's",
+    ),
+    _break(
+        "retry-waits-behind-fresh-requests",
+        "writing_rl/judge/limiter.py",
+        "waiter = (self.urgent or self.waiters).popleft()",
+        "waiter = (self.waiters or self.urgent).popleft()",
+        (
+            "tests/test_judge_faults.py::test_a_retry_waits_for_room_before_every_fresh_request",
+            "tests/test_judge_faults.py::test_a_retry_goes_before_the_fresh_requests_queued_in_the_client",
+        ),
+        "a retry waits for room behind every fresh request (a sample's retries set the step's pace)",
     ),
     # ---------------------------------------------------------------- issue 44: a policy that cannot learn
     _break(

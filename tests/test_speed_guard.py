@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import REPO_DIR, TRAINER_RUNS
 
 GUARD_TIMEOUT_S = 60 * 60
