@@ -63,3 +63,7 @@ def test_a_short_soak_against_chaos_judges_loses_nothing_and_pays_no_silent_rewa
     assert result["failures"]["parse_error"] > 0  # the chaos judge's unreadable replies were counted
     assert sum(result["failures"].values()) < result["samples"]  # and most samples were judged
     assert len(lines) == len(minutes) and all("samples/s" in line for line in lines)
+    # where each step waited: when half, 95% and the last of its samples were back, and what the last one met
+    tails = [tail for m in minutes for tail in m["tails"]]
+    assert len(tails) == result["steps"] and all(0 < t["p50_s"] <= t["p95_s"] <= t["last_s"] for t in tails)
+    assert all("half back at" in line for line in lines)
