@@ -8,10 +8,11 @@ Steps as a training run sends them in verl's streaming mode: every step, ``--pro
 rollouts under new uids, each rollout alone to a random reward worker (``compute_score.remote``, one
 sample), in shuffled order; hydra_configs/writing_rl.yaml as shipped (groups of 8, the reference
 curriculum advancing, two judge endpoints, hedged requests). The judges (tests/judge_server.py, one
-process each) answer cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: latency spikes,
-429 bursts with and without Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens,
-replies with no verdict) for ``--minutes``; the second endpoint is killed every ``--kill-every-s`` and
-restarted ``--down-s`` later on the same port, in both phases (or the chaos phase only).
+process each) answer cleanly for ``--clean-minutes``, then with chaos (``chaos_script``: every reply's
+latency spread 1-4x, 1.5 s spikes, 429 bursts with and without Retry-After, 500s, bodies that are not
+JSON, replies cut at max_tokens, replies with no verdict) for ``--minutes``; the second endpoint is
+killed every ``--kill-every-s`` and restarted ``--down-s`` later on the same port, in both phases (or the
+chaos phase only).
 
 Reported per minute: samples/s, the RSS of every reward worker and of the collector and curriculum
 actors, open groups, failures by kind. At the end: RSS growth from minute 2 to the end, throughput under
