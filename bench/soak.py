@@ -230,7 +230,7 @@ def open_groups() -> int:
     """Groups the curriculum scheduler holds open (Writing-RL judges each rollout as it arrives)."""
     import ray
 
-    from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
+    from writing_rl.curriculum.scheduler import scheduler_name
 
     try:
         return ray.get(ray.get_actor(scheduler_name()).stats.remote(), timeout=30)["open_groups"]

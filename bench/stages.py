@@ -26,7 +26,7 @@ from pathlib import Path
 STAGES = (
     ("decode (tokenizer)", ("/tokenizers/", "/transformers/tokenization", "tokenization_utils")),
     ("HTTP (aiohttp)", ("/aiohttp/", "/yarl/", "/multidict/")),
-    ("curriculum pin/report", ("/writing_rl/reward_loop/curriculum/",)),
+    ("curriculum pin/report", ("/writing_rl/curriculum/",)),
     ("group rendezvous", ("/writing_rl/reward_loop/group/",)),
     ("metrics", ("/writing_rl/reward_loop/health/", "/writing_rl/judge/usage.py", "/writing_rl/judge/spend.py")),
     ("logging", ("/logging/", "/writing_rl/reward_loop/sample_log.py")),

@@ -41,6 +41,7 @@ from writing_rl.reward_loop.contract import (
     fallback_outcome,
     option,
     read_options,
+    register,
     unreadable_flags,
 )
 
@@ -281,9 +282,13 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return comparisons / max(1, group_size)
 
 
-METHOD = RewardMethod(
-    options=RewardOptions,
-    failure_score=failure_score,
-    judge_messages=preflight_judge_messages,
-    calls_per_rollout=calls_per_rollout,
+METHOD = register(
+    compute_score,
+    RewardMethod(
+        name="brpo",
+        options=RewardOptions,
+        failure_score=failure_score,
+        judge_messages=preflight_judge_messages,
+        calls_per_rollout=calls_per_rollout,
+    ),
 )

@@ -40,7 +40,15 @@ from typing import Any, Mapping
 from writing_rl import protocols
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, gqm, gqm_prompt, strip_think
-from writing_rl.reward_loop.contract import Member, RewardMethod, option, raise_if_asked, read_options, unreadable_flags
+from writing_rl.reward_loop.contract import (
+    Member,
+    RewardMethod,
+    option,
+    raise_if_asked,
+    read_options,
+    register,
+    unreadable_flags,
+)
 
 EXTRACTIONS = ("full", "codeblock", "last_line")
 
@@ -323,10 +331,14 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return 1.0 / max(1, group_size)
 
 
-METHOD = RewardMethod(
-    options=RewardOptions,
-    failure_score=failure_score,
-    check_row=preflight_row,
-    judge_messages=preflight_judge_messages,
-    calls_per_rollout=calls_per_rollout,
+METHOD = register(
+    compute_score,
+    RewardMethod(
+        name="grrm",
+        options=RewardOptions,
+        failure_score=failure_score,
+        check_row=preflight_row,
+        judge_messages=preflight_judge_messages,
+        calls_per_rollout=calls_per_rollout,
+    ),
 )

@@ -4,7 +4,7 @@ Two verl entry points (``reward.custom_reward_function.path=pkg://reward_fns.pai
 ``reward.custom_reward_function.reward_kwargs``:
 
 - ``compute_score`` under ``writing_rl.reward_loop.manager.ParallelRewardManager`` (hydra_configs/writing_rl.yaml):
-  each rollout judged as it arrives; with the curriculum (writing_rl/reward_loop/curriculum/), the rollouts of
+  each rollout judged as it arrives; with the curriculum (writing_rl/curriculum/), the rollouts of
   a prompt share the level the first one pinned and the last report decides the advance.
 - ``compute_group_score`` under ``writing_rl.reward_loop.group_manager.GroupRewardManager``: the same reward with
   the rollouts of a prompt scored together.
@@ -20,19 +20,20 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from writing_rl.curriculum import CURRICULUM, Curriculum
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
 from writing_rl.protocols.pairwise_task import WritingRLTask, read_writing_rl_task
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
 from writing_rl.reward_loop.contract import (
-    Curriculum,
     Member,
     RewardMethod,
     fallback_outcome,
     is_validation,
     option,
     read_options,
+    register,
     unreadable_flags,
 )
 
@@ -139,7 +140,7 @@ async def compute_score(
     With the curriculum (the manager passes ``curriculum``, ``uid`` and ``group_size``), the rollouts of
     one group (``uid``) share the level the first of them pinned, each reports whether it won, and the
     group's last report moves the level up one when at least one rollout won and the group's win rate
-    reaches ``advance_threshold`` (writing_rl/reward_loop/curriculum/groups.py): Writing-RL's rule,
+    reaches ``advance_threshold`` (writing_rl/curriculum/groups.py): Writing-RL's rule,
     with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
     the first reference. ``reference_level`` reports the level judged at."""
     task = read_writing_rl_task(ground_truth, extra_info)
@@ -247,10 +248,16 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return float(len(STRATEGIES[read_options(RewardOptions, dict(reward_kwargs)).strategy]))
 
 
-METHOD = RewardMethod(
-    options=RewardOptions,
-    failure_score=failure_score,
-    check_row=preflight_row,
-    judge_messages=preflight_judge_messages,
-    calls_per_rollout=calls_per_rollout,
+METHOD = register(
+    compute_score,
+    RewardMethod(
+        name="writing_rl",
+        extras=(CURRICULUM,),
+        options=RewardOptions,
+        failure_score=failure_score,
+        check_row=preflight_row,
+        judge_messages=preflight_judge_messages,
+        calls_per_rollout=calls_per_rollout,
+    ),
 )
+register(compute_group_score, METHOD)  # the same method under GroupRewardManager

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from writing_rl import protocols
-from writing_rl.reward_loop.contract import RewardMethod, option, read_options
+from writing_rl.reward_loop.contract import RewardMethod, option, read_options, register
 
 OUTPUT_FORMATS = ("auto", "verdict", "scores")
 _VERDICT = re.compile(r"\[\[([ABC])\]\]")
@@ -127,4 +127,7 @@ def failure_score(tie_score: float = 0.0, **_: Any) -> float:
     return min(0.0, float(tie_score))
 
 
-METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, check_row=preflight_row)
+METHOD = register(
+    compute_score,
+    RewardMethod(name="genrm_preference", options=RewardOptions, failure_score=failure_score, check_row=preflight_row),
+)

@@ -34,7 +34,7 @@ from writing_rl.protocols.gqm_task import (
     read_answer,
     read_gold_ranking,
 )
-from writing_rl.reward_loop.contract import RewardMethod, option, read_options
+from writing_rl.reward_loop.contract import RewardMethod, option, read_options, register
 
 # The ground truth and the two terms live in writing_rl.protocols.gqm_task (writing-rl eval genrm-ranking
 # reports the same terms); re-exported here for code that imported them from this module.
@@ -114,4 +114,9 @@ def failure_score(**_: Any) -> float:
     return 0.0
 
 
-METHOD = RewardMethod(options=RewardOptions, failure_score=failure_score, check_row=preflight_row)
+METHOD = register(
+    compute_score,
+    RewardMethod(
+        name="grrm_ranking_accuracy", options=RewardOptions, failure_score=failure_score, check_row=preflight_row
+    ),
+)

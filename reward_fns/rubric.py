@@ -25,7 +25,14 @@ from writing_rl.protocols.rubric import (
     rubric_messages,
     rubric_reward,
 )
-from writing_rl.reward_loop.contract import RewardMethod, option, raise_if_asked, read_options, unreadable_flags
+from writing_rl.reward_loop.contract import (
+    RewardMethod,
+    option,
+    raise_if_asked,
+    read_options,
+    register,
+    unreadable_flags,
+)
 
 
 @dataclass(frozen=True)
@@ -120,12 +127,16 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return float(len(read_rubric(row.ground_truth))) if reward_kwargs.get("per_criterion") else 1.0
 
 
-METHOD = RewardMethod(
-    options=RewardOptions,
-    failure_score=failure_score,
-    # A rubric score has no tie to fall back to: an unreadable reply is a loss, or stops the step.
-    on_parse_error=("loss", "raise"),
-    check_row=preflight_row,
-    judge_messages=preflight_judge_messages,
-    calls_per_rollout=calls_per_rollout,
+METHOD = register(
+    compute_score,
+    RewardMethod(
+        name="rubric",
+        options=RewardOptions,
+        failure_score=failure_score,
+        # A rubric score has no tie to fall back to: an unreadable reply is a loss, or stops the step.
+        on_parse_error=("loss", "raise"),
+        check_row=preflight_row,
+        judge_messages=preflight_judge_messages,
+        calls_per_rollout=calls_per_rollout,
+    ),
 )

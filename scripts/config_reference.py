@@ -26,7 +26,7 @@ OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"  # each reward fn's RewardOptions
 # ManagerConfig's (and JudgeConfig's) fields documented as sections of their own
-SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget", "shadow")
+SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget", "ensemble", "shadow")
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Setting:
     key: str  # relative to the section
     default: str
     note: str
+    allowed: str = ""  # the field's option() bounds: "≥ 1", "> 0", "0–1", "one of: a, b"
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ REWARD_FNS = ("pairwise", "brpo", "group_ranking", "rubric", "preference", "rank
 
 def code_sections() -> list[Section]:
     from writing_rl.judge.config import JudgeBudget, JudgeConfig, JudgePrice
+    from writing_rl.judge.ensemble_config import EnsembleConfig
     from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig, ShadowConfig
     from writing_rl.terms.builtin import BUILTIN
 
@@ -58,6 +60,7 @@ def code_sections() -> list[Section]:
         (f"{CODE_PREFIX}.judge", JudgeConfig),
         (f"{CODE_PREFIX}.judge.price", JudgePrice),
         (f"{CODE_PREFIX}.judge.budget", JudgeBudget),
+        (f"{CODE_PREFIX}.judge.ensemble", EnsembleConfig),
         (f"{CODE_PREFIX}.groups", GroupConfig),
         (f"{CODE_PREFIX}.curriculum", CurriculumConfig),
         (f"{CODE_PREFIX}.shadow", ShadowConfig),
@@ -78,6 +81,8 @@ def reward_fn_sections() -> list[Section]:
 
 
 def section_of(prefix: str, cls: type) -> Section:
+    from writing_rl.settings import allowed
+
     notes = field_comments(cls)
     settings = []
     for f in dataclasses.fields(cls):
@@ -92,7 +97,7 @@ def section_of(prefix: str, cls: type) -> Section:
         else:
             value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             default, note = yaml_value(value), notes.get(f.name, "")
-        settings.append(Setting(f.name, default, note))
+        settings.append(Setting(f.name, default, note, allowed(f)))
     source = inspect.getsourcefile(cls)
     summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ").replace("``", "`")
     summary = summary.replace(f"`{prefix}`: ", "").replace(f": `{prefix}`.", ".").replace(f"`{prefix}`", "this section")
@@ -240,7 +245,9 @@ def render() -> str:
         "## Judge and infrastructure: `reward.reward_kwargs`",
         "",
         "Read once per reward worker; an unknown key or a value out of range stops the run at start (and",
-        "`writing-rl check-config` finds it before).",
+        "`writing-rl check-config` finds it before). *allowed*: the bounds each field declares (`option(...)`,",
+        "writing_rl/settings.py), here and for the method options below; blank where a field declares none",
+        "(the reward terms check their values in their own code).",
         "",
     ]
     out += code_tables(code_sections())
@@ -277,11 +284,13 @@ def code_tables(sections: list[Section]) -> list[str]:
     out = []
     for section in sections:
         out += [f"### `{section.title or section.prefix}`", "", f"{section.summary} (`{section.source}`)", ""]
-        out += ["| key | default | |", "|---|---|---|"]
+        out += ["| key | default | allowed | |", "|---|---|---|---|"]
         for run in runs(section.settings):
             keys = ", ".join(f"`{s.key}`" for s in run)
             defaults = ", ".join(f"`{cell(s.default)}`" for s in run if s.default)
-            out.append(f"| {keys} | {defaults} | {cell(run[0].note)} |")
+            bounds = {s.allowed for s in run}
+            allowed = bounds.pop() if len(bounds) == 1 else "; ".join(s.allowed or "any" for s in run)
+            out.append(f"| {keys} | {defaults} | {cell(allowed)} | {cell(run[0].note)} |")
         out.append("")
     return out
 

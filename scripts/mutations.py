@@ -45,6 +45,8 @@ def _break(name: str, path: str, old: str, new: str, tests: str | tuple[str, ...
 
 TERMS_LOOP = "tests/test_terms_reward_loop.py::"
 LEARNING = "tests/test_learning.py::"
+PLUGINS = "tests/test_method_plugins.py::"
+ENSEMBLE = "tests/test_judge_ensemble.py::"
 RUBRIC = "tests/test_rubric.py::"
 CLUSTER = "tests/test_cluster_job.py::"
 RAY_JOB = "tests/test_ray_job.py::"
@@ -576,7 +578,7 @@ BREAKS = [
     # ---------------------------------------------------------------- issue 46: the group path's speed
     _break(
         "group-path-3ms-per-sample",
-        "writing_rl/reward_loop/curriculum/handle.py",
+        "writing_rl/curriculum/handle.py",
         '        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""\n',
         '        """The level every rollout of group ``uid`` is judged at (pinned by the first to ask)."""\n'
         "        busy_until = __import__('time').perf_counter() + 0.003\n"
@@ -587,7 +589,7 @@ BREAKS = [
     ),
     _break(
         "group-pins-never-reused",
-        "writing_rl/reward_loop/curriculum/groups.py",
+        "writing_rl/curriculum/groups.py",
         "        if known is None or known[1] < time.monotonic():",
         "        if True:",
         "tests/test_curriculum.py::test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question",
@@ -595,11 +597,69 @@ BREAKS = [
     ),
     _break(
         "merged-reports-count-one",
-        "writing_rl/reward_loop/curriculum/groups.py",
+        "writing_rl/curriculum/groups.py",
         "reported + (count[0] if count else 1))",
         "1)",
         "tests/test_curriculum.py::test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout",
         "a batch's reports of one group count as one rollout",
+    ),
+    # ---------------------------------------------------------------- issue 47: methods as plug-ins, judge ensembles
+    _break(
+        "method-extras-never-started",
+        "writing_rl/reward_loop/fn_extras.py",
+        "for extra in asked if extra.name in self.accepted}",
+        "for extra in asked if False}",
+        PLUGINS + "test_a_method_asks_for_a_service_and_the_loop_starts_it_and_hands_it_over",
+        "the reward loop never starts the services a method asks for",
+    ),
+    _break(
+        "unregistered-method-ignored",
+        "writing_rl/reward_loop/reward_fn.py",
+        'if method is None and isinstance(getattr(unwrapped, "__globals__", {}).get("METHOD"), RewardMethod):',
+        "if False:",
+        PLUGINS + "test_a_module_that_declares_a_method_but_never_registers_it_is_told_how",
+        "a METHOD never registered is silently ignored (its loss and options unknown)",
+    ),
+    _break(
+        "dropped-groups-reach-no-listener",
+        "writing_rl/reward_loop/dropped_groups.py",
+        "return [name for name in ray.util.list_named_actors() if",
+        "return [] and [name for name in ray.util.list_named_actors() if",
+        "tests/test_health_tracker.py::"
+        "test_groups_verl_evicts_untrained_report_their_judge_calls_and_take_their_curriculum_move_back",
+        "groups verl drops untrained keep the curriculum moves they made",
+    ),
+    _break(
+        "ensemble-split-pays-a-win",
+        "writing_rl/judge/votes.py",
+        '"tie": ((OUTCOMES, "tie"), (VERDICTS, "C")),',
+        '"tie": ((OUTCOMES, "win"), (VERDICTS, "C")),',
+        ENSEMBLE + "test_a_split_counts_as_the_declared_rule_says_never_more_than_a_tie",
+        "a judgment whose ensemble split pays a win",
+    ),
+    _break(
+        "ensemble-one-judge-fails-all",
+        "writing_rl/judge/ensemble.py",
+        "            return MemberAnswer(name, error=err)",
+        "            raise",
+        ENSEMBLE + "test_one_judge_failing_leaves_the_others_to_decide_and_is_counted",
+        "one ensemble judge failing fails the whole judgment",
+    ),
+    _break(
+        "judge-session-outlives-its-loop",
+        "writing_rl/judge/session.py",
+        "        if self._session is None or self._session.closed or self._loop is not loop:",
+        "        if self._session is None or self._session.closed:",
+        "tests/test_judge_http.py::test_a_client_survives_being_used_from_a_new_event_loop",
+        "a judge client keeps the aiohttp session of a closed event loop",
+    ),
+    _break(
+        "bounds-exclusive-inclusive",
+        "writing_rl/settings.py",
+        '"above": (">", ">", operator.gt),',
+        '"above": (">", ">", operator.ge),',
+        "tests/test_config_bounds.py::test_a_setting_out_of_range_names_its_full_key_and_its_bound",
+        "an exclusive bound (option(above=...)) lets its own value through: judge.timeout_s=0 starts a run",
     ),
 ]
 

@@ -300,7 +300,7 @@ def curriculum_levels(out: Path) -> list[int]:
     state = out / "checkpoints" / "curriculum"
     if not state.is_dir():
         return []
-    from writing_rl.reward_loop.curriculum.log import read_state
+    from writing_rl.curriculum.log import read_state
 
     return [int(level) for _, level in sorted(read_state(state).table.as_dict().items())]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from writing_rl.curriculum.scheduler import ReferenceScheduler
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def scheduler_alive() -> bool:
     """Whether this Ray job's curriculum scheduler actor exists (it goes with the workers that made it)."""
     import ray
 
-    from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
+    from writing_rl.curriculum.scheduler import scheduler_name
 
     try:
         ray.get_actor(scheduler_name())

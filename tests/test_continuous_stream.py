@@ -23,8 +23,8 @@ import ray
 from verl_streaming import Continuous, overlapping
 
 from reward_fns.brpo import choose_references
+from writing_rl.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
-from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.tools.shared.verl_config import compose
 

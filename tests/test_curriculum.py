@@ -11,10 +11,7 @@ import pytest
 from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
 from reward_fns.pairwise import compute_group_score
-from writing_rl.judge import JudgeReply, SampleJudge
-from writing_rl.reward_loop.config import CurriculumConfig, ManagerConfig
-from writing_rl.reward_loop.contract import Member
-from writing_rl.reward_loop.curriculum.log import (
+from writing_rl.curriculum.log import (
     LATEST,
     LevelTable,
     load_levels,
@@ -22,8 +19,11 @@ from writing_rl.reward_loop.curriculum.log import (
     save_levels,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum.report import describe_state
-from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
+from writing_rl.curriculum.report import describe_state
+from writing_rl.curriculum.scheduler import ReferenceScheduler
+from writing_rl.judge import JudgeReply, SampleJudge
+from writing_rl.reward_loop.config import CurriculumConfig, ManagerConfig
+from writing_rl.reward_loop.contract import Member
 from writing_rl.settings import ConfigError
 
 from conftest import png_colours
@@ -308,7 +308,7 @@ def test_a_compaction_threshold_below_one_is_an_error():
     from omegaconf import OmegaConf
 
     config = OmegaConf.create({"trainer": {}, "reward": {"reward_kwargs": {"curriculum": {"compact_records": 0}}}})
-    with pytest.raises(ConfigError, match="reward.reward_kwargs.curriculum.compact_records must be >= 1, got 0"):
+    with pytest.raises(ConfigError, match="reward.reward_kwargs.curriculum.compact_records=0: expected a number >= 1"):
         CurriculumConfig.from_verl(config)
 
 
@@ -325,7 +325,7 @@ def test_only_a_run_that_schedules_references_needs_a_state_dir():
 
 KILLER = """
 import sys
-from writing_rl.reward_loop.curriculum.log import LevelTable, save_levels
+from writing_rl.curriculum.log import LevelTable, save_levels
 path, n = sys.argv[1], int(sys.argv[2])
 ids = [str(k) for k in range(n)]
 i = 0
@@ -420,7 +420,7 @@ def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, n
 HOLDER = """
 import sys, time
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
+from writing_rl.curriculum.scheduler import ReferenceScheduler
 ReferenceScheduler(CurriculumConfig(state_dir=sys.argv[1]), run="run-one")
 print("holding", flush=True)
 sys.stdin.read()  # until the test closes our stdin
@@ -428,7 +428,7 @@ sys.stdin.read()  # until the test closes our stdin
 
 
 def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp_path):
-    from writing_rl.reward_loop.curriculum.scheduler import CurriculumInUse
+    from writing_rl.curriculum.scheduler import CurriculumInUse
 
     state_dir = tmp_path / "state"
     holder = subprocess.Popen(
@@ -451,7 +451,7 @@ def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp
 def test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question():
     """GroupPins: the rollouts of a group on one worker share one question to the scheduler, also while it
     is out; a question that failed is asked again; an answer past the group's timeout is asked again."""
-    from writing_rl.reward_loop.curriculum.groups import GroupPins
+    from writing_rl.curriculum.groups import GroupPins
 
     asked = []
 
@@ -488,7 +488,7 @@ def test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question():
 
 
 def test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout(tmp_path):
-    from writing_rl.reward_loop.curriculum.groups import merge_reports
+    from writing_rl.curriculum.groups import merge_reports
 
     requests = [("pin", "5", 3, "u", 4, 60.0), ("report", "u", True, 0.0), ("report", "v", False, 0.0),
                 ("report", "u", False, 0.0), ("report", "u", True, 0.0)]  # fmt: skip

@@ -13,9 +13,9 @@ import pytest
 import ray
 
 from writing_rl import files
+from writing_rl.curriculum.log import LATEST, LevelTable, WALWriteError, read_state, save_levels
+from writing_rl.curriculum.scheduler import ReferenceScheduler
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.log import LATEST, LevelTable, WALWriteError, read_state, save_levels
-from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
 
 from waiting import until, wait_until
 
@@ -277,10 +277,10 @@ def test_a_worker_finds_a_new_scheduler_when_the_old_one_is_gone_without_a_new_b
     state = f"reward.reward_kwargs.curriculum.state_dir={tmp_path / 'state'}"
     config = compose_writing_rl(tokenizer_dir, "http://127.0.0.1:9/v1", state, per_sample=False)
     scoring = SimpleNamespace(settings=ManagerConfig.from_verl(config, None), batches_started=1)  # never changes
-    extras = FnExtras(config, scoring)
+    curriculum = FnExtras(config, scoring).service("curriculum")
 
     def kill_the_scheduler() -> None:
-        ray.kill(extras.scheduler.get(scoring.batches_started), no_restart=True)
+        ray.kill(curriculum.scheduler.get(scoring.batches_started), no_restart=True)
 
     async def after_a_kill(call) -> int:
         kill_the_scheduler()
@@ -295,9 +295,9 @@ def test_a_worker_finds_a_new_scheduler_when_the_old_one_is_gone_without_a_new_b
                 await asyncio.sleep(0.1)
 
     async def stream() -> tuple[int, int]:
-        assert await extras.curriculum().advance("row-1", await extras.curriculum().pin("row-1", 3))
-        direct = await after_a_kill(lambda: extras.curriculum().pin("row-1", 3))
-        batched = await after_a_kill(lambda: extras.curriculum().pin_group("row-1", 3, "uid-1", 1))
+        assert await curriculum.for_call().advance("row-1", await curriculum.for_call().pin("row-1", 3))
+        direct = await after_a_kill(lambda: curriculum.for_call().pin("row-1", 3))
+        batched = await after_a_kill(lambda: curriculum.for_call().pin_group("row-1", 3, "uid-1", 1))
         return direct, batched
 
     assert asyncio.run(stream()) == (1, 1)  # each new scheduler read row-1's advance from the disk

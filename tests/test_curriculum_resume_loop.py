@@ -9,9 +9,9 @@ import ray
 from curriculum_helpers import scheduler_alive
 from test_curriculum_reward_loop import step_batch
 
+from writing_rl.curriculum.log import load_levels, read_state, step_snapshots
+from writing_rl.curriculum.scheduler import get_or_create_scheduler, scheduler_name
 from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.log import load_levels, read_state, step_snapshots
-from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler, scheduler_name
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer

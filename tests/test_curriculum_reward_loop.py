@@ -7,9 +7,9 @@ import uuid
 import pytest
 import ray
 
+from writing_rl.curriculum.log import read_state
+from writing_rl.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.reward_loop.curriculum.log import read_state
-from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer

@@ -8,8 +8,8 @@ import threading
 import pytest
 from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
-from writing_rl.reward_loop.curriculum import log as curriculum_log
-from writing_rl.reward_loop.curriculum.log import (
+from writing_rl.curriculum import log as curriculum_log
+from writing_rl.curriculum.log import (
     LATEST,
     WAL,
     CurriculumStateError,
@@ -18,7 +18,7 @@ from writing_rl.reward_loop.curriculum.log import (
     read_state,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum.scheduler import ReferenceScheduler
+from writing_rl.curriculum.scheduler import ReferenceScheduler
 
 from waiting import until
 

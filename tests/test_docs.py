@@ -183,7 +183,7 @@ def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
     code_part = page.split("## The shipped overlays")[0]
     in_reference = set()
     for section, body in re.findall(r"^### `([\w.]+)`\n(.*?)(?=^### |\Z)", code_part, re.M | re.S):
-        for row in re.findall(r"^\| (`[^|]+`) \| [^|]*\| ([^\n]*)\|$", body, re.M):
+        for row in re.findall(r"^\| (`[^|]+`) \| [^|]*\| [^|]*\| ([^\n]*)\|$", body, re.M):
             if not row[1].strip().startswith("the section "):
                 in_reference |= {f"{section}.{key}" for key in re.findall(r"`(\w+)`", row[0])}
     assert in_code - in_reference == set(), "in the code, missing from docs/reference/config.md"

@@ -208,7 +208,7 @@ def test_groups_verl_evicts_untrained_report_their_judge_calls_and_take_their_cu
     metrics count their samples and judge calls, and the level the stale group moved goes back down."""
     from curriculum_helpers import settings
 
-    from writing_rl.reward_loop.curriculum.scheduler import get_or_create_scheduler
+    from writing_rl.curriculum.scheduler import get_or_create_scheduler
 
     scheduler = get_or_create_scheduler(settings(tmp_path))
     try:

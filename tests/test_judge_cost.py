@@ -14,9 +14,9 @@ from writing_rl.judge.replies import read_completion
 from writing_rl.judge.spend import sharing_clients
 from writing_rl.judge.usage import TokenCounter
 from writing_rl.reward_loop.config import worker_concurrency
+from writing_rl.reward_loop.failure_policy import is_configuration_error
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import dropped_spend, judge_health
-from writing_rl.reward_loop.scoring import is_configuration_error
 from writing_rl.settings import ConfigError, build
 from writing_rl.tools.monitor import monitor, table
 
@@ -74,13 +74,13 @@ def test_a_price_makes_a_cost_and_no_price_costs_nothing():
             {"price": {"prompt_per_mtk": 1.0}},
             r"under reward\.reward_kwargs\.judge\.price: prompt_per_mtk; did you mean ",
         ),
-        ({"price": {"prompt_per_mtok": -1}}, r"judge\.price\.prompt_per_mtok must be a number >= 0"),
-        ({"price": {"completion_per_mtok": "3$"}}, r"judge\.price\.completion_per_mtok must be a number"),
-        ({"price": {"prompt_per_mtok": math.inf}}, r"judge\.price\.prompt_per_mtok must be a number >= 0"),
+        ({"price": {"prompt_per_mtok": -1}}, r"judge\.price\.prompt_per_mtok=-1: expected a number >= 0, or null"),
+        ({"price": {"completion_per_mtok": "3$"}}, r"judge\.price\.completion_per_mtok must be of type float"),
+        ({"price": {"prompt_per_mtok": math.inf}}, r"judge\.price\.prompt_per_mtok=inf: expected a finite number >= 0"),
         ({"price": 2.5}, r"judge\.price must be a section with the keys prompt_per_mtok, completion_per_mtok"),
-        ({"budget": {"calls": 0}}, r"judge\.budget\.calls must be a whole number > 0 or null"),
-        ({"budget": {"tokens": 1.5}}, r"judge\.budget\.tokens must be a whole number > 0"),
-        ({"budget": {"cost": -2.0, **{}}, "price": PRICE}, r"judge\.budget\.cost must be a number > 0"),
+        ({"budget": {"calls": 0}}, r"judge\.budget\.calls=0: expected a number > 0, or null"),
+        ({"budget": {"tokens": 1.5}}, r"judge\.budget\.tokens must be of type int .*got 1\.5"),
+        ({"budget": {"cost": -2.0, **{}}, "price": PRICE}, r"judge\.budget\.cost=-2\.0: expected a number > 0"),
         ({"budget": {"cost": 5.0}}, r"judge\.budget\.cost=5\.0 is set but reward\.reward_kwargs\.judge\.price is not"),
         ({"budget": {"call": 5}}, r"did you mean reward\.reward_kwargs\.judge\.budget\.calls\?"),
     ],

@@ -514,20 +514,44 @@ def test_endpoint_in_errors_never_shows_credentials():
         ({"base_url": ["http://a/v1", "http://a/v1"], "model": "m"}, "lists http://a/v1 more than once"),
         ({"base_url": [], "model": "m"}, "base_url is not set"),
         ({"base_url": {"url": "http://a/v1"}, "model": "m"}, "must be a URL or a list of URLs"),
-        ({"base_url": "http://h/v1", "model": "m", "min_concurrency": 0}, "min_concurrency must be >= 1"),
-        ({"base_url": "http://h/v1", "model": "m", "concurrency_decrease": 1.0}, "concurrency_decrease must be"),
-        ({"base_url": "http://h/v1", "model": "m", "latency_tolerance": 0.5}, "latency_tolerance must be"),
-        ({"base_url": "http://h/v1", "model": "m", "rate_limit_wait_s": -1}, "rate_limit_wait_s must be"),
-        ({"base_url": "http://h/v1", "model": "m", "endpoint_max_failures": 0}, "endpoint_max_failures must be"),
-        ({"base_url": "http://h/v1", "model": "m", "endpoint_cooldown_s": -1}, "endpoint_cooldown_s must be"),
-        ({"base_url": "http://h/v1", "model": "m", "all_down_timeout_s": -1}, "all_down_timeout_s must be"),
+        ({"base_url": "http://h/v1", "model": "m", "min_concurrency": 0}, r"min_concurrency=0: expected a number >= 1"),
+        (
+            {"base_url": "http://h/v1", "model": "m", "concurrency_decrease": 1.0},
+            r"concurrency_decrease=1.0: expected a number > 0 and < 1",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "latency_tolerance": 0.5},
+            r"latency_tolerance=0.5: expected a number >= 1",
+        ),
+        ({"base_url": "http://h/v1", "model": "m", "rate_limit_wait_s": -1}, "rate_limit_wait_s=-1: expected"),
+        (
+            {"base_url": "http://h/v1", "model": "m", "endpoint_max_failures": 0},
+            "endpoint_max_failures=0: expected a number >= 1",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "endpoint_cooldown_s": -1},
+            "endpoint_cooldown_s=-1: expected a number >= 0",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "all_down_timeout_s": -1},
+            "all_down_timeout_s=-1: expected a number >= 0",
+        ),
         ({"base_url": "http://h/v1", "model": None}, "judge.model is not set"),
         ({"base_url": "http://h/v1", "model": "m", "max_concurrency": 0}, "max_concurrency"),
         ({"base_url": "http://h/v1", "model": "m", "timeout_s": 0}, "timeout_s"),
         ({"base_url": "http://h/v1", "model": "m", "max_retries": -1}, "max_retries"),
-        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": -1}, "retry_after_max_s must be"),
-        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("nan")}, "retry_after_max_s must be"),
-        ({"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("inf")}, "retry_after_max_s must be"),
+        (
+            {"base_url": "http://h/v1", "model": "m", "retry_after_max_s": -1},
+            "retry_after_max_s=-1: expected a number >= 0",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("nan")},
+            "retry_after_max_s=nan: expected a finite number",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "retry_after_max_s": float("inf")},
+            "retry_after_max_s=inf: expected a finite number",
+        ),
     ],
 )
 def test_bad_judge_settings_name_the_key(settings, message):

@@ -18,6 +18,7 @@ LAYERS = (
     ("writing_rl.protocols",),
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
+    ("writing_rl.curriculum",),  # a service Writing-RL asks the reward loop for: the loop never imports it
     ("writing_rl.cpu_backend", "writing_rl.plugin"),
     ("writing_rl.tools",),
 )

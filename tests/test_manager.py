@@ -379,7 +379,7 @@ def test_the_reward_method_the_docs_show_runs_under_verls_loader(tmp_path, judge
     )
     assert "a failed sample is paid 0.1 (the method's loss)" in check_config(config)
     manager = load_manager(config, tokenizer)
-    assert manager.scoring.failure_score == 0.1
+    assert manager.scoring.failure.loss == 0.1
     batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], ["a good story", "a story", "<think>x"])
     outputs = score_all(manager, batch)
     assert [o["reward_score"] for o in outputs] == [0.8, 0.1, 0.1]
@@ -387,7 +387,7 @@ def test_the_reward_method_the_docs_show_runs_under_verls_loader(tmp_path, judge
     assert [o["reward_extra_info"]["format_error"] for o in outputs] == [0, 0, 1]
 
 
-def test_a_fn_whose_module_declares_no_method_needs_a_failure_score(tmp_path, tokenizer_dir, tokenizer, judge_server):
+def test_a_fn_with_no_registered_method_needs_a_failure_score(tmp_path, tokenizer_dir, tokenizer, judge_server):
     from writing_rl.tools.preflight.config_checks import check_config
 
     body = "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n    return 1.0\n"
@@ -397,7 +397,7 @@ def test_a_fn_whose_module_declares_no_method_needs_a_failure_score(tmp_path, to
     config = compose_writing_rl(
         tokenizer_dir, url, f"reward.custom_reward_function.path={path}", "~reward.custom_reward_function.reward_kwargs"
     )
-    expected = "declares no METHOD, so what a failed sample is paid is unknown"
+    expected = "no reward method is registered for it, so what a failed sample is paid is unknown"
     with pytest.raises(ConfigError, match=expected):
         check_config(config)
     with pytest.raises(ConfigError, match=expected):
@@ -405,4 +405,4 @@ def test_a_fn_whose_module_declares_no_method_needs_a_failure_score(tmp_path, to
     with open_dict(config):
         config.reward.reward_kwargs.failure_score = -1.0
     assert "a failed sample is paid -1 (reward.reward_kwargs.failure_score)" in check_config(config)
-    assert load_manager(config, tokenizer).scoring.failure_score == -1.0
+    assert load_manager(config, tokenizer).scoring.failure.loss == -1.0

@@ -16,9 +16,9 @@ from ray.cluster_utils import Cluster
 from test_curriculum_reward_loop import step_batch
 from test_group_reward_loop import N, expected_rewards, make_batch, new_groups
 
+from writing_rl.curriculum.log import read_state
+from writing_rl.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
-from writing_rl.reward_loop.curriculum.log import read_state
-from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
 from writing_rl.reward_loop.group.collector import collector_name, get_or_create_collector
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.verl_config import compose

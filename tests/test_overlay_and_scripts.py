@@ -111,8 +111,8 @@ def test_check_config_passes_and_fails_clearly(capsys, tokenizer_dir):
 @pytest.mark.parametrize(
     "overlay, override, error",
     [
-        ("writing_rl", "reward.reward_kwargs.curriculum.keep_steps=0", "curriculum.keep_steps must be >= 1"),
-        ("writing_rl", "reward.reward_kwargs.groups.timeout_s=0", "groups.timeout_s must be > 0"),
+        ("writing_rl", "reward.reward_kwargs.curriculum.keep_steps=0", "keep_steps=0: expected a number >= 1"),
+        ("writing_rl", "reward.reward_kwargs.groups.timeout_s=0", "groups.timeout_s=0: expected a number > 0"),
         # a typo fails even where the section is unused (BRPO schedules no references)
         (
             "brpo",

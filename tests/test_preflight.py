@@ -126,6 +126,9 @@ def test_the_runs_judge_calls_are_counted_against_the_budget(tokenizer_dir, data
     short = preflight(tokenizer_dir, *data, server.base_url, *run, "reward.reward_kwargs.judge.budget.calls=40")
     (problem,) = short.problems
     assert "budget.calls=40 covers about 5 of the run's 9 steps (72 calls)" in problem
+    ensemble = ["reward.reward_kwargs.judge.ensemble.members=[{name: a}, {name: b}, {name: c}]"]
+    three = preflight(tokenizer_dir, *data, server.base_url, *run, *ensemble)
+    assert "x 3 calls = 216" in "\n".join(three.lines)  # each judgment asks the ensemble's three judges
 
 
 def test_hub_ids_and_paths_marked_remote_are_not_problems(tmp_path, judge_server):

@@ -138,13 +138,13 @@ def test_the_shadow_is_off_by_default_and_needs_its_own_endpoint_when_on(tokeniz
             "reward.reward_kwargs.shadow.fraction=0.1",
             "reward.reward_kwargs.shadow.judge.base_url=http://x/v1",
         )
-    with pytest.raises(ConfigError, match=r"shadow.fraction must be within 0-1"):
+    with pytest.raises(ConfigError, match=r"shadow.fraction=2: expected a number >= 0 and <= 1"):
         shadow_config(tokenizer_dir, "reward.reward_kwargs.shadow.fraction=2")
     with pytest.raises(ConfigError, match=r"on_drift='halt'.*'stop'"):
         shadow_config(tokenizer_dir, "reward.reward_kwargs.shadow.on_drift=halt")
     with pytest.raises(ConfigError, match=r"unknown key\(s\) under reward.reward_kwargs.shadow: fracton"):
         shadow_config(tokenizer_dir, "+reward.reward_kwargs.shadow.fracton=0.1")
-    with pytest.raises(ConfigError, match=r"reward.reward_kwargs.shadow.judge.max_retries must be >= 0"):
+    with pytest.raises(ConfigError, match=r"reward.reward_kwargs.shadow.judge.max_retries=-1: expected a number >= 0"):
         shadow_config(
             tokenizer_dir,
             "reward.reward_kwargs.shadow.fraction=0.1",

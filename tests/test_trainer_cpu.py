@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from writing_rl.reward_loop.curriculum.log import read_state
+from writing_rl.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR

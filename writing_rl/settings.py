@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import math
+import operator
 from typing import Any, Mapping, Sequence
 
 
@@ -19,10 +21,23 @@ def require(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def option(default: Any, *, choices: Any = None, minimum: float | None = None) -> Any:
-    """A dataclass field whose values are bounded: one of ``choices``, or at least ``minimum`` (``build``
-    checks them). A list default is copied per instance."""
-    metadata = {"choices": tuple(choices) if choices is not None else None, "minimum": minimum}
+def option(
+    default: Any,
+    *,
+    choices: Any = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+    below: float | None = None,
+    off: float | None = None,
+) -> Any:
+    """A dataclass field whose values are bounded (``build`` checks them): one of ``choices``, or a finite number
+    within ``minimum`` and ``maximum`` (inclusive), ``above`` and ``below`` (exclusive); ``off``: a value allowed
+    besides those bounds that turns the setting off. None passes where the field's type admits it. A list
+    default is copied per instance."""
+    bounds = {"minimum": minimum, "maximum": maximum, "above": above, "below": below, "off": off}
+    metadata = {"choices": tuple(choices) if choices is not None else None}
+    metadata.update({key: value for key, value in bounds.items() if value is not None})
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -44,30 +59,86 @@ def build(cls, values: Mapping[str, Any], prefix: str):
             f"unknown key(s) under {prefix}: {', '.join(unknown)}{hints} (known: {', '.join(sorted(fields))})"
         )
     for key, value in values.items():
-        check_type(f"{prefix}.{key}", value, default_of(fields[key]))
-        check_bounds(f"{prefix}.{key}", value, fields[key].metadata)
+        check_type(f"{prefix}.{key}", value, fields[key])
+        check_bounds(f"{prefix}.{key}", value, fields[key])
     return cls(**values)
 
 
-def check_bounds(name: str, value: Any, metadata: Mapping[str, Any]) -> None:
-    choices, minimum = metadata.get("choices"), metadata.get("minimum")
+def check_fields(settings: Any, prefix: str) -> None:
+    """Each field of a dataclass instance within its ``option()`` bounds (for one made in code, not by ``build``)."""
+    for f in dataclasses.fields(settings):
+        check_bounds(f"{prefix}.{f.name}", getattr(settings, f.name), f)
+
+
+# option()'s numeric bounds: how the config reference writes each, how an error message does, its test.
+LIMITS = {
+    "minimum": ("≥", ">=", operator.ge),
+    "above": (">", ">", operator.gt),
+    "maximum": ("≤", "<=", operator.le),
+    "below": ("<", "<", operator.lt),
+}
+
+
+def check_bounds(name: str, value: Any, field: dataclasses.Field) -> None:
+    metadata = field.metadata
+    if value is None and nullable(field):
+        return
+    choices = metadata.get("choices")
     if choices is not None and value not in choices:
         near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ConfigError(f"{name}={value!r}: expected one of {', '.join(map(repr, choices))}{hint}")
-    if minimum is not None and value is not None and value < minimum:
-        raise ConfigError(f"{name}={value!r}: expected a number >= {minimum:g}")
+    limits = {key: metadata[key] for key in LIMITS if key in metadata}
+    if not limits or (is_number(value) and value == metadata.get("off")):
+        return
+    finite = is_number(value) and math.isfinite(value)
+    if not finite or not all(LIMITS[key][2](value, limit) for key, limit in limits.items()):
+        kind = "a finite number" if is_number(value) and not finite else "a number"
+        raise ConfigError(f"{name}={value!r}: expected {kind} {allowed(field, ascii=True)}")
 
 
-def check_type(name: str, value: Any, default: Any) -> None:
-    """A value of the kind the key's default has (an int does for a float; None is checked by validate)."""
+def allowed(field: dataclasses.Field, ascii: bool = False) -> str:
+    """The values a field's ``option()`` bounds allow, as the config reference writes them ("≥ 1", "> 0",
+    "0–1", "one of: a, b"; ``ascii``: as an error message does); "" when unbounded."""
+    metadata = field.metadata
+    if metadata.get("choices") is not None:
+        return "one of: " + ", ".join("null" if c is None else str(c) for c in metadata["choices"])
+    limits = [key for key in LIMITS if key in metadata]
+    if not limits:
+        return ""
+    if limits == ["minimum", "maximum"] and not ascii:
+        text = f"{metadata['minimum']:g}–{metadata['maximum']:g}"
+    else:
+        text = " and ".join(f"{LIMITS[key][1 if ascii else 0]} {metadata[key]:g}" for key in limits)
+    others = [f"{metadata['off']:g} (off)"] if "off" in metadata else []
+    return ", or ".join([text, *others, *(["null"] if nullable(field) else [])])
+
+
+def nullable(field: dataclasses.Field) -> bool:
+    return field.default is None or "None" in str(field.type)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What a field whose default is None holds, named by its annotation (``int | None``): an example.
+EXAMPLES = {"int": 1, "float": 1.0, "str": "text"}
+
+
+def check_type(name: str, value: Any, field: dataclasses.Field) -> None:
+    """A value of the kind the key's default has (an int does for a float), or of the type its annotation names
+    when the default is None; None is checked by ``check_bounds`` and validate."""
+    default = default_of(field)
+    if default is None:
+        kinds = [kind for kind in str(field.type).split(" | ") if kind != "None"]
+        default = EXAMPLES.get(kinds[0]) if len(kinds) == 1 else None
     if value is None or default is None or default is dataclasses.MISSING:
         return
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, (int, float)):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = ok and (isinstance(value, int) or isinstance(default, float))
+        ok = is_number(value) and (isinstance(value, int) or isinstance(default, float))
     elif isinstance(default, str):
         ok = isinstance(value, str)
     elif isinstance(default, (list, tuple)):

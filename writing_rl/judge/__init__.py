@@ -1,7 +1,9 @@
-"""The judge layer: one async interface (``Judge.complete``), an OpenAI-compatible HTTP client,
-typed failures and the per-sample recorder used by the reward manager."""
+"""The judge layer: one async interface (``Judge.complete``), an OpenAI-compatible HTTP client and
+ensembles of them (``judge_client`` opens either), typed failures and the per-sample recorder used by the
+reward manager."""
 
 from writing_rl.judge.base import Judge, JudgeReply, Messages, NoJudge
+from writing_rl.judge.client import judge_client
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import (
     JudgeBudgetExceeded,
@@ -35,4 +37,5 @@ __all__ = [
     "NoJudge",
     "OpenAIJudge",
     "SampleJudge",
+    "judge_client",
 ]

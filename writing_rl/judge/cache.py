@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from writing_rl.judge.base import Judge, JudgeReply, Messages
-from writing_rl.judge.config import JudgeConfig
+from writing_rl.judge.config import PREFIX, JudgeConfig
 from writing_rl.judge.errors import JudgeError
+from writing_rl.settings import ConfigError
 
 FORMAT_VERSION = "1"
 
@@ -96,6 +97,12 @@ class CachedJudge:
 
     @classmethod
     def for_config(cls, judge: Judge, config: JudgeConfig, path: str | Path) -> CachedJudge:
+        if config.ensemble.on:  # (its rows hold one reply's text: an ensemble's judges' replies would be lost)
+            raise ConfigError(
+                f"{PREFIX}.ensemble: the offline tools (select, order-references, eval, probe-judge) judge with one "
+                f"judge, whose replies their cache keeps; leave the ensemble section out for them, or set one of its "
+                f"judges' keys on {PREFIX} (docs/judges/ensembles.md)"
+            )
         return cls(judge, path, model=config.model or "", sampling=sampling_of(config))
 
     def _check_format(self) -> None:

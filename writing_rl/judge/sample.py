@@ -1,5 +1,5 @@
 """The judge as one sample (or one group) sees it: ``SampleJudge`` forwards its calls and records them
-for the sample's extra info (``judge_calls``, ``judge_latency_s``, ...)."""
+for the sample's extra info (``judge_calls``, ``judge_latency_s``, ...; an ensemble's ``judge/ensemble/...``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from writing_rl.judge.base import Judge, JudgeReply
+from writing_rl.judge.ensemble import EnsembleReply, MemberAnswer, sample_keys
 from writing_rl.judge.errors import JudgeError
+from writing_rl.judge.votes import read_answers
 from writing_rl.protocols import Unreadable, read_reply
 from writing_rl.protocols.prompts import Messages
 
@@ -29,6 +31,18 @@ class CallRecord:
     cost: float = 0.0
     concurrency_limit: int = 0
     hedges: int = 0
+    calls: int = 1  # judge calls it made: an ensemble's asks each of its judges
+    answers: tuple[MemberAnswer, ...] = ()  # an ensemble's: each judge's reply or failure
+
+
+@dataclass(frozen=True)
+class ReadRecord:
+    """An ensemble's reply read (votes.Reading): for a group, by the member whose judge read it."""
+
+    member: int | None
+    unreadable: tuple[str, ...]  # the judges whose reply could not be read
+    agreed: bool | None
+    split: bool
 
 
 @dataclass
@@ -63,20 +77,37 @@ class SampleJudge:
     errors: list[JudgeError] = field(default_factory=list)
     # (reply text, why) of each reply the reward could not read: the manager's parse-error guard shows one.
     unreadable: list[tuple[str, Unreadable]] = field(default_factory=list)
+    # The worker's judge client, whose own keys (an ensemble's) every sample carries, one scored with a
+    # NoJudge too (verl needs the same keys on every sample); default: ``judge``.
+    client: Any = None
+    reads: list[ReadRecord] = field(default_factory=list)
     _for_member: int | None = None
 
     def member(self, index: int) -> SampleJudge:
         """The same judge, recording its calls as made for member ``index``."""
         return SampleJudge(
-            self.judge, self.keep_transcripts, self.calls, self.errors, self.unreadable, _for_member=index
+            self.judge,
+            self.keep_transcripts,
+            self.calls,
+            self.errors,
+            self.unreadable,
+            self.client,
+            self.reads,
+            _for_member=index,
         )
 
     def read(self, reply: JudgeReply, reader: Callable[..., Any], *args: Any) -> Any:
         """``reader(reply.text, *args)`` through ``protocols.read_reply`` (a truncated or refused reply is
-        unreadable whatever it holds); an unreadable reply is remembered."""
-        value = read_reply(reply, reader, *args)
+        unreadable whatever it holds); an unreadable reply is remembered. An ensemble's reply: each judge's
+        reply read so, the readings combined (votes.py)."""
+        if isinstance(reply, EnsembleReply):
+            reading = read_answers(reply.answers, reader, args, reply.split, reply.quorum)
+            self.reads.append(ReadRecord(self._for_member, reading.unreadable, reading.agreed, reading.split))
+            value, text = reading.value, reply.transcript
+        else:
+            value, text = read_reply(reply, reader, *args), reply.text
         if isinstance(value, Unreadable):
-            self.unreadable.append((reply.text, value))
+            self.unreadable.append((text, value))
         return value
 
     async def complete(self, messages: Messages) -> JudgeReply:
@@ -87,10 +118,14 @@ class SampleJudge:
             self.errors.append(err)
             met = {"rate_limited": err.rate_limited, "concurrency_limit": err.concurrency_limit, "hedges": err.hedges}
             retries = max(err.attempts - 1, 0)  # (a call refused by the budget made no attempt)
-            self._record(messages, time.perf_counter() - start, error=str(err), retries=retries, **met)
+            answered = getattr(err, "reply", None)  # an ensemble's: what the judges that answered spent
+            parts = {**_spent(answered), **_judges(answered)} if isinstance(answered, EnsembleReply) else {}
+            self._record(messages, time.perf_counter() - start, error=str(err), retries=retries, **met, **parts)
             raise
         met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit, "hedges": reply.hedges}
-        self._record(messages, reply.latency_s, reply=reply.text, retries=reply.attempts - 1, **met, **_spent(reply))
+        text = reply.transcript if isinstance(reply, EnsembleReply) else reply.text
+        parts = _judges(reply) if isinstance(reply, EnsembleReply) else {}
+        self._record(messages, reply.latency_s, reply=text, retries=reply.attempts - 1, **met, **_spent(reply), **parts)
         return reply
 
     def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
@@ -107,9 +142,7 @@ class SampleJudge:
 
     def counted_for(self, member: int | None = None) -> list[CallRecord]:
         """The calls a member is counted for: its own, and the group-wide ones on member 0."""
-        if member is None:
-            return self.calls
-        return [c for c in self.calls if c.member == member or (c.member is None and member == 0)]
+        return _counted(self.calls, member)
 
     def metrics(self, member: int | None = None) -> dict[str, float]:
         """The judge keys of extra info (``METRIC_KEYS``), over the calls (of one member): any failed call
@@ -123,7 +156,7 @@ class SampleJudge:
         return {
             "judge_error": int(any(c.error is not None for c in calls)),
             "judge_latency_s": sum(latencies) / len(latencies) if latencies else 0.0,
-            "judge_calls": len(counted),
+            "judge_calls": sum(c.calls for c in counted),
             "judge_rate_limited": sum(c.rate_limited for c in counted),
             "judge_retries": sum(c.retries for c in counted),
             "judge_tokens": sum(c.tokens for c in counted),
@@ -133,13 +166,29 @@ class SampleJudge:
             "judge_cost": float(sum(c.cost for c in counted)),
             "judge_concurrency_limit": int(limit or 0),
             "judge_hedges": sum(c.hedges for c in counted),
+            **self._client_keys(counted, member),
         }
+
+    def _client_keys(self, counted: list[CallRecord], member: int | None) -> dict[str, float]:
+        names = getattr(self.client or self.judge, "judge_names", ())
+        return sample_keys(names, counted, _counted(self.reads, member)) if names else {}
 
     def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:
         return [
             {"messages": c.messages, "reply": c.reply, "error": c.error, "latency_s": round(c.latency_s, 4)}
             for c in self.calls_for(member)
         ]
+
+
+def _counted(records: list, member: int | None) -> list:
+    """The records (calls, readings) a member is counted for: its own, and the group-wide ones on member 0."""
+    if member is None:
+        return records
+    return [r for r in records if r.member == member or (r.member is None and member == 0)]
+
+
+def _judges(reply: EnsembleReply) -> dict[str, Any]:
+    return {"calls": len(reply.answers), "answers": reply.answers}
 
 
 def _spent(reply: JudgeReply) -> dict[str, Any]:

@@ -28,18 +28,16 @@ def sharing_clients(config: JudgeConfig, concurrency: int) -> int:
     return max(1, config.max_concurrency // max(1, concurrency))
 
 
-class Spend:
-    """Counts each call into the client's ``JudgeStats`` (in all and per endpoint), counts the tokens of a
-    reply whose endpoint reported none, prices them, and refuses a call that would pass the client's share."""
+class Budget:
+    """A client's share of ``judge.budget``: what was spent against it and what the calls in flight hold. The
+    judges of an ensemble hold one together (ensemble.py): their calls are the judgment's cost."""
 
-    def __init__(self, config: JudgeConfig, stats: JudgeStats, workers: int = 1):
-        self.price = config.price
-        self.counter = TokenCounter(config.usage_tokenizer)
-        self.stats = stats
+    def __init__(self, config: JudgeConfig, workers: int = 1, judges: int = 1):
+        self.limits = config.budget.limits
         self.workers = workers
-        self.in_flight = 0
+        self.judges = judges  # named in a refusal: the judges whose calls this share covers
         self.shares: dict[str, float] = {}
-        for name, limit in config.budget.limits.items():
+        for name, limit in self.limits.items():
             share = limit / workers if name == "cost" else limit // workers
             if share <= 0:
                 raise ConfigError(
@@ -47,27 +45,40 @@ class Spend:
                     f"raise it to at least {workers}"
                 )
             self.shares[name] = share
-        self.limits = config.budget.limits
-        self.max_tokens = config.max_tokens
+        self.spent = Spent()
+        self.in_flight = 0
         self.held = dict.fromkeys(self.shares, 0.0)  # what the calls in flight may still spend, at most
+
+
+class Spend:
+    """Counts each call into the client's ``JudgeStats`` (in all and per endpoint), counts the tokens of a
+    reply whose endpoint reported none, prices them, and refuses a call that would pass the client's share
+    of the budget (``budget``, which an ensemble's judges share)."""
+
+    def __init__(self, config: JudgeConfig, stats: JudgeStats, workers: int = 1):
+        self.price = config.price
+        self.counter = TokenCounter(config.usage_tokenizer)
+        self.stats = stats
+        self.budget = Budget(config, workers)
+        self.max_tokens = config.max_tokens
 
     def admit(self, endpoint: str, messages: Messages) -> dict[str, float]:
         """Before a call is sent: a ``JudgeBudgetExceeded`` when it could pass a share; else what it holds of
         the shares until it ends (``settle`` or ``failed`` gives it back). A call holds one call, and the most
         it can cost: its prompt (counted) and a reply of max_tokens, or the mean of a call so far when larger."""
-        held = self._most(messages)
-        for name, share in self.shares.items():
-            spent = getattr(self.stats.spent, name)
-            if spent + self.held[name] + held[name] > share:
+        held, budget = self._most(messages), self.budget
+        for name, share in budget.shares.items():
+            spent = getattr(budget.spent, name)
+            if spent + budget.held[name] + held[name] > share:
                 raise JudgeBudgetExceeded(endpoint, self._refusal(name, share, spent, held[name]))
-        for name in self.shares:
-            self.held[name] += held[name]
-        self.in_flight += 1
+        for name in budget.shares:
+            budget.held[name] += held[name]
+        budget.in_flight += 1
         return held
 
     def _most(self, messages: Messages) -> dict[str, float]:
         most = {"calls": 1.0}
-        if "tokens" in self.shares or "cost" in self.shares:
+        if "tokens" in self.budget.shares or "cost" in self.budget.shares:
             spent = self.stats.spent
             replies = max(1, spent.replies)
             prompt = self.counter.prompt(messages)
@@ -77,16 +88,18 @@ class Spend:
         return most
 
     def _release(self, held: dict[str, float]) -> None:
-        self.in_flight -= 1
-        for name in self.shares:
-            self.held[name] -= held[name]
+        self.budget.in_flight -= 1
+        for name in self.budget.shares:
+            self.budget.held[name] -= held[name]
 
     def _refusal(self, name: str, share: float, spent: float, most: float) -> str:
-        held = "" if name == "calls" else f" (and up to {self.held[name]:.6g} more), {most:.6g} for this call at most"
+        budget = self.budget
+        held = "" if name == "calls" else f" (and up to {budget.held[name]:.6g} more), {most:.6g} for this call at most"
+        judges = f" (the {budget.judges} judges of its ensemble together)" if budget.judges > 1 else ""
         return (
-            f"{PREFIX}.budget.{name}={self.limits[name]:g} split between {self.workers} reward worker(s) gives this "
-            f"worker {share:g}; it has spent {spent:.6g} with {self.in_flight} call(s) in flight{held}, so one more "
-            "call could pass its share. Each reward worker counts its own calls, from 0 whenever the run starts "
+            f"{PREFIX}.budget.{name}={budget.limits[name]:g} split between {budget.workers} reward worker(s) gives "
+            f"this worker {share:g}; it has spent {spent:.6g}{judges} with {budget.in_flight} call(s) in flight{held}, "
+            "so one more call could pass its share. Each reward worker counts its own calls, from 0 whenever the run starts "
             "(a resumed run gets the whole budget again). The run stops whatever on_judge_error says; raise the "
             "budget to go on."
         )
@@ -117,5 +130,6 @@ class Spend:
         )
 
     def _tally(self, endpoint: str, reply: JudgeReply | None) -> None:
+        self.budget.spent.add(reply)
         self.stats.spent.add(reply)
         self.stats.spent_by_endpoint.setdefault(endpoint, Spent()).add(reply)

@@ -14,7 +14,7 @@ from typing import Any
 
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, refuse_moved
-from writing_rl.settings import ConfigError, build, get, option, plain, require
+from writing_rl.settings import ConfigError, build, check_bounds, get, option, plain, require
 from writing_rl.terms import RewardTerms, Watches
 
 ON_JUDGE_ERROR = ("loss", "neutral", "raise")
@@ -32,23 +32,23 @@ class GroupConfig:
     # A group whose rollouts have not all arrived this long after its first one (verl aborted a rollout,
     # a worker died, a filter dropped one) is incomplete: see reward.reward_kwargs.on_group_incomplete.
     # Must exceed the spread of rollout finish times within a group.
-    timeout_s: float = 1800.0
+    timeout_s: float = option(1800.0, above=0)
     on_incomplete: str = field(default="fail", metadata=FROM_FAILURE_SETTINGS)
     # When a complete group holds identical responses, wait this long for more arrivals before sealing
     # it: verl pads batches by repeating samples, and a padded copy must not take a real member's place.
-    settle_s: float = 0.2
+    settle_s: float = option(0.2, minimum=0)
     # A reward worker gathers the members and results it sends to a collector for this long before a
     # call (one call in flight at a time), and a collector gathers a worker's results this long before
     # answering its poll: fewer, larger calls in verl's streaming mode, at the cost of this much latency.
     # (The curriculum's scheduler calls wait for no window: one in flight carries what arrived meanwhile.)
-    batch_window_s: float = 0.02
+    batch_window_s: float = option(0.02, minimum=0)
     # How long members wait for the group's leader to publish the results.
-    result_timeout_s: float = 3600.0
+    result_timeout_s: float = option(3600.0, above=0)
     # Finished groups whose results are kept for late duplicates (padded copies); older ones are evicted.
-    finished_cache: int = 4096
+    finished_cache: int = option(4096, minimum=1)
     # Collector actors; groups are spread over them by uid. One serves thousands of joins per second;
     # raise it for streaming runs with many reward workers.
-    collector_shards: int = 1
+    collector_shards: int = option(1, minimum=1)
     # Ray resources each collector actor asks for, to pin the collectors to the nodes that offer them:
     # {"node:__internal_head__": 0.01} is the head node, or a custom resource of your nodes. Held for the
     # actor's life, so ask for a small share. {} = wherever Ray puts them (usually the node of the first
@@ -62,24 +62,16 @@ class GroupConfig:
         raw = plain(get(kwargs, "groups", {}) or {})
         refuse_moved(prefix, raw)
         on_incomplete = get(kwargs, "on_group_incomplete", "fail")
-        require(
-            on_incomplete in ON_GROUP_INCOMPLETE,
-            f"reward.reward_kwargs.on_group_incomplete={on_incomplete!r}: expected one of {ON_GROUP_INCOMPLETE}",
-        )
+        declared = ManagerConfig.__dataclass_fields__["on_group_incomplete"]
+        check_bounds("reward.reward_kwargs.on_group_incomplete", on_incomplete, declared)
         settings = build(cls, {**raw, "on_incomplete": on_incomplete}, prefix)
-        require(settings.timeout_s > 0, f"{prefix}.timeout_s must be > 0, got {settings.timeout_s}")
-        require(settings.settle_s >= 0, f"{prefix}.settle_s must be >= 0, got {settings.settle_s}")
-        require(settings.result_timeout_s > 0, f"{prefix}.result_timeout_s must be > 0")
-        require(settings.batch_window_s >= 0, f"{prefix}.batch_window_s must be >= 0, got {settings.batch_window_s}")
-        require(settings.finished_cache >= 1, f"{prefix}.finished_cache must be >= 1")
-        require(settings.collector_shards >= 1, f"{prefix}.collector_shards must be >= 1")
         check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")
         return settings
 
 
 @dataclass(frozen=True)
 class CurriculumConfig:
-    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (reward_loop/curriculum/scheduler.py)."""
+    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (curriculum/scheduler.py)."""
 
     # Off: every sample is judged against its first reference.
     enable: bool = True
@@ -88,9 +80,9 @@ class CurriculumConfig:
     state_dir: str | None = None
     # Every change is in the write-ahead log before its reward returns; after this many records the log
     # is folded into levels.latest.npz (bounds the log's size and the replay at a restart).
-    compact_records: int = 100_000
+    compact_records: int = option(100_000, minimum=1)
     # Snapshots kept per verl checkpoint step (for resuming from step S with the levels of step S).
-    keep_steps: int = 5
+    keep_steps: int = option(5, minimum=1)
     # Ray resources the scheduler actor asks for, to pin it to a node that offers them (as
     # groups.actor_resources): one whose filesystem holds state_dir, e.g. {"node:__internal_head__": 0.01}.
     # {} = wherever Ray puts it (usually the node of the first reward worker that needs it).
@@ -124,10 +116,7 @@ class CurriculumConfig:
         if resume_mode == "resume_path":
             raw["resume_step"] = _resume_step(str(get(trainer, "resume_from_path", "") or ""))
         settings = build(cls, raw, "reward.reward_kwargs.curriculum")
-        prefix = "reward.reward_kwargs.curriculum"
-        require(settings.compact_records >= 1, f"{prefix}.compact_records must be >= 1, got {settings.compact_records}")
-        require(settings.keep_steps >= 1, f"{prefix}.keep_steps must be >= 1")
-        check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")
+        check_actor_resources(settings.actor_resources, "reward.reward_kwargs.curriculum.actor_resources")
         return settings
 
     def for_scheduler(self) -> CurriculumConfig:
@@ -152,7 +141,7 @@ class ShadowConfig:
 
     # Share of training rollouts (of groups, under GroupRewardManager) the shadow judge scores too; 0 = off.
     # Validation rows and samples whose training call failed are never shadowed.
-    fraction: float = option(0.0, minimum=0)
+    fraction: float = option(0.0, minimum=0, maximum=1)
     # How to reach the shadow judge: the keys of reward.reward_kwargs.judge (base_url, model, api_key_env,
     # max_concurrency, timeout_s, price, budget, ...). Its failures are counted (shadow_failed), never paid.
     judge: JudgeConfig = field(default_factory=lambda: JudgeConfig(**SHADOW_JUDGE_DEFAULTS))
@@ -184,7 +173,6 @@ class ShadowConfig:
         raw = plain(get(kwargs, "shadow", {}) or {})
         judge_raw = dict(raw.pop("judge", None) or {})
         settings = build(cls, raw, prefix)
-        require(settings.fraction <= 1, f"{prefix}.fraction must be within 0-1, got {settings.fraction}")
         judge = build(JudgeConfig, {**SHADOW_JUDGE_DEFAULTS, **judge_raw}, f"{prefix}.judge")
         if settings.on:
             for key in ("base_url", "model"):
@@ -262,7 +250,7 @@ class ManagerConfig:
     # Log one summary line per batch (win/tie/loss, errors, latency percentiles).
     log_summary: bool = True
     # A batch ends when a worker has had no sample in flight for this long.
-    summary_idle_s: float = 1.0
+    summary_idle_s: float = option(1.0, minimum=0)
     # Return the judge transcripts with each sample (used by `writing-rl score`; verl ignores them).
     keep_transcripts: bool = False
     # A directory where each reward worker appends every reward it returns (one JSON line per rollout:
@@ -272,15 +260,15 @@ class ManagerConfig:
     # judge call fail after its retries (judge_error) / a judge reply the reward could not read
     # (parse_error: no or conflicting verdicts, truncated, refused) / a group that never completed
     # (group_incomplete). 1.0 turns a check off.
-    max_judge_error_rate: float = 0.1
-    max_parse_error_rate: float = 0.2
-    max_group_incomplete_rate: float = 0.1
+    max_judge_error_rate: float = option(0.1, minimum=0, maximum=1)
+    max_parse_error_rate: float = option(0.2, minimum=0, maximum=1)
+    max_group_incomplete_rate: float = option(0.1, minimum=0, maximum=1)
     # ... and more than this share had a reward term fail (term_error: it raised or gave no finite number).
-    max_term_error_rate: float = 0.1
+    max_term_error_rate: float = option(0.1, minimum=0, maximum=1)
     # The window: a worker's last samples (verl sends each rollout to a random worker, so they are a
     # random sample of the run's), checked once it holds failure_min_samples.
-    failure_window: int = 500
-    failure_min_samples: int = 100
+    failure_window: int = option(500, minimum=1)
+    failure_min_samples: int = option(100, minimum=1)
     # reward.reward_kwargs.groups and .curriculum, read with the rest so a typo fails at start even in
     # a run that never uses the section.
     groups: GroupConfig = field(default_factory=GroupConfig)
@@ -318,17 +306,10 @@ class ManagerConfig:
         rollout = get(get(get(config, "actor_rollout_ref", {}) or {}, "rollout", {}) or {}, "response_length", None)
         terms, watch = RewardTerms.from_config(raw_terms, rollout), Watches.from_config(raw_watch)
         settings = replace(settings, terms=terms, watch=watch)
-        for key in ("max_judge_error_rate", "max_parse_error_rate", "max_group_incomplete_rate", "max_term_error_rate"):
-            value = getattr(settings, key)
-            require(0.0 <= value <= 1.0, f"reward.reward_kwargs.{key} must be within 0-1, got {value}")
         require(
-            settings.failure_window >= 1,
-            f"reward.reward_kwargs.failure_window must be >= 1, got {settings.failure_window}",
-        )
-        require(
-            1 <= settings.failure_min_samples <= settings.failure_window,
-            f"reward.reward_kwargs.failure_min_samples must be within 1-failure_window ({settings.failure_window}), "
-            f"got {settings.failure_min_samples}",
+            settings.failure_min_samples <= settings.failure_window,
+            f"reward.reward_kwargs.failure_min_samples={settings.failure_min_samples}: expected at most "
+            f"reward.reward_kwargs.failure_window ({settings.failure_window})",
         )
         return settings
 

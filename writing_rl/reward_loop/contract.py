@@ -2,9 +2,10 @@
 
 ``reward_fns/`` import from this module only (tests/test_layout.py checks it); a fn of yours should too.
 
-A reward method is one module: its fn, its options and one declaration, ``METHOD = RewardMethod(...)``,
-that our managers, ``writing-rl check-config`` and the preflight read (loaded once, as verl loads the fn:
-reward_loop/reward_fn.py). docs/reward-fns.md shows a whole one.
+A reward method is one module: its fn, its options and one declaration registered with the fn,
+``METHOD = register(compute_score, RewardMethod(...))``, that our managers, ``writing-rl check-config`` and
+the preflight read (loaded once, as verl loads the fn: reward_loop/reward_fn.py). docs/methods/your-own.md
+shows a whole one.
 
 A per-sample fn (``ParallelRewardManager``) has verl's ``custom_reward_function`` signature plus keyword
 arguments the manager passes when the fn declares them::
@@ -18,9 +19,10 @@ A group fn (``GroupRewardManager``) scores every rollout of a prompt at once, ea
     async def compute_score(members: list[Member], *, judge, on_parse_error="loss", **options) -> list[dict]
 
 What the manager passes, to a fn whose signature names it (reward_loop/fn_extras.py): ``judge`` (a
-``SampleJudge``), ``judge_tokenizer`` (the GenRM's, when verl hosts it), ``curriculum`` (a ``Curriculum``,
-or ``None`` when ``curriculum.enable`` is off), ``uid`` and ``group_size`` (the sample's group),
-``on_parse_error`` (``reward.reward_kwargs.on_parse_error``). Everything else in the call is the fn's options.
+``SampleJudge``), ``judge_tokenizer`` (the GenRM's, when verl hosts it), ``uid`` and ``group_size`` (the
+sample's group), ``on_parse_error`` (``reward.reward_kwargs.on_parse_error``), and each extra the method asks
+for in ``RewardMethod.extras`` under the extra's name (Writing-RL's ``curriculum``, writing_rl/curriculum/extra.py).
+Everything else in the call is the fn's options.
 
 Either fn returns ``{"score": float, <numeric extra keys>}`` per sample, the same keys for every sample,
 and catches ``JudgeError`` itself (its neutral result).
@@ -31,10 +33,9 @@ the fn reads its keyword arguments with ``read_options(Options, given)``. The sa
 when ``writing-rl check-config``, the preflight or a reward worker starts (reward_loop/fn_options.py), so a
 misspelt or out-of-range option stops the run before any rollout. What this module gives a fn:
 
-- ``RewardMethod``: the declaration;
+- ``RewardMethod``: the declaration, and ``register(fn, method)``: the fn's;
+- ``MethodExtra``: what a service a method asks for (``RewardMethod.extras``) provides each worker;
 - ``Member``: one rollout of a group; ``is_validation(extra_info)``: a validation row (``split`` test/val/validation);
-- ``Curriculum``: the handle a fn declaring ``curriculum`` gets: ``pin``/``advance`` for a whole group,
-  ``pin_group``/``report`` one rollout at a time (reward_loop/curriculum/handle.py; importing it loads no Ray);
 - ``option`` and ``read_options``: the options, as above;
 - the failure policy for unreadable judge replies (reward_loop/failures.py): ``fallback_outcome``
   (``"loss"`` or ``"tie"``, never a win),
@@ -44,23 +45,24 @@ misspelt or out-of-range option stops the run before any rollout. What this modu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from writing_rl.reward_loop.curriculum.handle import Curriculum
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, fallback_outcome, raise_if_asked, unreadable_flags
 from writing_rl.reward_loop.fn_options import read_options
 from writing_rl.settings import option
 
 __all__ = [
-    "Curriculum",
     "Member",
+    "MethodExtra",
     "RewardMethod",
     "fallback_outcome",
     "is_validation",
     "option",
     "raise_if_asked",
     "read_options",
+    "register",
     "unreadable_flags",
 ]
 
@@ -87,6 +89,43 @@ class RewardMethod:
     # when every call succeeds the first time (a group call shared by its rollouts); the preflight's estimate
     # of a run's judge calls, checked against judge.budget.
     calls_per_rollout: Callable[..., float] | None = None
+    # Services the fn asks for (a MethodExtra each), passed under their names: Writing-RL's curriculum.
+    extras: tuple[MethodExtra, ...] = ()
+    # A short name for messages and reports; default: the fn's module.
+    name: str | None = None
+
+
+class ExtraForWorker(Protocol):
+    """One reward worker's side of a ``MethodExtra``."""
+
+    def for_call(self, late: bool) -> Any:
+        """What the fn gets for one call; ``late``: a member scored on its own after its group was (its group
+        already had its turn)."""
+
+    def for_shadow(self, trained: dict) -> Any:
+        """What the fn gets when the shadow judge scores again what the training call scored (``trained``:
+        that call's extra info): nothing the shadow call does may change the run's state."""
+
+
+class MethodExtra(Protocol):
+    """A service a method asks for in ``RewardMethod.extras``: the managers start it in each reward worker
+    and pass what it gives under ``name`` to a fn whose signature names it."""
+
+    name: str
+
+    def start(self, config: Any, scoring: Any) -> ExtraForWorker | None:
+        """The worker's side (``config``: verl's; ``scoring``: the worker's ``WorkerScoring``), or None when
+        the run switched it off (the fn then gets None)."""
+
+
+def register(fn: Callable, method: RewardMethod) -> RewardMethod:
+    """Declares ``method`` as ``fn``'s: the managers, ``check-config`` and the preflight read it from the fn
+    verl loads (``reward.custom_reward_function``). Returns ``method``, for ``METHOD = register(fn, ...)``."""
+    if not isinstance(method, RewardMethod):
+        raise TypeError(f"register({fn.__qualname__}, ...): expected a RewardMethod, got {type(method).__name__}")
+    target = getattr(fn, "__func__", fn)
+    target.reward_method = method if method.name else dataclasses.replace(method, name=fn.__module__)
+    return target.reward_method
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ A group reward fn (``reward.custom_reward_function``) is ``async`` and scores a 
     async def compute_score(members: list[Member], *, judge, **options) -> list[dict]
 
 It may also declare ``judge_tokenizer`` (the GenRM tokenizer when verl hosts it) and ``curriculum``
-(Writing-RL's reference scheduler, reward_loop/curriculum/handle.py); the manager passes what it declares. It
+(Writing-RL's reference scheduler, curriculum/handle.py); the manager passes what it declares. It
 returns one ``{"score": float, <numeric extra keys>}`` per member, in order. It catches ``JudgeError``
 itself (as per-sample fns do); ``judge_error`` / ``judge_calls`` / ``judge_latency_s`` default to the
 group's totals when the fn does not report them per member.
@@ -168,12 +168,12 @@ class GroupRewardManager(JudgeRewardManager):
         """A member whose group never completed: a counted failure that pays the failure score. The group
         fn runs on it with a judge that makes no call, so the sample carries the fn's own keys."""
         judge = self.scoring.new_judge(NoJudge(message))
-        raw = await self.compute_score(members=[member], **self.extras.for_call(judge, curriculum=False))
+        raw = await self.compute_score(members=[member], **self.extras.for_call(judge, with_extras=False))
         check_results(raw, 1)
         measured = {**NO_CALLS, "group_size": 1, "partial_group": 0, "late_member": 0, "group_incomplete": 1}
         _, info = self.scoring.complete(raw[0], defaults=judge.metrics(0), measured=measured)
         self.scoring.guard.example("group_incomplete", message)
-        return await self.scoring.finish(sample, self.scoring.failure_score, info, [], [])
+        return await self.scoring.finish(sample, self.scoring.failure.loss, info, [], [])
 
 
 def check_results(raw: Any, members: int) -> None:

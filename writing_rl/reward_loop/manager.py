@@ -27,9 +27,10 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import JudgeError
+from writing_rl.reward_loop.failure_policy import JudgeFailure
 from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.results import merge_info
-from writing_rl.reward_loop.scoring import JudgeFailure, WorkerScoring
+from writing_rl.reward_loop.scoring import WorkerScoring
 
 
 class JudgeRewardManager(RewardManagerBase):

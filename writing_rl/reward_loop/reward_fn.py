@@ -1,6 +1,6 @@
 """The reward fn a config names (``reward.custom_reward_function``), loaded the way verl loads it, with
-what its module declares (``METHOD``, reward_loop/contract.py): the one loader of reward fns, for the
-reward managers, ``writing-rl check-config`` and the preflight alike."""
+the method registered for it (``register(fn, RewardMethod(...))``, reward_loop/contract.py): the one loader
+of reward fns, for the reward managers, ``writing-rl check-config`` and the preflight alike."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from writing_rl.settings import ConfigError, plain
 class ConfiguredFn:
     fn: Callable
     where: str  # path:name, for messages
-    method: RewardMethod | None  # None: a module that declares no METHOD (a fn written for verl's own managers)
+    method: RewardMethod | None  # None: a fn with no registered method (a fn written for verl's own managers)
     reward_kwargs: dict[str, Any]
 
     @property
@@ -32,9 +32,9 @@ class ConfiguredFn:
             return float(configured)
         if self.method is None:
             raise ConfigError(
-                f"{self.where}: its module declares no METHOD, so what a failed sample is paid is unknown; declare "
-                "METHOD = RewardMethod(options=..., failure_score=...) (writing_rl.reward_loop.contract) or set "
-                "reward.reward_kwargs.failure_score to the reward's loss"
+                f"{self.where}: no reward method is registered for it, so what a failed sample is paid is unknown; "
+                "declare METHOD = register(fn, RewardMethod(options=..., failure_score=...)) "
+                "(writing_rl.reward_loop.contract) or set reward.reward_kwargs.failure_score to the reward's loss"
             )
         return float(self.method.failure_score(**self.reward_kwargs))
 
@@ -53,10 +53,16 @@ class ConfiguredFn:
 
 
 def declared_method(fn: Callable) -> RewardMethod | None:
-    """The ``METHOD`` of the module that defines ``fn`` (loaded from a file or a package alike)."""
-    method = getattr(inspect.unwrap(fn), "__globals__", {}).get("METHOD")
+    """The method registered for ``fn`` (``register``), or None for a fn with none."""
+    unwrapped = inspect.unwrap(fn)
+    method = getattr(unwrapped, "reward_method", None)
+    if method is None and isinstance(getattr(unwrapped, "__globals__", {}).get("METHOD"), RewardMethod):
+        raise ConfigError(
+            f"{fn.__module__} declares METHOD but never registers it for {fn.__qualname__}: write "
+            f"METHOD = register({fn.__qualname__}, RewardMethod(...)) (writing_rl.reward_loop.contract)"
+        )
     if method is not None and not isinstance(method, RewardMethod):
-        raise ConfigError(f"{fn.__module__}.METHOD must be a writing_rl.reward_loop.contract.RewardMethod")
+        raise ConfigError(f"{fn.__module__}.{fn.__qualname__}.reward_method must be a RewardMethod (use register)")
     return method
 
 

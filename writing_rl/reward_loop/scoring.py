@@ -15,11 +15,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, JudgeHTTPError, OpenAIJudge, SampleJudge
+from writing_rl.judge import SampleJudge, judge_client
 from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.contract import is_validation
+from writing_rl.reward_loop.failure_policy import FailurePolicy
 from writing_rl.reward_loop.failures import FailureGuard
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
@@ -30,10 +31,6 @@ from writing_rl.settings import ConfigError
 from writing_rl.terms import TermInput
 
 logger = logging.getLogger("writing_rl")
-
-
-class JudgeFailure(RuntimeError):
-    """A judge call failed after its retries and ``on_judge_error=raise``: the training step stops."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +72,7 @@ class WorkerScoring:
         self.reward_fn.check_options(self.settings.on_parse_error)  # stops the worker at start, not at a sample
         reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)
-        self.judge = OpenAIJudge(
+        self.judge = judge_client(
             self.settings.judge,
             concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers),
             workers=num_workers,  # each worker's share of judge.budget
@@ -93,7 +90,8 @@ class WorkerScoring:
             "term_error": settings.max_term_error_rate,
         }
         self.guard = FailureGuard(limits, settings.failure_window, settings.failure_min_samples)
-        self.failure_score = self.reward_fn.failure_score(settings.failure_score)
+        loss = self.reward_fn.failure_score(settings.failure_score)
+        self.failure = FailurePolicy(settings.on_judge_error, settings.on_parse_error, loss)
         self.keys = results.SameKeys()
         self.sample_log = SampleLog(settings.sample_log_dir) if settings.sample_log_dir else None
         self.shadow = self._shadow(num_workers)
@@ -157,33 +155,22 @@ class WorkerScoring:
 
     def new_judge(self, judge=None) -> SampleJudge:
         """A fresh record of one sample's (or group's) calls through ``judge`` (default: the worker's client)."""
-        return SampleJudge(judge or self.judge, keep_transcripts=self.settings.keep_transcripts)
+        return SampleJudge(judge or self.judge, keep_transcripts=self.settings.keep_transcripts, client=self.judge)
 
     def apply_judge_policy(self, judge: SampleJudge) -> None:
-        """Judge call failures: a configuration error (a prompt over the judge's context, a wrong key, model
-        or URL: no response causes those) always stops the step; others as ``on_judge_error`` says.
-        Unreadable replies go to the guard."""
+        """The failure policy on a sample's (or group's) judge calls (it may stop the step); unreadable replies
+        and failed calls go to the guard."""
         self.guard.remember(judge.unreadable)
         if judge.errors:
             self.guard.example("judge_error", str(judge.errors[-1]))
-        misconfigured = next((e for e in judge.errors if is_configuration_error(e)), None)
-        if misconfigured is not None:
-            raise JudgeFailure(f"{misconfigured}. The step stops whatever on_judge_error says.") from misconfigured
-        if judge.errors and self.settings.on_judge_error == "raise":
-            err = judge.errors[0]
-            raise JudgeFailure(
-                f"{err}. Stopping the step (reward.reward_kwargs.on_judge_error=raise); check the endpoint, "
-                "or set on_judge_error=loss to pay failed samples a loss with judge_error=1 and go on."
-            ) from err
+        self.failure.check_calls(judge)
 
     def complete(self, result: Any, defaults: dict | None = None, measured: dict | None = None) -> tuple[float, dict]:
-        """``results.merge_info``, the check that this sample has the keys the worker's first had, and
-        under ``on_judge_error=loss`` a failed judge call pays no more than the failure score."""
+        """``results.merge_info``, the check that this sample has the keys the worker's first had, and what the
+        failure policy pays it."""
         score, info = results.merge_info(result, defaults, measured)
         self.keys.check(info)
-        if info.get("judge_error") and self.settings.on_judge_error == "loss":
-            score = min(score, self.failure_score)
-        return score, info
+        return self.failure.pay(score, info), info
 
     async def finish(
         self, sample: Sample, score: float, info: dict, latencies: list[float], transcripts: list[dict]
@@ -196,7 +183,7 @@ class WorkerScoring:
         if self.settings.terms:
             failed = any(info.get(key) for key in results.FAILURE_KEYS)
             score, info, error = await self.settings.terms.shape(
-                score, info, sample.for_terms(), self.failure_score, failed
+                score, info, sample.for_terms(), self.failure.loss, failed
             )
             if error is not None:
                 self.guard.example("term_error", error)
@@ -220,18 +207,6 @@ class WorkerScoring:
     def _log_if_idle(self) -> None:
         if self.in_flight == 0 and self.summary.count:
             logger.info(self.summary.flush())
-
-
-# HTTP statuses no response can cause: the API key, a permission, the model name or the URL is wrong.
-CONFIGURATION_STATUSES = (401, 403, 404)
-
-
-def is_configuration_error(err: Exception) -> bool:
-    """A failure no response causes, which stops the step whatever on_judge_error says: a prompt over the
-    judge's context, a wrong key / model / URL, the judge budget spent."""
-    if isinstance(err, (JudgeContextLengthError, JudgeBudgetExceeded)):
-        return True
-    return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES
 
 
 def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:

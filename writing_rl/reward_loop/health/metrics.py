@@ -90,6 +90,7 @@ def judge_health(
         if len(values):
             metrics[f"{PREFIX}{name}_total"] = float(values.sum())
             metrics[f"{PREFIX}{name}_per_sample"] = float(values.mean())
+    metrics.update(_client_keys(rows))
     metrics.update(_latency(rows))
     limits = column(rows, "judge_concurrency_limit")
     if len(limits):
@@ -149,6 +150,20 @@ def dropped_spend(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 def _sum(rows: Sequence[Mapping[str, Any]], key: str) -> float:
     values = [row.get(key) for row in rows]
     return float(sum(v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)))
+
+
+def _client_keys(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Extra-info keys under ``judge/`` (a judge client's own counts: an ensemble's, docs/judges/ensembles.md) are
+    metrics of that name: one ending in ``_total`` is summed over the step, any other is the mean over the samples
+    that have it (a negative value: not applicable, left out)."""
+    metrics = {}
+    for key in sorted({k for row in rows for k in row if k.startswith(PREFIX)}):
+        values = column(rows, key)
+        if key.endswith("_total"):
+            metrics[key] = float(values.sum())
+        elif len(values[values >= 0]):
+            metrics[key] = float(values[values >= 0].mean())
+    return metrics
 
 
 def _terms(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -36,7 +36,7 @@ import ray
 import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
-from writing_rl.reward_loop.curriculum.scheduler import scheduler_name
+from writing_rl.reward_loop.dropped_groups import listeners
 from writing_rl.reward_loop.health.metrics import (
     cumulative_cost,
     dropped_spend,
@@ -122,26 +122,30 @@ class _JudgeHealth:
         return super()._evict_terminal_groups(global_steps, partition_id, eviction_reasons)
 
     def _withdraw(self, uids: list[str]) -> None:
-        """Tells the run's reference scheduler (if it has one) that groups ``uids`` will not be trained on,
-        without waiting: the step must not stall while Ray restarts the scheduler."""
-        try:
-            scheduler = ray.get_actor(scheduler_name())
-        except ValueError:  # no curriculum in this run
-            return
-        self._withdrawals = [*(self._withdrawals or []), scheduler.withdraw.remote(uids)]
+        """Tells each of the run's dropped-groups listeners (reward_loop/dropped_groups.py: the reference
+        scheduler, when the method has a curriculum) that groups ``uids`` will not be trained on, without
+        waiting: the step must not stall while Ray restarts a listener."""
+        answers = []
+        for name in listeners():
+            try:
+                answers.append(ray.get_actor(name).dropped.remote(uids))
+            except ValueError:  # gone since it was listed
+                continue
+        self._withdrawals = [*(self._withdrawals or []), *answers]
 
     def withdrawn(self) -> dict[str, float]:
-        """``curriculum/withdrawn_advances_total`` of the scheduler's answers that have come back."""
+        """The totals the listeners' answers that have come back report (e.g. ``curriculum/withdrawn_advances_total``)."""
         if not self._withdrawals:
             return {}
         done, self._withdrawals = ray.wait(self._withdrawals, num_returns=len(self._withdrawals), timeout=0)
-        total = 0
+        totals: dict[str, float] = {}
         for answer in done:
             try:
-                total += ray.get(answer)
+                for key, value in ray.get(answer).items():
+                    totals[key] = totals.get(key, 0.0) + float(value)
             except Exception as err:  # a report must never stop a training step
-                logger.warning("curriculum: a withdrawal failed (%s: %s)", type(err).__name__, err)
-        return {"curriculum/withdrawn_advances_total": float(total)} if done else {}
+                logger.warning("dropped groups: a listener's answer failed (%s: %s)", type(err).__name__, err)
+        return totals
 
 
 class RewardFailedError(RuntimeError):

@@ -22,7 +22,7 @@ import math
 import random
 from typing import Any, Awaitable, Callable
 
-from writing_rl.judge import OpenAIJudge, SampleJudge
+from writing_rl.judge import SampleJudge, judge_client
 from writing_rl.reward_loop.config import ShadowConfig, worker_concurrency
 from writing_rl.reward_loop.results import FAILURE_KEYS
 from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
@@ -50,7 +50,7 @@ class ShadowScoring:
         self.judge = (
             judge
             if judge is not None
-            else OpenAIJudge(config.judge, concurrency=share, workers=num_workers, upstream_group="shadow")
+            else judge_client(config.judge, concurrency=share, workers=num_workers, upstream_group="shadow")
         )
         self._choose = random.Random(config.seed).random
         self.watch = DriftWatch(config.drift_window, config.drift_min_gain, config.drift_z, config.drift_looks)

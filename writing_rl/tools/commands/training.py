@@ -153,7 +153,7 @@ def add_curriculum(subparsers) -> None:
 
 
 def _run_curriculum_show(args) -> int:
-    from writing_rl.reward_loop.curriculum.report import describe_state
+    from writing_rl.curriculum.report import describe_state
 
     print(describe_state(args.state_dir, top=args.top))
     if args.plot:
@@ -201,7 +201,7 @@ def _run_preflight(args) -> int:
 
 def plot_levels_over_steps(state_dir: str | Path, out: str | Path) -> str:
     """A PNG: one stacked bar per checkpointed step, one colour per level; the line to print about it."""
-    from writing_rl.reward_loop.curriculum.report import histogram_over_steps
+    from writing_rl.curriculum.report import histogram_over_steps
     from writing_rl.tools.shared.plot import plot, stacked_bars
 
     steps, table = histogram_over_steps(state_dir)

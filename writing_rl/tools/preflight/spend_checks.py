@@ -30,6 +30,7 @@ def check_run_spend(
     group_size = int(config.actor_rollout_ref.rollout.n)
     kwargs = dict(config.reward.custom_reward_function.get("reward_kwargs") or {})
     per_rollout = sum(calls_per_rollout(row, group_size, kwargs) for row in rows) / len(rows)
+    per_rollout *= judge.ensemble.calls_per_judgment  # each judgment asks every judge of an ensemble
     steps = training_steps(config, train_rows)
     rollouts = int(config.data.train_batch_size) * group_size
     calls = round(steps * rollouts * per_rollout)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
-from writing_rl.judge import Judge, JudgeError, Messages, OpenAIJudge
+from writing_rl.judge import Judge, JudgeError, Messages, judge_client
 from writing_rl.judge.base import JudgeReply
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
@@ -46,7 +46,7 @@ class ToolJudge(CachedJudge):
 
 def open_judge(settings: JudgeConfig, cache_path: str | Path) -> ToolJudge:
     """The HTTP judge, its endpoints checked before its first call, behind an on-disk cache at ``cache_path``."""
-    return ToolJudge.for_config(CheckedJudge(OpenAIJudge(settings), settings), settings, cache_path)
+    return ToolJudge.for_config(CheckedJudge(judge_client(settings), settings), settings, cache_path)
 
 
 def judge_through_cache(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from writing_rl.reward_loop.curriculum.log import LATEST, WAL, load_levels, read_state, step_snapshots
+from writing_rl.curriculum.log import LATEST, WAL, load_levels, read_state, step_snapshots
 
 
 def describe_state(state_dir: str | Path, top: int = 5) -> str:

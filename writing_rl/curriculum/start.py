@@ -10,8 +10,7 @@ from pathlib import Path
 
 import ray
 
-from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.log import (
+from writing_rl.curriculum.log import (
     LATEST,
     LevelTable,
     checkpoint_tag,
@@ -19,6 +18,7 @@ from writing_rl.reward_loop.curriculum.log import (
     read_state,
     step_snapshots,
 )
+from writing_rl.reward_loop.config import CurriculumConfig
 
 logger = logging.getLogger("writing_rl")
 

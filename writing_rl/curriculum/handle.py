@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from writing_rl.reward_loop.curriculum.groups import Batched, GroupPins
+from writing_rl.curriculum.groups import Batched, GroupPins
 
 
 class Curriculum:

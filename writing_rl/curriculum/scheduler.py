@@ -57,10 +57,8 @@ from pathlib import Path
 
 import ray
 
-from writing_rl.files import DirectoryLock, DirectoryLocked
-from writing_rl.reward_loop.config import CurriculumConfig
-from writing_rl.reward_loop.curriculum.groups import OpenGroups
-from writing_rl.reward_loop.curriculum.log import (
+from writing_rl.curriculum.groups import OpenGroups
+from writing_rl.curriculum.log import (
     LATEST,
     WAL,
     Meta,
@@ -70,7 +68,10 @@ from writing_rl.reward_loop.curriculum.log import (
     step_path,
     step_snapshots,
 )
-from writing_rl.reward_loop.curriculum.start import Start, checkpoint_marker, recover, run_identity
+from writing_rl.curriculum.start import Start, checkpoint_marker, recover, run_identity
+from writing_rl.files import DirectoryLock, DirectoryLocked
+from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.reward_loop.dropped_groups import listener_name
 from writing_rl.reward_loop.placement import placement_options
 
 logger = logging.getLogger("writing_rl")
@@ -172,6 +173,10 @@ class ReferenceScheduler:
                 writes.append(self._set_level(moved[0], row, moved[1] - 1))
         await asyncio.gather(*(asyncio.shield(written) for written in writes))
         return len(writes)
+
+    async def dropped(self, uids: list[str]) -> dict[str, float]:
+        """``withdraw``, as a dropped-groups listener answers (reward_loop/dropped_groups.py)."""
+        return {"curriculum/withdrawn_advances_total": float(await self.withdraw(uids))}
 
     def _set_level(self, key: str, row: int, level: int) -> asyncio.Future:
         self.table.levels[row] = level
@@ -346,7 +351,8 @@ def _log_failure(what: str):
 
 
 def scheduler_name() -> str:
-    return f"writing_rl_reference_scheduler_{ray.get_runtime_context().get_job_id()}"
+    """A dropped-groups listener's name (reward_loop/dropped_groups.py): verl's evictions reach ``dropped``."""
+    return listener_name("reference_scheduler")
 
 
 def get_or_create_scheduler(settings: CurriculumConfig):

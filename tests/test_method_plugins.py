@@ -1,0 +1,112 @@
+"""A method is a plug-in: registered with its fn, it asks for the services it needs, and the generic reward loop
+(which imports no method's code) starts them and hands them over."""
+
+import ast
+import asyncio
+from pathlib import Path
+
+import pytest
+from test_manager import load_manager
+
+from writing_rl.reward_loop.batch import build_reward_batch
+from writing_rl.settings import ConfigError
+
+from conftest import REPO_DIR, compose_writing_rl, writing_row
+
+COUNTING_METHOD = '''
+from writing_rl.reward_loop.contract import RewardMethod, register
+
+
+class Counter:
+    """A service a method asks for: counts the calls it serves in this worker."""
+
+    name = "counter"
+    started = 0
+
+    def start(self, config, scoring):
+        Counter.started += 1
+        return self
+
+    calls = 0
+
+    def for_call(self, late):
+        Counter.calls += 1
+        return Counter.calls
+
+    def for_shadow(self, trained):
+        return -1
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, judge, counter, **given):
+    return {"score": float(counter), "served": counter}
+
+
+METHOD = register(compute_score, RewardMethod(name="counting", failure_score=lambda **_: 0.0, extras=(Counter(),)))
+'''
+
+
+def test_a_method_asks_for_a_service_and_the_loop_starts_it_and_hands_it_over(tmp_path, tokenizer_dir, tokenizer):
+    path = tmp_path / "counting.py"
+    path.write_text(COUNTING_METHOD)
+    config = compose_writing_rl(
+        tokenizer_dir,
+        "http://127.0.0.1:9/v1",  # never called: the fn makes no judge call
+        f"reward.custom_reward_function.path={path}",
+        "~reward.custom_reward_function.reward_kwargs",
+    )
+    manager = load_manager(config, tokenizer)
+    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(3)], ["a", "b", "c"])
+
+    async def go():
+        outputs = [await manager.run_single(batch[i : i + 1]) for i in range(len(batch))]
+        await manager.scoring.judge.close()
+        return outputs
+
+    outputs = asyncio.run(go())
+    assert [o["reward_extra_info"]["served"] for o in outputs] == [1, 2, 3]
+    assert manager.extras.service("counter").started == 1  # one start per worker, not per call
+
+
+def test_a_module_that_declares_a_method_but_never_registers_it_is_told_how(tmp_path, tokenizer_dir, tokenizer):
+    from writing_rl.tools.preflight.config_checks import check_config
+
+    path = tmp_path / "unregistered.py"
+    path.write_text(
+        "from writing_rl.reward_loop.contract import RewardMethod\n"
+        "async def compute_score(data_source, solution_str, ground_truth, extra_info, judge):\n    return 1.0\n"
+        "METHOD = RewardMethod(failure_score=lambda **_: 0.0)\n"
+    )
+    config = compose_writing_rl(
+        tokenizer_dir,
+        "http://127.0.0.1:9/v1",
+        f"reward.custom_reward_function.path={path}",
+        "~reward.custom_reward_function.reward_kwargs",
+    )
+    with pytest.raises(ConfigError, match=r"never registers it for compute_score: write METHOD = register\("):
+        check_config(config)
+
+
+def test_every_shipped_method_is_registered_under_its_name():
+    from reward_fns import brpo, group_ranking, pairwise, preference, ranking_accuracy, rubric
+
+    modules = (brpo, group_ranking, pairwise, preference, ranking_accuracy, rubric)
+    names = {module.__name__: module.compute_score.reward_method.name for module in modules}
+    assert len(set(names.values())) == len(modules), names
+    assert pairwise.compute_group_score.reward_method is pairwise.METHOD
+    assert [extra.name for extra in pairwise.METHOD.extras] == ["curriculum"]
+
+
+def test_the_generic_reward_loop_imports_no_method():
+    """Nothing under writing_rl/reward_loop/ imports a method's code: reward_fns/ or the curriculum."""
+    offenders = []
+    for path in sorted((REPO_DIR / "writing_rl" / "reward_loop").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name.startswith(("reward_fns", "writing_rl.curriculum")):
+                    offenders.append(f"{Path(path).relative_to(REPO_DIR)}: {name}")
+    assert not offenders, offenders
