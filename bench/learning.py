@@ -42,6 +42,7 @@ class Case:
 CASES = {
     "writing_rl": Case("writing_rl", what="pairwise vs graded references, the curriculum climbing"),
     "brpo": Case("brpo", what="each rollout vs a bootstrapped sibling"),
+    "tournament": Case("tournament", what="a round robin of siblings, Bradley-Terry rewards"),
     "grrm_mt_grpo": Case("grrm_mt_grpo", what="one ranking and scores per group (MT rows)"),
     "rubric": Case("rubric", what="a score per weighted criterion"),
     "noisy": Case("brpo", flip=0.2, what="BRPO, the judge reversing 20% of its verdicts"),

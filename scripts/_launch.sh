@@ -92,7 +92,7 @@ launch() {
 }
 
 # train_with_judge CONFIG "what TRAIN_FILES holds" "what the judge is" [overrides...]: the policy
-# trainings scored by a judge (writing_rl, brpo, grrm_mt_grpo) all take the same variables:
+# trainings scored by a judge (writing_rl, brpo, tournament, grrm_mt_grpo) all take the same variables:
 #   MODEL_PATH TRAIN_FILES VAL_FILES, then the judge: JUDGE_BASE_URL + JUDGE_MODEL (an endpoint), or
 #   GENRM=colocated|standalone + GENRM_PATH (verl hosts the GenRM: hydra_configs/genrm/*.yaml);
 #   optional JUDGE_API_KEY_ENV, N_GPUS (the policy's GPUs per node; default: the config's, 8, or 4 with

@@ -46,7 +46,7 @@ class Section:
     title: str = ""  # the heading; default: the prefix
 
 
-REWARD_FNS = ("pairwise", "brpo", "group_ranking", "rubric", "preference", "ranking_accuracy")
+REWARD_FNS = ("pairwise", "brpo", "tournament", "group_ranking", "rubric", "preference", "ranking_accuracy")
 
 
 def code_sections() -> list[Section]:

@@ -46,6 +46,8 @@ def _break(name: str, path: str, old: str, new: str, tests: str | tuple[str, ...
 TERMS_LOOP = "tests/test_terms_reward_loop.py::"
 LEARNING = "tests/test_learning.py::"
 PLUGINS = "tests/test_method_plugins.py::"
+TOURNAMENT = "tests/test_tournament.py::"
+TOURNAMENT_MATH = "tests/test_tournament_math.py::"
 ENSEMBLE = "tests/test_judge_ensemble.py::"
 RUBRIC = "tests/test_rubric.py::"
 CLUSTER = "tests/test_cluster_job.py::"
@@ -603,7 +605,7 @@ BREAKS = [
         "tests/test_curriculum.py::test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout",
         "a batch's reports of one group count as one rollout",
     ),
-    # ---------------------------------------------------------------- issue 47: methods as plug-ins, judge ensembles
+    # ---------------------------------------------------------------- issue 47: methods as plug-ins, tournaments
     _break(
         "method-extras-never-started",
         "writing_rl/reward_loop/fn_extras.py",
@@ -628,6 +630,71 @@ BREAKS = [
         "tests/test_health_tracker.py::"
         "test_groups_verl_evicts_untrained_report_their_judge_calls_and_take_their_curriculum_move_back",
         "groups verl drops untrained keep the curriculum moves they made",
+    ),
+    _break(
+        "tournament-culprit-not-blamed",
+        "reward_fns/tournament.py",
+        "return {p for p, found in games.unreadable.items() if found and games.games_of(p) == 0}",
+        "return set()",
+        TOURNAMENT + "test_an_answer_that_breaks_every_reading_pays_a_loss_and_the_others_are_not_punished",
+        "an answer that breaks every judge reply is not named and flagged",
+    ),
+    _break(
+        "tournament-failed-game-paid-as-a-tie",
+        "reward_fns/tournament.py",
+        "        for player in pair:\n            self.failed[player]",
+        "        self.results.append(tournament.Result(i, j, 0.5))\n"
+        "        for player in pair:\n            self.failed[player]",
+        TOURNAMENT + "test_a_failed_game_is_left_out_and_counted_not_paid",
+        "a failed game counts as a tie instead of being left out",
+    ),
+    _break(
+        "tournament-games-depend-on-arrival-order",
+        "reward_fns/tournament.py",
+        "players = sorted({a for a in answers if a is not None})",
+        "players = list(dict.fromkeys(a for a in answers if a is not None))",
+        TOURNAMENT + "test_k_opponents_meets_k_seeded_siblings_and_is_reproducible_in_any_order",
+        "the same group gets other games when its rollouts arrive in another order",
+    ),
+    _break(
+        "tournament-one-order-always-first",
+        "reward_fns/tournament.py",
+        "(self.rng.choice(SLOTS),)",
+        '("A",)',
+        TOURNAMENT + "test_one_order_shows_each_game_once_with_the_first_slot_drawn_so_a_bias_averages_out",
+        "orders=1 always shows the same answer first: the judge's position bias decides",
+    ),
+    _break(
+        "tournament-k-opponents-unbalanced",
+        "writing_rl/tournament/schedules.py",
+        " + [(cycle[-1], cycle[0])]",
+        "",
+        TOURNAMENT_MATH + "test_k_opponents_gives_everyone_k_or_k_plus_1_games_and_no_pair_twice",
+        "k_opponents: with n and k odd, one answer plays k-1 games",
+    ),
+    _break(
+        "tournament-swiss-rematch",
+        "writing_rl/tournament/schedules.py",
+        "if frozenset((first, pool[idx])) in played:",
+        "if False:",
+        TOURNAMENT_MATH + "test_a_swiss_round_avoids_a_rematch_whenever_one_can_be_avoided",
+        "swiss rounds repeat games they could avoid",
+    ),
+    _break(
+        "tournament-copeland-counts-results",
+        "writing_rl/tournament/aggregation.py",
+        "for (a, b), outcome in pair_outcomes(n, results).items():",
+        "for a, b, outcome in checked(n, results):",
+        TOURNAMENT_MATH + "test_copeland_counts_each_opponent_once_by_the_net_of_their_results",
+        "copeland counts results, not opponents",
+    ),
+    _break(
+        "tournament-bt-prior-dropped",
+        "writing_rl/tournament/aggregation.py",
+        "    if prior <= 0:\n",
+        "    prior = 1e-6\n    if prior <= 0:\n",
+        TOURNAMENT_MATH + "test_the_prior_keeps_an_unbeaten_player_finite_and_below_1",
+        "bradley_terry without its prior: an unbeaten answer is paid about 1",
     ),
     _break(
         "ensemble-split-pays-a-win",

@@ -48,6 +48,7 @@ class Method:
 METHODS = {
     "writing_rl": Method("writing-rl", "examples/writing_prompts.jsonl", judged=True),
     "brpo": Method("prompts", "examples/writing_prompts.jsonl", judged=True),
+    "tournament": Method("prompts", "examples/writing_prompts.jsonl", judged=True),
     "grrm_mt_grpo": Method("prompts", "examples/tiny/mt_sources.jsonl", judged=True),
     "rubric": Method("rubric", "examples/tiny/rubric_rows.jsonl", judged=True),
     "grrm_rlvr": Method("gqm-rl", "examples/tiny/ranking_groups.jsonl", judged=False, prompt_length=2048),

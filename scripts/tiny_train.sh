@@ -5,7 +5,7 @@
 # on 2 cores; what it proves and what it does not: docs/train-on-a-laptop.md.
 #
 #   bash scripts/tiny_train.sh METHOD [hydra overrides...]
-#   METHOD: writing_rl, brpo, grrm_mt_grpo, rubric, grrm_rlvr, genrm_pairwise_rl
+#   METHOD: writing_rl, brpo, tournament, grrm_mt_grpo, rubric, grrm_rlvr, genrm_pairwise_rl
 #
 #   STEPS              training steps (default 3); a checkpoint is saved at the last one, and a rerun with
 #                      more STEPS and the same OUT resumes from it (trainer.resume_mode=auto)

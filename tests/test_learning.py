@@ -82,6 +82,7 @@ def test_writing_rl_policy_learns_and_its_curriculum_climbs(runs):
         for k in (
             "grrm_mt_grpo-learns",
             "rubric-learns",
+            "tournament-learns",
             "term-learns",
             "writing_rl-legacy-learns",
             "brpo-fully-async-learns",

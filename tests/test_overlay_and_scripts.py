@@ -145,6 +145,7 @@ def test_check_config_names_the_new_home_of_a_renamed_manager_module(capsys, old
     [
         ("writing_rl", "ParallelRewardManager", "pkg://reward_fns.pairwise:compute_score"),
         ("brpo", "GroupRewardManager", "pkg://reward_fns.brpo:compute_score"),
+        ("tournament", "GroupRewardManager", "pkg://reward_fns.tournament:compute_score"),
         ("grrm_mt_grpo", "GroupRewardManager", "pkg://reward_fns.group_ranking:compute_score"),
         ("rubric", "ParallelRewardManager", "pkg://reward_fns.rubric:compute_score"),
     ],
@@ -172,7 +173,9 @@ def run_script(env_extra, *args, path_prefix=None, script=SCRIPT):
     return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("name", ["train_writing_rl.sh", "train_brpo.sh", "train_grrm_mt_grpo.sh", "train_rubric.sh"])
+@pytest.mark.parametrize(
+    "name", ["train_writing_rl.sh", "train_brpo.sh", "train_tournament.sh", "train_grrm_mt_grpo.sh", "train_rubric.sh"]
+)
 def test_script_names_every_missing_variable(name):
     result = run_script({"MODEL_PATH": "/m", "JUDGE_MODEL": "j"}, script=REPO_DIR / "scripts" / name)
     assert result.returncode == 2

@@ -109,6 +109,22 @@ def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(meth
     assert (out / "reward.png").read_bytes().startswith(b"\x89PNG")
 
 
+@uses("tournament")
+def test_the_tournament_trains_on_its_rewards_and_a_failed_game_is_left_out_and_counted(runs):
+    """A method added as a plug-in (reward_fns/tournament.py) through verl's trainer, with a judge that fails one
+    request in four: each failed game is left out and counted, and a rollout that lost every game to failures
+    is paid the loss."""
+    (output,), out = runs.get("tournament")
+    assert finished(output), output[-3000:]
+    ours = assert_verl_trained_on_our_rewards(out, [1, 2])
+    assert_terms_reached_verl(ours, metrics(out))
+    records = [r for step in ours.values() for r in step]
+    assert_one_shape_and_failures_paid_a_loss(records, some_failed=False)
+    assert sum(r["failed_games"] for r in records) > 0, "none of the stand-in judge's faults reached a game"
+    played = [r for r in records if r["games"] > 0]
+    assert played and all(0.0 <= r["reward"] - 0.5 * r["term/repetition"] <= 1.0 for r in played)
+
+
 @uses("writing_rl")
 def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_saved_levels(runs):
     # Run 1: 2 steps, a checkpoint at step 2. Run 2: STEPS=3 in the same OUT, verl resumes from global_step_2.

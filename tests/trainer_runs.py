@@ -94,6 +94,8 @@ RUNS = {
     # BRPO with its terms, judged by the tiny GenRM verl hosts (+genrm=standalone, the v1 trainer).
     "brpo-standalone": Run("brpo", TERM, genrm="standalone"),
     "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
+    # The tournament (a plug-in method) with its terms and a judge that fails now and then.
+    "tournament": Run("tournament", TERM, faults=FAULTS),
     "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
@@ -105,6 +107,7 @@ RUNS = {
     "writing_rl-learns": learning("writing_rl"),
     "grrm_mt_grpo-learns": learning("grrm_mt_grpo"),
     "rubric-learns": learning("rubric"),
+    "tournament-learns": learning("tournament"),
     "term-learns": learning("term"),
     "control-learns": learning("control"),
     "writing_rl-legacy-learns": learning("writing_rl", trainer="legacy"),
