@@ -108,21 +108,12 @@ def listwise_scores(qualities: dict[str, float], noise: JudgeNoise, rng: random.
     return scores
 
 
-def gqm_answer(scores: dict[str, int]) -> str:
-    """The GQM reply: a ranking line consistent with the scores, then the scores in ranking order."""
-    levels = sorted(set(scores.values()), reverse=True)
-    ranking = " > ".join(" = ".join(sorted(lab for lab in scores if scores[lab] == level)) for level in levels)
-    ordered = sorted(scores, key=lambda lab: (-scores[lab], lab))
-    line = ", ".join(f"{lab}: {scores[lab]}" for lab in ordered)
-    return f"Each candidate weighed in turn.\n### Final Ranking:\n{ranking}\n### Scores:\n{line}"
-
-
 def make_script(noise: JudgeNoise):
     """The ScriptedJudgeServer script of this noise model."""
     sys.path.insert(0, str(REPO / "tests"))
     from writing_rl.protocols.prompts import read_pairwise_request
 
-    from judge_server import Reply, gqm_candidates
+    from judge_server import Reply, gqm_answer, gqm_candidates
 
     def script(request: dict, index: int) -> Reply:
         user = request["messages"][-1]["content"]

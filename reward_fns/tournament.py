@@ -15,11 +15,16 @@ or in one (``orders: 1``, who is shown first drawn per game, so that a position 
 other players under a Bradley-Terry fit, ties half a win, ``prior`` virtual games for a finite score).
 Seeds derive from ``seed`` and the group's uid: the same group gets the same games in any arrival order.
 
-Failures never pay more than a loss (0). A game whose call failed or whose reply cannot be read is left out
-and counted (``failed_games``); a player every one of whose games failed to read is the culprit and gets 0
-with ``parse_error=1`` (under ``on_parse_error=loss``; ``tie`` gives it 0.5 like a tie, ``raise`` stops the
-step), and a player with no game left (all its calls failed) gets 0 with ``judge_error=1``. A rollout
-without an answer gets ``format_error_reward``.
+A failed game never pays more than losing it. Each is counted (``failed_games``) and blamed:
+- a reply that cannot be read is blamed on the answer of the two whose games failed to read against more
+  distinct opponents (both when as many): a text that breaks the judge's reading fails against everyone, its
+  opponents only against it. For the answer blamed, the game counts as ``on_parse_error`` says (a loss, or a
+  tie; ``raise`` stops the step), with ``parse_error=1``; for the other it is left out.
+- a call that failed after its retries is blamed on both: it counts as a tie (the method's neutral result)
+  with ``judge_error=1``, and the manager then pays ``on_judge_error`` (by default the loss).
+A game counted for one answer is counted as if that answer had played it and got that result, in the same
+aggregation. Each verdict is read for the answer shown first, so no answer is favoured by its place in the
+group. A rollout without an answer gets ``format_error_reward`` (at most the loss).
 Judge calls per group: round robin d(d-1)/2, k_opponents ceil(d k / 2), swiss rounds * floor(d/2) games for
 d distinct answers, times ``orders``.
 """
@@ -31,11 +36,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from reward_fns.brpo import preflight_judge_messages  # one game: two rollouts of the row's prompt
 from writing_rl import tournament
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
-from writing_rl.protocols.comparison import SLOTS, comparison_messages, read_outcome
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
+from writing_rl.protocols.comparison import comparison_messages, read_outcome
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria
 from writing_rl.reward_loop.contract import (
     Member,
     RewardMethod,
@@ -69,8 +75,8 @@ class RewardOptions:
     prior: float = option(1.0, minimum=0.01)
     # With the group's uid, draws the opponents, the order shown and the Swiss tie-breaks reproducibly.
     seed: int = 0
-    # The reward of a rollout with no answer (an unclosed <think> block, or empty).
-    format_error_reward: float = 0.0
+    # The reward of a rollout with no answer (an unclosed <think> block, or empty): at most the loss.
+    format_error_reward: float = option(0.0, maximum=0.0)
     # A pairwise judge prompt template file; null: the built-in one (writing_rl/protocols/prompts.py).
     template: str | None = None
     # The judge's system message; null: none.
@@ -83,35 +89,64 @@ class RewardOptions:
 
 @dataclass
 class Games:
-    """What one group's tournament found: the games judged and what failed, per player."""
+    """What one group's tournament found: the games judged (as results for the pair's first player) and the
+    games that failed."""
 
     players: int
     results: list[tournament.Result] = field(default_factory=list)
     both_orders: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (i, j) -> i's scores
-    unreadable: dict[int, list[Unreadable]] = field(default_factory=dict)
-    failed: dict[int, int] = field(default_factory=dict)  # player -> games left out (any failure)
-    judge_errors: dict[int, int] = field(default_factory=dict)
+    unreadable: list[tuple[tuple[int, int], Unreadable]] = field(default_factory=list)
+    errors: list[tuple[int, int]] = field(default_factory=list)  # games whose judge call failed
     played: set[frozenset] = field(default_factory=set)
 
-    def add(self, pair: tuple[int, int], outcome: str | Unreadable | JudgeError) -> None:
-        i, j = pair
+    def add(self, pair: tuple[int, int], outcome: float | Unreadable | JudgeError) -> None:
         self.played.add(frozenset(pair))
-        if not isinstance(outcome, (Unreadable, JudgeError)):  # (an Unreadable is a str too)
-            self.results.append(tournament.Result(i, j, SCORE[outcome]))
-            self.both_orders.setdefault(pair, []).append(SCORE[outcome])
-            return
-        for player in pair:
-            self.failed[player] = self.failed.get(player, 0) + 1
-            if isinstance(outcome, JudgeError):
-                self.judge_errors[player] = self.judge_errors.get(player, 0) + 1
-            else:
-                self.unreadable.setdefault(player, []).append(outcome)
+        if isinstance(outcome, Unreadable):
+            self.unreadable.append((pair, outcome))
+        elif isinstance(outcome, JudgeError):
+            self.errors.append(pair)
+        else:
+            self.results.append(tournament.Result(*pair, outcome))
+            self.both_orders.setdefault(pair, []).append(outcome)
 
     def games_of(self, player: int) -> int:
         return sum(player in (r.i, r.j) for r in self.results)
 
+    def failed_games_of(self, player: int) -> int:
+        return sum(player in pair for pair in [*self.errors, *(pair for pair, _ in self.unreadable)])
+
     def standings(self) -> list[float]:
         return [0.0 if w is None else w for w in tournament.win_rate(self.players, self.results)]
+
+
+@dataclass
+class Blame:
+    """Per player, the failed games counted against it: (opponent, the score it is counted as)."""
+
+    counted: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+    unreadable: dict[int, list[Unreadable]] = field(default_factory=dict)  # its blamed unreadable replies
+    judge_error: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, games: Games, on_parse_error: str) -> Blame:
+        blame = cls()
+        against: dict[int, set[int]] = {}  # player -> the opponents it had a game fail to read against
+        for (i, j), failure in games.unreadable:
+            raise_if_asked(failure, on_parse_error)
+            against.setdefault(i, set()).add(j)
+            against.setdefault(j, set()).add(i)
+        fallback = SCORE["tie"] if on_parse_error == "tie" else SCORE["loss"]  # (never a win)
+        for (i, j), failure in games.unreadable:
+            most = max(len(against[i]), len(against[j]))
+            for player, opponent in ((i, j), (j, i)):
+                if len(against[player]) == most:
+                    blame.counted.setdefault(player, []).append((opponent, fallback))
+                    blame.unreadable.setdefault(player, []).append(failure)
+        for i, j in games.errors:
+            for player, opponent in ((i, j), (j, i)):
+                blame.counted.setdefault(player, []).append((opponent, SCORE["tie"]))
+                blame.judge_error.add(player)
+        return blame
 
 
 def failure_score(**_) -> float:
@@ -135,7 +170,7 @@ async def compute_score(
         for pair, found in zip(pairs, outcomes):
             for outcome in found:
                 games.add(pair, outcome)
-    return _rewards(answers, players, games, options, on_parse_error)
+    return _rewards(answers, players, games, options, Blame.of(games, on_parse_error))
 
 
 def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
@@ -155,52 +190,58 @@ def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
 
 
 class _Player:
-    """Judges one game in the orders asked: each order's outcome for the pair's first player, or its failure."""
+    """Judges one game in the orders asked: each order's score for the pair's first player, or its failure."""
 
     def __init__(self, first: Member, players: list[str], owner: dict, judge: SampleJudge, options, rng):
         criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
         self.criteria = format_criteria(
             list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria
         )
-        self.prompt, self.players, self.owner, self.judge, self.options, self.rng = (
-            first.prompt,
-            players,
-            owner,
-            judge,
-            options,
-            rng,
-        )
+        self.prompt = first.prompt
+        self.players = players
+        self.owner = owner  # answer -> the member whose judge records its calls
+        self.judge = judge
+        self.options = options
+        self.rng = rng
 
-    async def game(self, pair: tuple[int, int]) -> list[str | Unreadable | JudgeError]:
-        slots = SLOTS if self.options.orders == 2 else (self.rng.choice(SLOTS),)
-        return list(await asyncio.gather(*(self._judged(pair, slot) for slot in slots)))
+    async def game(self, pair: tuple[int, int]) -> list[float | Unreadable | JudgeError]:
+        shown_first = pair if self.options.orders == 2 else (self.rng.choice(pair),)
+        return list(await asyncio.gather(*(self._judged(pair, first) for first in shown_first)))
 
-    async def _judged(self, pair: tuple[int, int], slot: str) -> str | Unreadable | JudgeError:
-        candidate, other = (self.players[p] for p in pair)
+    async def _judged(self, pair: tuple[int, int], first: int) -> float | Unreadable | JudgeError:
+        """The game with ``first`` shown first (slot A), its verdict read for ``first``: whatever a verdict
+        that names no answer counts as (an ensemble's split) falls on the position, never on one answer."""
+        second = pair[1] if first == pair[0] else pair[0]
         options = self.options
         messages = comparison_messages(
             self.prompt,
-            candidate,
-            other,
-            slot,
+            self.players[first],
+            self.players[second],
+            "A",
             criteria=self.criteria,
             template=options.template,
             system=options.system_prompt,
             output=options.output,
         )
+        judge = self.judge.member(self.owner[self.players[first]])
         try:
-            reply = await self.judge.member(self.owner[candidate]).complete(messages)
+            reply = await judge.complete(messages)
         except JudgeError as err:
             return err
-        return self.judge.read(reply, read_outcome, slot, options.output, options.tie_margin)
+        outcome = judge.read(reply, read_outcome, "A", options.output, options.tie_margin)
+        if isinstance(outcome, Unreadable):
+            return outcome
+        return SCORE[outcome] if first == pair[0] else 1.0 - SCORE[outcome]
 
 
-def _rewards(answers, players: list[str], games: Games, options: RewardOptions, on_parse_error: str) -> list:
-    culprits = _culprits(games, on_parse_error)
-    kept = [r for r in games.results if r.i not in culprits and r.j not in culprits]
+def _rewards(answers, players: list[str], games: Games, options: RewardOptions, blame: Blame) -> list:
+    n = len(players)
     extra = {"prior": options.prior} if options.aggregation == "bradley_terry" else {}
-    scores = tournament.aggregate(options.aggregation, len(players), kept, **extra)
-    group = _group_metrics(len(players), kept, games)
+    scores = tournament.aggregate(options.aggregation, n, games.results, **extra)
+    for player, counted in blame.counted.items():  # as if it had played its failed games with those results
+        with_failures = games.results + [tournament.Result(player, opponent, s) for opponent, s in counted]
+        scores[player] = tournament.aggregate(options.aggregation, n, with_failures, **extra)[player]
+    group = _group_metrics(n, games)
     by_answer = {answer: index for index, answer in enumerate(players)}
     results = []
     for answer in answers:
@@ -208,36 +249,25 @@ def _rewards(answers, players: list[str], games: Games, options: RewardOptions, 
             results.append(_result(options.format_error_reward, group, format_error=1))
             continue
         player = by_answer[answer]
-        unreadable = games.unreadable.get(player, [])
-        common = dict(games=games.games_of(player), failed_games=games.failed.get(player, 0), unreadable=unreadable)
-        if player in culprits:
-            results.append(_result(_culprit_score(on_parse_error), group, parse_error=1, **common))
-        elif scores[player] is None:  # no game left: every call it was in failed (or a group of one)
-            failed = games.failed.get(player, 0) > 0
-            results.append(_result(0.0, group, judge_error=int(failed and not unreadable), **common))
-        else:
-            results.append(_result(scores[player], group, **common))
+        results.append(
+            _result(
+                0.0 if scores[player] is None else scores[player],  # None: no game at all (a group of one)
+                group,
+                games=games.games_of(player),
+                failed_games=games.failed_games_of(player),
+                judge_error=int(player in blame.judge_error),
+                unreadable=blame.unreadable.get(player, []),
+            )
+        )
     return results
 
 
-def _culprits(games: Games, on_parse_error: str) -> set[int]:
-    """Players every one of whose games failed to read, with at least one unreadable reply: their text, not
-    the judge, broke the reading (a judge that breaks on every game makes every player one, all paid 0)."""
-    for failures in games.unreadable.values():
-        raise_if_asked(failures[0], on_parse_error)
-    return {p for p, found in games.unreadable.items() if found and games.games_of(p) == 0}
-
-
-def _culprit_score(on_parse_error: str) -> float:
-    return SCORE["tie"] if on_parse_error == "tie" else SCORE["loss"]
-
-
-def _group_metrics(n: int, results: list, games: Games) -> dict[str, float]:
+def _group_metrics(n: int, games: Games) -> dict[str, float]:
     consistency = tournament.position_consistency(
         (scores[0], scores[1]) for scores in games.both_orders.values() if len(scores) == 2
     )
     return {
-        "intransitive_triples": float(tournament.intransitive_triples(n, results)),
+        "intransitive_triples": float(tournament.intransitive_triples(n, games.results)),
         "position_consistency": -1.0 if consistency is None else consistency,
     }
 
@@ -249,11 +279,8 @@ def _result(
     failed_games: int = 0,
     judge_error: int = 0,
     format_error: int = 0,
-    parse_error: int = 0,
     unreadable: list[Unreadable] = (),
 ) -> dict:
-    flags = unreadable_flags(unreadable if parse_error else ())
-    flags["parse_error"] = max(flags["parse_error"], parse_error)
     return {
         "score": float(score),
         "games": games,
@@ -261,22 +288,11 @@ def _result(
         "judge_error": judge_error,
         "format_error": format_error,
         **group,
-        **flags,
+        **unreadable_flags(unreadable),
     }
 
 
 # ---------------------------------------------------------------- writing-rl preflight (writing_rl/tools/preflight/)
-
-
-def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
-    """One game: two rollouts of this row's prompt."""
-    truth = row.ground_truth if isinstance(row.ground_truth, dict) else {}
-    criteria = truth.get("criteria")
-    criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
-    system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
-    return pairwise_messages(
-        row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"), system=system
-    )
 
 
 def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:

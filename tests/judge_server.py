@@ -60,6 +60,11 @@ def gqm_candidates(user_message: str) -> dict[str, str]:
 def gqm_reply(user_message: str) -> str:
     """A GQM answer scoring each candidate 5 + quality (clipped to 0-10), ranking consistent with it."""
     scores = {label: max(0, min(10, 5 + quality(text))) for label, text in gqm_candidates(user_message).items()}
+    return gqm_answer(scores)
+
+
+def gqm_answer(scores: dict[str, int]) -> str:
+    """A GQM reply: a ranking line consistent with the scores (0-10 per label), then the scores in that order."""
     levels = sorted(set(scores.values()), reverse=True)
     ranking = " > ".join(" = ".join(sorted(lab for lab in scores if scores[lab] == level)) for level in levels)
     ordered = sorted(scores, key=lambda lab: (-scores[lab], lab))

@@ -11,7 +11,7 @@ from typing import Callable
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.tools.probe.rows import shipped_rows
 
-from judge_server import Reply, gqm_candidates
+from judge_server import Reply, gqm_answer, gqm_candidates
 
 HONEST = {row.honest.strip() for row in shipped_rows()}
 _RUBRIC_RESPONSE = re.compile(r"\[Response\]\n(`{3,})\n(.*?)\n\1\n\n\[Rubric\]\n(.*?)\n\n", re.S)
@@ -62,14 +62,6 @@ def scripted(value: Callable[[str], float], first_wins: bool = False) -> Callabl
         return Reply(content=f"Weighed both answers.\n[[{verdict}]]")
 
     return script
-
-
-def gqm_answer(scores: dict[str, int]) -> str:
-    levels = sorted(set(scores.values()), reverse=True)
-    ranking = " > ".join(" = ".join(sorted(lab for lab in scores if scores[lab] == level)) for level in levels)
-    ordered = sorted(scores, key=lambda lab: (-scores[lab], lab))
-    line = ", ".join(f"{lab}: {scores[lab]}" for lab in ordered)
-    return f"Each candidate weighed in turn.\n### Final Ranking:\n{ranking}\n### Scores:\n{line}"
 
 
 FAIR = scripted(fair)

@@ -169,15 +169,18 @@ def test_one_judge_failing_leaves_the_others_to_decide_and_is_counted(judge_serv
     assert metrics["judge/ensemble/agreement"] == 1.0  # the two that read agreed
 
 
-def test_one_judge_unreadable_is_left_out_and_counted(judge_server):
+def test_one_judge_unreadable_makes_the_judgment_unreadable_so_a_text_cannot_silence_the_strict_judge(judge_server):
+    """A text that breaks one judge's reply (the strictest, say) must not leave the lenient ones to decide: the
+    judgment is unreadable, and the reward's on_parse_error rule pays it (never more than a loss or a tie)."""
     cut = Reply(content="Response A opens well, but", finish_reason="length")
-    server = judge_server(script=by_model({"a": B, "b": B, "c": cut}))
+    server = judge_server(script=by_model({"a": A, "b": A, "c": cut}))
     outcome, sample = asyncio.run(judged(ensemble(server), read_outcome, "A"))
-    assert outcome == "loss" and not sample.unreadable
+    assert isinstance(outcome, Unreadable) and outcome.kind == "judge_truncated" and "1 of the ensemble's 3" in outcome
+    assert len(sample.unreadable) == 1  # the parse-error guard sees it
     assert sample.metrics()["judge/ensemble/c/unreadable_total"] == 1
 
 
-def test_a_quorum_turns_too_few_answers_into_a_failed_call_and_too_few_readings_into_unreadable(judge_server):
+def test_a_quorum_turns_too_few_answers_into_a_failed_call_and_an_unread_reply_into_unreadable(judge_server):
     failing = Reply(status=500, body=b"{}")
     server = judge_server(script=by_model({"a": A, "b": failing, "c": failing}))
     err, sample = asyncio.run(judged(ensemble(server, quorum=2), read_outcome, "A"))
@@ -185,7 +188,7 @@ def test_a_quorum_turns_too_few_answers_into_a_failed_call_and_too_few_readings_
     assert sample.metrics()["judge_error"] == 1 and sample.metrics()["judge_tokens"] == 2  # a's reply was paid
     unread = judge_server(script=by_model({"a": A, "b": "no verdict", "c": "none either"}))
     outcome, _ = asyncio.run(judged(ensemble(unread, quorum=2), read_outcome, "A"))
-    assert isinstance(outcome, Unreadable) and "quorum=2" in outcome
+    assert isinstance(outcome, Unreadable) and "2 of the ensemble's 3 judges' replies could not be read" in outcome
 
 
 def test_every_judge_failing_is_a_judge_error_and_every_reply_unreadable_an_unreadable_one(judge_server):

@@ -112,15 +112,18 @@ def test_a_judged_method_trains_on_exactly_the_rewards_our_manager_returned(meth
 @uses("tournament")
 def test_the_tournament_trains_on_its_rewards_and_a_failed_game_is_left_out_and_counted(runs):
     """A method added as a plug-in (reward_fns/tournament.py) through verl's trainer, with a judge that fails one
-    request in four: each failed game is left out and counted, and a rollout that lost every game to failures
-    is paid the loss."""
+    request in four: every failed game is counted and blamed, a failed call paid the loss."""
     (output,), out = runs.get("tournament")
     assert finished(output), output[-3000:]
     ours = assert_verl_trained_on_our_rewards(out, [1, 2])
     assert_terms_reached_verl(ours, metrics(out))
     records = [r for step in ours.values() for r in step]
-    assert_one_shape_and_failures_paid_a_loss(records, some_failed=False)
+    assert len({tuple(sorted(r)) for r in records}) == 1  # one shape, failed or not
+    # A failed call pays the loss (on_judge_error=loss); an unreadable game counts as a loss for the answer
+    # blamed (parse_error=1), among its other games.
+    assert_one_shape_and_failures_paid_a_loss([r for r in records if not r["parse_error"]], some_failed=False)
     assert sum(r["failed_games"] for r in records) > 0, "none of the stand-in judge's faults reached a game"
+    assert all(r["failed_games"] > 0 for r in records if r["parse_error"] or r["judge_error"])
     played = [r for r in records if r["games"] > 0]
     assert played and all(0.0 <= r["reward"] - 0.5 * r["term/repetition"] <= 1.0 for r in played)
 

@@ -48,7 +48,6 @@ class EnsembleReply(JudgeReply):
 
     answers: tuple[MemberAnswer, ...] = ()
     split: str = "tie"
-    quorum: int = 1
 
     @property
     def transcript(self) -> str:
@@ -182,7 +181,6 @@ class EnsembleJudge:
             hedges=sum(r.hedges for r in replies) + sum(e.hedges for e in errors),
             answers=answers,
             split=self.split,
-            quorum=self.quorum,
             **spent,
         )
 

@@ -34,8 +34,8 @@ class EnsembleConfig:
     # loss, or unreadable (an unreadable reply: on_parse_error decides, counted as parse_error). A split never
     # pays more than a tie; a number (a score) is the judges' mean and never splits.
     split: str = option("tie", choices=SPLIT_RULES)
-    # The fewest judges that must answer, and whose replies must be read, for a judgment: fewer answers are a
-    # failed call (judge_error), fewer readings an unreadable reply.
+    # The fewest judges that must answer for a judgment: fewer answers are a failed call (judge_error). (Any
+    # reply that cannot be read makes the judgment unreadable, whatever the quorum.)
     quorum: int = option(1, minimum=1)
 
     @property

@@ -101,7 +101,7 @@ class SampleJudge:
         unreadable whatever it holds); an unreadable reply is remembered. An ensemble's reply: each judge's
         reply read so, the readings combined (votes.py)."""
         if isinstance(reply, EnsembleReply):
-            reading = read_answers(reply.answers, reader, args, reply.split, reply.quorum)
+            reading = read_answers(reply.answers, reader, args, reply.split)
             self.reads.append(ReadRecord(self._for_member, reading.unreadable, reading.agreed, reading.split))
             value, text = reading.value, reply.transcript
         else:

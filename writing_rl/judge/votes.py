@@ -10,8 +10,10 @@
   A split never pays more than a tie: ``tie`` gives a tie (verdict C), ``loss`` a loss, and any other value
   split over (or ``unreadable``) gives an ``Unreadable``, which the reward's ``on_parse_error`` rule pays.
 
-A judge whose reply cannot be read, or whose call failed, has no say; fewer readings than the ensemble's
-``quorum`` make the judgment unreadable.
+A judge whose call failed has no say (fewer answers than the ensemble's ``quorum`` fail the judgment as one
+judge's failed call would). A judge that answered with a reply it cannot read makes the whole judgment
+unreadable: the text judged may be what broke it, and leaving that judge out would let a text that breaks
+the strictest judge be decided by the others; the reward's ``on_parse_error`` rule pays it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Reading:
     split: bool = False  # no majority: the split rule decided
 
 
-def read_answers(answers: Sequence[Any], reader: Callable[..., Any], args: tuple, split: str, quorum: int) -> Reading:
+def read_answers(answers: Sequence[Any], reader: Callable[..., Any], args: tuple, split: str) -> Reading:
     """``answers``: the judges' ``MemberAnswer``s (name, reply or error); each reply read as one judge's."""
     values, unreadable, why = [], [], []
     for answer in answers:
@@ -54,8 +56,10 @@ def read_answers(answers: Sequence[Any], reader: Callable[..., Any], args: tuple
         else:
             values.append(value)
     unread = tuple(unreadable)
-    if len(values) < quorum or not values:
-        return Reading(_too_few(values, why, len(answers), quorum), unread)
+    if why:
+        return Reading(_unreadable(why, len(answers)), unread)
+    if not values:  # (every call failed: the ensemble raised before any reading)
+        return Reading(Unreadable(f"none of the ensemble's {len(answers)} judges answered"), unread)
     if len(values) == 1:
         return Reading(values[0], unread)
     value, was_split = combine(values, split)
@@ -123,16 +127,11 @@ def _split_value(values: Sequence[Any], rule: str) -> Any:
     return Unreadable(f"the ensemble's judges split ({said}) with no majority, and judge.ensemble.split={rule}")
 
 
-def _too_few(values: list, why: list[tuple[str, Unreadable]], judges: int, quorum: int) -> Unreadable:
+def _unreadable(why: list[tuple[str, Unreadable]], judges: int) -> Unreadable:
     reasons = "; ".join(f"{name}: {reason}" for name, reason in why)
-    if not values:
-        kinds = {reason.kind for _, reason in why}
-        kind = kinds.pop() if len(kinds) == 1 else UNREADABLE_KINDS[0]
-        return Unreadable(f"no reply of the ensemble's {judges} judges could be read ({reasons})", kind)
-    return Unreadable(
-        f"{len(values)} of the ensemble's {judges} judges' replies could be read, under judge.ensemble.quorum={quorum}"
-        f" ({reasons or 'the others failed'})"
-    )
+    kinds = {reason.kind for _, reason in why}
+    kind = kinds.pop() if len(kinds) == 1 else UNREADABLE_KINDS[0]
+    return Unreadable(f"{len(why)} of the ensemble's {judges} judges' replies could not be read ({reasons})", kind)
 
 
 def _voted(value: Any) -> Any:
