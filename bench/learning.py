@@ -56,6 +56,7 @@ CASES = {
     ),
     # The control: the taste reversed, the measure must fall.
     "control": Case("brpo", taste="-letter:e", what="BRPO, the taste reversed (fewer e's)"),
+    "tournament_control": Case("tournament", taste="-letter:e", what="the tournament, the taste reversed"),
 }
 
 
