@@ -723,6 +723,14 @@ BREAKS = [
         "a judge a text makes unreadable is left out: the lenient judges decide that text's judgment",
     ),
     _break(
+        "preflight-pings-one-judge-of-an-ensemble",
+        "writing_rl/tools/preflight/judge_checks.py",
+        'judges = judge.ensemble.judges(judge, "reward.reward_kwargs.judge") or [("", judge)]',
+        'judges = [("", judge)]',
+        "tests/test_preflight.py::test_every_judge_of_an_ensemble_is_pinged",
+        "the preflight pings one judge of an ensemble: a member that serves no such model starts the run",
+    ),
+    _break(
         "ensemble-one-judge-fails-all",
         "writing_rl/judge/ensemble.py",
         "            return MemberAnswer(name, error=err)",

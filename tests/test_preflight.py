@@ -106,6 +106,18 @@ def test_the_shadow_judge_is_pinged_and_its_key_checked(tokenizer_dir, data, jud
     assert "is unreachable" in problems
 
 
+def test_every_judge_of_an_ensemble_is_pinged(tokenizer_dir, data, judge_server):
+    server = judge_server(models={"scripted-judge": 100_000, "second-judge": 50_000})
+    members = "[{name: first}, {name: second, model: second-judge}, {name: third, model: missing-judge}]"
+    report = preflight(tokenizer_dir, *data, server.base_url, f"reward.reward_kwargs.judge.ensemble.members={members}")
+    text = "\n".join(report.lines)
+    assert f"judge first {server.base_url} serves 'scripted-judge', context 100000 tokens" in text
+    assert f"judge second {server.base_url} serves 'second-judge', context 50000 tokens" in text
+    assert "<= the judge's context 50000" in text  # the smallest context bounds the judge prompt
+    (problem,) = report.problems
+    assert "missing-judge" in problem
+
+
 def test_the_runs_judge_calls_are_counted_against_the_budget(tokenizer_dir, data, judge_server):
     server = judge_server(models={"scripted-judge": 100_000})
     run = ["data.train_batch_size=4", "actor_rollout_ref.rollout.n=2", "trainer.total_epochs=3"]

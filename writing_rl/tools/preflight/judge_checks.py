@@ -120,20 +120,29 @@ def check_judge(config, settings, report: Report, ping: bool) -> int | None:
         report.ok(f"judge: the GenRM verl hosts ({hosted.model_path}){known}; not pinged")
         return context
     judge = settings.judge
-    key = None
-    if judge.api_key_env:
-        key = os.environ.get(judge.api_key_env)
-        if not key:
-            report.problem(
-                f"judge API key: ${judge.api_key_env} is not set in this shell (reward.reward_kwargs.judge.api_key_env); "
-                "set it here and on every node"
-            )
     if not judge.base_url:
         report.problem("reward.reward_kwargs.judge.base_url (JUDGE_BASE_URL) is not set")
         return None
-    contexts = [_check_endpoint(url, judge.model, key, report, ping) for url in judge.endpoints]
+    # An ensemble's every judge: each must hold the judge prompt (one refusing it stops the step).
+    judges = judge.ensemble.judges(judge, "reward.reward_kwargs.judge") or [("", judge)]
+    contexts = []
+    for name, one in judges:
+        label = f"judge {name}" if name else "judge"
+        key = _api_key(one.api_key_env, label, "reward.reward_kwargs.judge", report)
+        contexts += [_check_endpoint(url, one.model, key, report, ping, label=label) for url in one.endpoints]
     known = [c for c in contexts if c is not None]
     return min(known) if known else None  # every endpoint must hold the judge prompt
+
+
+def _api_key(env: str | None, label: str, section: str, report: Report) -> str | None:
+    if not env:
+        return None
+    key = os.environ.get(env)
+    if not key:
+        report.problem(
+            f"{label} API key: ${env} is not set in this shell ({section}.api_key_env); set it here and on every node"
+        )
+    return key
 
 
 def check_shadow(settings, report: Report, ping: bool) -> None:
@@ -143,14 +152,7 @@ def check_shadow(settings, report: Report, ping: bool) -> None:
     shadow = settings.shadow
     if not shadow.on:
         return
-    key = None
-    if shadow.judge.api_key_env:
-        key = os.environ.get(shadow.judge.api_key_env)
-        if not key:
-            report.problem(
-                f"shadow judge API key: ${shadow.judge.api_key_env} is not set in this shell "
-                "(reward.reward_kwargs.shadow.judge.api_key_env); set it here and on every node"
-            )
+    key = _api_key(shadow.judge.api_key_env, "shadow judge", "reward.reward_kwargs.shadow.judge", report)
     for url in shadow.judge.endpoints:
         _check_endpoint(url, shadow.judge.model, key, report, ping, label="shadow judge")
     report.ok(
