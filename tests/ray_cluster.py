@@ -21,6 +21,7 @@ from pathlib import Path
 
 RAY = str(Path(sys.executable).with_name("ray"))
 START_TIMEOUT_S = 180
+WORKER_PORTS = 200  # per node
 
 
 def free_ports(count: int) -> list[int]:
@@ -33,14 +34,24 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+def ephemeral_ports_start() -> int:
+    """The first port the kernel hands out for port 0 (``free_ports``' ports are at or above it)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def _node_ports() -> list[str]:
     manager, objects, agent, agent_grpc, metrics, runtime_env, low = free_ports(7)
+    # Workers' ports: a range of their own (the machine's other Rays use theirs), below the kernel's ephemeral
+    # ports, where every port above comes from: Ray refuses a component port inside the workers' range.
+    first = 20000 + low % max(1, ephemeral_ports_start() - 20000 - WORKER_PORTS)
     return [
         f"--node-manager-port={manager}", f"--object-manager-port={objects}",
         f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
         f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
-        # workers' ports: a range of their own (the machine's other Rays use theirs)
-        f"--min-worker-port={20000 + low % 20000}", f"--max-worker-port={20000 + low % 20000 + 199}",
+        f"--min-worker-port={first}", f"--max-worker-port={first + WORKER_PORTS - 1}",
     ]  # fmt: skip
 
 
