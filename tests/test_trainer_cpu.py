@@ -23,7 +23,16 @@ from writing_rl.curriculum.log import read_state
 from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR
-from trainer_runs import COLOCATE_ASYNC, DEAD_JUDGE, FULLY_ASYNC, ONE_STEP_OFF, SEPARATE_ASYNC, tiny_train, uses
+from trainer_runs import (
+    COLOCATE_ASYNC,
+    DEAD_JUDGE,
+    ENSEMBLE,
+    FULLY_ASYNC,
+    ONE_STEP_OFF,
+    SEPARATE_ASYNC,
+    tiny_train,
+    uses,
+)
 
 pytestmark = pytest.mark.trainer
 
@@ -126,6 +135,23 @@ def test_the_tournament_trains_on_its_rewards_and_a_failed_game_is_left_out_and_
     assert all(r["failed_games"] > 0 for r in records if r["parse_error"] or r["judge_error"])
     played = [r for r in records if r["games"] > 0]
     assert played and all(0.0 <= r["reward"] - 0.5 * r["term/repetition"] <= 1.0 for r in played)
+
+
+@uses(ENSEMBLE)
+def test_a_judge_ensemble_trains_and_every_judges_calls_reach_the_tracker(runs):
+    """Writing-RL judged by a three-judge ensemble through verl's trainer, its judges failing one request in four:
+    every judgment asks the three, a reply one cannot read makes it a failure paid no more than a loss."""
+    (output,), out = runs.get(ENSEMBLE)
+    assert finished(output), output[-3000:]
+    ours = assert_verl_trained_on_our_rewards(out, [1, 2])
+    records = [r for step in ours.values() for r in step]
+    assert_one_shape_and_failures_paid_a_loss(records)
+    judged = [r for r in records if not r["format_error"]]
+    assert all(r["judge_calls"] % 3 == 0 for r in judged)  # each judgment asks the three judges
+    for name in ("one", "two", "three"):
+        assert sum(r[f"judge/ensemble/{name}/calls_total"] for r in judged) == sum(r["judge_calls"] for r in judged) / 3
+    logged = metrics(out)
+    assert all(logged[step]["judge/ensemble/one/calls_total"] > 0 for step in (1, 2))
 
 
 @uses("writing_rl")

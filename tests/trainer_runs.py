@@ -39,6 +39,7 @@ COLOCATE_ASYNC = "writing_rl-colocate-async"
 SEPARATE_ASYNC = "grrm_mt_grpo-separate-async"
 FULLY_ASYNC = "writing_rl-fully-async"
 ONE_STEP_OFF = "rubric-one-step-off"
+ENSEMBLE = "writing_rl-ensemble"
 # About one stand-in judge request in 4 fails (HTTP 500, no verdict, cut, refused): every batch mixes
 # successes and each failure kind.
 FAULTS = 4
@@ -96,6 +97,12 @@ RUNS = {
     "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
     # The tournament (a plug-in method) with its terms and a judge that fails now and then.
     "tournament": Run("tournament", TERM, faults=FAULTS),
+    # A three-judge ensemble (the stand-in judge three times) whose judges fail now and then.
+    ENSEMBLE: Run(
+        "writing_rl",
+        ("reward.reward_kwargs.judge.ensemble.members=[{name: one}, {name: two}, {name: three}]",),
+        faults=FAULTS,
+    ),  # fmt: skip
     "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
