@@ -164,9 +164,9 @@ async def compute_score(
     owner = {answer: answers.index(answer) for answer in players}  # the member whose judge records its calls
     rng = random.Random(f"{options.seed}:{members[0].uid}")
     games = Games(len(players))
-    play = _Player(members[0], players, owner, judge, options, rng)
+    referee = _Referee(members[0], players, owner, judge, options, rng)
     for pairs in _rounds(options, len(players), games, rng):
-        outcomes = await asyncio.gather(*(play.game(pair) for pair in pairs))
+        outcomes = await asyncio.gather(*(referee.game(pair) for pair in pairs))
         for pair, found in zip(pairs, outcomes):
             for outcome in found:
                 games.add(pair, outcome)
@@ -189,7 +189,7 @@ def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
             yield pairs
 
 
-class _Player:
+class _Referee:
     """Judges one game in the orders asked: each order's score for the pair's first player, or its failure."""
 
     def __init__(self, first: Member, players: list[str], owner: dict, judge: SampleJudge, options, rng):

@@ -271,12 +271,15 @@ def test_a_worker_finds_a_new_scheduler_when_the_old_one_is_gone_without_a_new_b
 
     from writing_rl.reward_loop.config import ManagerConfig
     from writing_rl.reward_loop.fn_extras import FnExtras
+    from writing_rl.reward_loop.reward_fn import load_reward_fn
 
     from conftest import compose_writing_rl
 
     state = f"reward.reward_kwargs.curriculum.state_dir={tmp_path / 'state'}"
     config = compose_writing_rl(tokenizer_dir, "http://127.0.0.1:9/v1", state, per_sample=False)
-    scoring = SimpleNamespace(settings=ManagerConfig.from_verl(config, None), batches_started=1)  # never changes
+    scoring = SimpleNamespace(  # batches_started never changes
+        settings=ManagerConfig.from_verl(config, None), batches_started=1, reward_fn=load_reward_fn(config)
+    )
     curriculum = FnExtras(config, scoring).service("curriculum")
 
     def kill_the_scheduler() -> None:

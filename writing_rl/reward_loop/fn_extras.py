@@ -14,12 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from writing_rl.reward_loop.contract import is_validation
-from writing_rl.reward_loop.reward_fn import load_reward_fn
 
 
 class FnExtras:
     def __init__(self, config, scoring, reward_model_tokenizer=None):
-        reward_fn = load_reward_fn(config)
+        reward_fn = scoring.reward_fn  # (loaded once per worker, by WorkerScoring)
         self.accepted = reward_fn.parameters
         self.scoring = scoring
         rollout = config.actor_rollout_ref.rollout
