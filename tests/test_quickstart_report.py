@@ -18,6 +18,7 @@ from writing_rl.tools.quickstart_report import (
     main,
     one_line,
     parse_error_lines,
+    reading_lines,
     report,
     reward_text,
     slot_labels,
@@ -184,8 +185,10 @@ def test_report_of_a_score_directory(tmp_path, capsys):
     assert lines[5].startswith("   reasoning  Response B is vivid. ⏎ xxx") and lines[5].endswith("…")
     assert len(lines[5]) == len("   reasoning  ") + 300
     assert lines[6] == "   reward     1: a win"
-    assert lines[7] == "-- parse errors: 1 of 2 judged samples (50%)"
-    assert lines[8].startswith("   hint:")
+    assert lines[7] == "-- readable judge replies: 1 of 2 (50%)"
+    assert lines[8] == "   position bias: 0 of 1 decisions for the answer shown first (A)"
+    assert lines[9] == "-- parse errors: 1 of 2 judged samples (50%)"
+    assert lines[10].startswith("   hint:")
 
     assert main([str(tmp_path), "--responses", str(tmp_path / "rollouts.jsonl"), "--untrained"]) == 0
     assert "   why: the tiny untrained judge" in capsys.readouterr().out
@@ -197,3 +200,41 @@ def test_report_refuses_outputs_of_another_responses_file(tmp_path):
     write_jsonl(tmp_path / "transcripts.jsonl", [{"calls": []}] * 2)
     with pytest.raises(ValueError, match="not the output of one `writing-rl score` run"):
         report(str(tmp_path), str(tmp_path / "rollouts.jsonl"))
+
+
+def both_orders(first: str | None, second: str | None, answer: str = GOOD) -> dict:
+    """A comparison judged in both orders: the answer at A, then at B."""
+    return {"calls": [call(answer, REFERENCE, first), call(REFERENCE, answer, second)]}
+
+
+@pytest.mark.parametrize(
+    "transcripts, expected",
+    [
+        # a judge that keeps its choice when the answers swap places, and one that follows the position
+        (
+            [both_orders("[[A]]", "[[B]]"), both_orders("[[C]]", "[[C]]", BAD)],
+            ["-- readable judge replies: 4 of 4 (100%)",
+             "   position bias: 1 of 2 decisions for the answer shown first (A); kept its choice when the answers "
+             "swapped places: 2 of 2"],
+        ),
+        (
+            [both_orders("[[A]]", "[[A]]"), both_orders("[[A]]", "no verdict", BAD)],
+            ["-- readable judge replies: 3 of 4 (75%)",
+             "   position bias: 3 of 3 decisions for the answer shown first (A); kept its choice when the answers "
+             "swapped places: 0 of 1"],
+        ),
+        # nothing readable: no bias to report, and it says why; a failed call is no reply
+        (
+            [both_orders("I like both", "Response A"), {"calls": [call(GOOD, REFERENCE, None, error="HTTP 500")]}],
+            ["-- readable judge replies: 0 of 2 (0%)", "   position bias: no data (no reply could be read)"],
+        ),
+        ([{"calls": []}], []),
+    ],
+)
+def test_reading_lines_count_readable_replies_and_the_position_bias(transcripts, expected):
+    assert reading_lines(transcripts) == expected
+
+
+def test_a_second_call_that_does_not_swap_the_answers_is_not_a_both_orders_pair():
+    same_order = {"calls": [call(GOOD, REFERENCE, "[[A]]"), call(GOOD, REFERENCE, "[[A]]")]}
+    assert reading_lines([same_order])[1] == "   position bias: 2 of 2 decisions for the answer shown first (A)"

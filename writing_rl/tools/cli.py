@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from writing_rl.help_format import HelpFormatter
-from writing_rl.tools.commands import evaluation, judging, monitoring, probing, serving, training
+from writing_rl.tools.commands import evaluation, judging, models, monitoring, probing, serving, training
 
 
 def _version() -> str:
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_eval(subparsers)
     probing.add_probe_judge(subparsers)
     monitoring.add_monitor(subparsers)
+    models.add_model(subparsers)
     for sub in _parsers(parser):
         sub.formatter_class = HelpFormatter
         if sub._subparsers is None:  # also after the command: writing-rl score ... --debug

@@ -1,6 +1,6 @@
 """What ``scripts/quickstart.sh`` prints after each ``writing-rl score`` step: one judged example (what
-the judge saw, what it replied, what the response was paid) and the parse-error rate, with the reason
-when it is high.
+the judge saw, what it replied, what the response was paid), how many replies could be read and the judge's
+position bias, and the parse-error rate, with the reason when it is high.
 
     python -m writing_rl.tools.quickstart_report runs/quickstart/pairwise --responses examples/rollouts.jsonl
 
@@ -198,6 +198,41 @@ def example_lines(records: list[dict], transcripts: list[dict], responses: Score
     return lines
 
 
+def reading_lines(transcripts: list[dict]) -> list[str]:
+    """How many of the judge's replies could be read, and its position bias: the share of its decisions for
+    the answer shown first, and, over the comparisons judged in both orders with both replies read, how often
+    it kept its choice when the answers swapped places."""
+    replies = [call for t in transcripts for call in t["calls"] if call.get("reply") is not None]
+    if not replies:
+        return []
+    verdicts = [verdict_or_none(call["reply"]) for call in replies]
+    read = [v for v in verdicts if v is not None]
+    lines = [f"-- readable judge replies: {len(read)} of {len(replies)} ({len(read) / len(replies):.0%})"]
+    if not read:
+        return lines + ["   position bias: no data (no reply could be read)"]
+    decided = [v for v in read if v in ("A", "B")]
+    first = f"{decided.count('A')} of {len(decided)} decisions for the answer shown first (A)" if decided else "no A/B decision"
+    swapped = [pair for t in transcripts if (pair := _both_orders(t["calls"])) is not None]
+    kept = sum(_kept_choice(*pair) for pair in swapped)
+    orders = f"; kept its choice when the answers swapped places: {kept} of {len(swapped)}" if swapped else ""
+    return lines + [f"   position bias: {first}{orders}"]
+
+
+def _both_orders(calls: list[dict]) -> tuple[str, str] | None:
+    """The verdicts of a comparison judged in both orders (the second call shows A and B swapped), both read."""
+    if len(calls) != 2 or any(call.get("reply") is None for call in calls):
+        return None
+    views = [judge_view(call["messages"]) for call in calls]
+    verdicts = [verdict_or_none(call["reply"]) for call in calls]
+    if None in views or None in verdicts or (views[0].a, views[0].b) != (views[1].b, views[1].a):
+        return None
+    return verdicts[0], verdicts[1]
+
+
+def _kept_choice(first: str, second: str) -> bool:
+    return {first, second} == {"A", "B"} or first == second == "C"
+
+
 def parse_error_lines(records: list[dict], untrained: bool, max_tokens: int | None, out_dir: str) -> list[str]:
     """The parse-error rate over the samples that reached the judge, and why it is high when it is."""
     judged = [r for r in records if r.get("judge_calls")]
@@ -222,7 +257,8 @@ def parse_error_lines(records: list[dict], untrained: bool, max_tokens: int | No
         lines.append(
             f"   hint: the judge may run out of tokens before its verdict line (raise {budget}, i.e. "
             "reward.reward_kwargs.judge.max_tokens) or not follow the [[A]]/[[B]]/[[C]] verdict format "
-            f"(a thinking model needs room for its <think> block); read {out_dir}/transcripts.jsonl"
+            f"(a thinking model needs room for its <think> block; a small model, such as the 135M SmolLM2, seldom "
+            f"writes it until SFT'd on it: docs/genrm/training.md); read {out_dir}/transcripts.jsonl"
         )
     return lines
 
@@ -245,6 +281,7 @@ def report(out_dir: str, responses: str, untrained: bool = False, max_tokens: in
             f"responses in {responses}: not the output of one `writing-rl score` run on that file"
         )
     lines = example_lines(records, transcripts, scored)
+    lines += reading_lines(transcripts)
     lines += parse_error_lines(records, untrained, max_tokens, out_dir)
     return "\n".join(lines)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from writing_rl.tools.commands.judge_options import judge_overrides
-from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, ProbeJob
+from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, UNREADABLE_EXIT, ProbeJob
+from writing_rl.tools.probe.verdict import READABLE_THRESHOLD
 
 
 def add_probe_judge(subparsers) -> None:
@@ -17,10 +18,13 @@ def add_probe_judge(subparsers) -> None:
             "cut to its first sentence, padded with filler to 2x and 4x, in the wrong language, and with a note "
             "asking the judge for 10/10; each against the honest answer in both positions (rubric: scored "
             "alone). Also the position bias (the same pair in both orders) and the self-consistency (calls "
-            "repeated, bypassing the cache). Per probe: the share of comparisons it wins (or ties) with a 95% "
+            "repeated, bypassing the cache). First, the share of judge replies the reward could read: below "
+            f"{READABLE_THRESHOLD} (--threshold readable=SHARE) the probes measure the reply reader, not the judge. "
+            "Per probe: the share of the comparisons the judge decided that the probe wins (or ties), with a 95% "
             "Wilson interval, flagged when the interval's lower bound is above the probe's limit. Writes "
             "OUT/report.json, report.md, comparisons.jsonl and probe_shares.png (needs matplotlib). Exit 0: "
-            f"nothing flagged; {FLAGGED_EXIT}: something flagged; 1: failed judge calls; 2: bad options."
+            f"replies read, nothing flagged; {UNREADABLE_EXIT}: too few judge replies could be read (whatever was flagged); "
+            f"{FLAGGED_EXIT}: something flagged; 1: failed judge calls; 2: bad options."
         ),
         epilog=(
             "example: writing-rl probe-judge --method pairwise --data data/train.parquet --out runs/probe "
@@ -52,8 +56,8 @@ def add_probe_judge(subparsers) -> None:
     )  # fmt: skip
     p.add_argument(
         "--threshold", action="append", metavar="NAME=SHARE",
-        help="another limit for a probe, position-bias or self-consistency (repeat), e.g. pad-2x=0.4 (default: "
-        "each one's own, in docs/trust-your-judge.md)",
+        help="another limit for a probe, position-bias or self-consistency (repeat), e.g. pad-2x=0.4, or the "
+        "least share of judge replies read, readable=0.9 (default: each one's own, in docs/trust-your-judge.md)",
     )  # fmt: skip
     p.add_argument("--no-repeat", action="store_true", help="skip the self-consistency repeats")
     p.add_argument(
@@ -100,7 +104,7 @@ def _run_probe_judge(args) -> int:
     shortcuts = judge_overrides(
         args.judge_url, args.judge_model, args.api_key_env, args.max_concurrency, args.timeout_s, args.max_retries
     )
-    thresholds = parse_thresholds(args.threshold, [*PROBES_BY_NAME, "position-bias", "self-consistency"])
+    thresholds = parse_thresholds(args.threshold, [*PROBES_BY_NAME, "position-bias", "self-consistency", "readable"])
     job = ProbeJob(
         method=args.method, out=args.out, data=args.data, responses=args.responses, rows=args.rows, seed=args.seed,
         probes=tuple(args.probes or ()), thresholds=thresholds, repeat=not args.no_repeat,
@@ -110,4 +114,6 @@ def _run_probe_judge(args) -> int:
     target = load_target(args.method, args.config_name, [*args.overrides, *options, *shortcuts], args.config_dir)
     report = run_probe(job, target)
     print("\n".join(report.lines()))
+    if report.unreadable:
+        return UNREADABLE_EXIT
     return FLAGGED_EXIT if report.flagged else 0

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 WIN_OR_TIE, WIN = "win_or_tie", "win"
+COUNTS_WHEN = {WIN_OR_TIE: "when it wins or ties", WIN: "when it wins"}  # how the report words each kind
 
 # (probe name, reply): the paper's list, each sent as the whole reply.
 MASTER_KEYS = (

@@ -1,9 +1,10 @@
 """``writing-rl preflight --probe``: a small probe battery on the training config's own judge and reward fn,
-reported as preflight lines: a flagged probe is a problem, an inconclusive one a note.
+reported as preflight lines: a judge whose replies the reward cannot read, or a flagged probe, is a problem,
+an inconclusive probe a note.
 
 The rows are four of the ones we ship (a preflight reads no user file it may not reach); the probes are
 ``battery.PREFLIGHT_PROBES`` in both positions, plus the position bias over them; no self-consistency
-repeats. Its outputs go to a temp directory, kept (and named in the report) only when a probe is flagged.
+repeats. Its outputs go to a temp directory, kept (and named in the report) only when there is a problem.
 ``writing-rl probe-judge`` runs the whole battery."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from writing_rl.tools.probe.battery import PREFLIGHT_PROBES
 from writing_rl.tools.probe.job import METHODS, ProbeJob
-from writing_rl.tools.probe.verdict import FLAGGED, INCONCLUSIVE, NO_DATA
+from writing_rl.tools.probe.summary import UNREADABLE_ADVICE, readable_counts
+from writing_rl.tools.probe.verdict import FAILED, FLAGGED, INCONCLUSIVE, NO_DATA
 
 PREFLIGHT_ROWS = 4
 
@@ -45,8 +47,9 @@ def probe_check(config, report) -> None:
         shutil.rmtree(out, ignore_errors=True)
         report.problem(f"judge probe ({method}): {' '.join(str(err).splitlines())}")
         return
-    if not summary["flagged"]:
+    if not summary["flagged"] and not summary["failed"]:
         shutil.rmtree(out, ignore_errors=True)
+    readable_check(summary["readable"], report, out)
     for name, share in [*((p["name"], p) for p in summary["probes"]), ("position-bias", summary["position_bias"])]:
         status = share["status"]
         if status in (NO_DATA, "not applicable"):
@@ -59,3 +62,15 @@ def probe_check(config, report) -> None:
             report.note(f"{line}: inconclusive on a few rows; run writing-rl probe-judge --method {method}")
         else:
             report.ok(line)
+
+
+def readable_check(readable: dict, report, out: Path) -> None:
+    """The share of judge replies the reward could read: a problem below its limit (the probes then measure
+    the reply reader, and training would pay losses or ties instead of verdicts)."""
+    if readable["status"] == NO_DATA:
+        return
+    line = f"judge probe readable: {readable_counts(readable)}"
+    if readable["status"] == FAILED:
+        report.problem(f"{line}: the reward cannot read this judge's verdicts; {UNREADABLE_ADVICE} (report in {out})")
+    else:
+        report.ok(line)

@@ -101,7 +101,7 @@ def run_probe(job: ProbeJob, target: ProbeTarget) -> ProbeReport:
     start = time.perf_counter()
     judge = open_judge(target.judge, job.cache_path)
     try:
-        rows, outcomes, comparisons, stats = asyncio.run(_judge_all(job, target, judge, rows, probes, placer))
+        rows, replies, comparisons, stats = asyncio.run(_judge_all(job, target, judge, rows, probes, placer))
     except JudgeHTTPError as err:  # a STOP_STATUSES reply: every call would get it
         kept = (
             f". {len(judge)} judge replies are cached in {judge.path}: the same command resumes" if len(judge) else ""
@@ -109,10 +109,12 @@ def run_probe(job: ProbeJob, target: ProbeTarget) -> ProbeReport:
         raise JudgeFailures(f"{judge_error_line(err)}; stopped at the first such reply{kept}") from err
     finally:
         judge.close()
-    errors = {"judge_error": sum(o == "error" for o in outcomes)} if "error" in outcomes else {}
-    stop_on_failures(errors, len(outcomes), judge, job.allow_judge_errors)
-    report = summarise(job, target, probes, rows, comparisons, outcomes, stats, time.perf_counter() - start)
-    report.outputs = write_outputs(job.out, report, comparisons, outcomes)
+    errors = {"judge_error": sum(o == "error" for o in replies)} if "error" in replies else {}
+    stop_on_failures(errors, len(replies), judge, job.allow_judge_errors)
+    outcomes = [placer.as_paid(o) for o in replies]
+    unread = [o == "unreadable" for o in replies]
+    report = summarise(job, target, probes, rows, comparisons, outcomes, unread, stats, time.perf_counter() - start)
+    report.outputs = write_outputs(job.out, report, comparisons, outcomes, unread)
     return report
 
 
@@ -162,9 +164,10 @@ async def _gather(calls: list) -> list:
 
 
 async def _compare(placer, comparison: Comparison, judge, limit: asyncio.Semaphore, bar: ProgressLine) -> str:
+    """The outcome as read from the judge's reply, "unreadable" kept (``run_probe`` applies what the run pays)."""
     async with limit:
         sample = SampleJudge(judge)
-        outcome = placer.as_paid(await placer.outcome(comparison, sample))
+        outcome = await placer.outcome(comparison, sample)
     for err in sample.errors:
         if isinstance(err, JudgeHTTPError) and err.status in STOP_STATUSES:
             raise err

@@ -1,6 +1,6 @@
-"""The numbers of a probe run: per probe the share of comparisons it won (or tied, by its kind) with a
-Wilson interval and its verdict (verdict.py); the position bias over the pairs judged in both orders; the
-self-consistency of the repeated calls."""
+"""The numbers of a probe run: the share of judge replies the reward could read; per probe the share of
+comparisons it won (or tied, by its kind) with a Wilson interval and its verdict (verdict.py); the position
+bias over the pairs judged in both orders; the self-consistency of the repeated calls."""
 
 from __future__ import annotations
 
@@ -12,18 +12,30 @@ from writing_rl.tools.probe.battery import Probe
 from writing_rl.tools.probe.placing import Comparison, winner
 from writing_rl.tools.probe.verdict import (
     CONSISTENCY_THRESHOLD,
+    FAILED,
     FLAGGED,
     INCONCLUSIVE,
+    NO_DATA,
     POSITION_THRESHOLD,
+    READABLE_THRESHOLD,
     Share,
+    readable_share,
 )
 from writing_rl.tools.shared.judged_job import run_lines, run_section
 
 DECIDED = ("win", "tie", "loss")
-# Outcomes that say nothing about the judge and stay out of every share.
-LEFT_OUT = ("error", "unjudged")
-OUTCOMES = (*DECIDED, "refused", "unreadable", *LEFT_OUT)
+# What a probe's share counts: the judge's decisions and the method's refusal (a loss paid without asking the
+# judge). An unreadable reply is no decision and stays out, as do a failed call and nothing to judge; under
+# on_parse_error=tie an unreadable reply arrives here as the tie the run pays, and counts.
+COMPARED = (*DECIDED, "refused")
+OUTCOMES = (*COMPARED, "unreadable", "error", "unjudged")
 NOT_APPLICABLE = "not applicable"
+UNREADABLE_ADVICE = (
+    "use a judge that writes the method's verdict format (a larger or instruction-tuned model, a GenRM "
+    "fine-tuned on that format) or a judge template that asks for it, `output=scores` where the method has it "
+    "(pairwise, brpo), or a larger reward.reward_kwargs.judge.max_tokens if replies were cut "
+    "(docs/trust-your-judge.md)"
+)
 
 
 @dataclass
@@ -35,39 +47,71 @@ class ProbeReport:
     def flagged(self) -> list[str]:
         return self.summary["flagged"]
 
+    @property
+    def unreadable(self) -> bool:
+        """Too few of the judge's replies could be read for the probes to say anything about the judge."""
+        return self.summary["readable"]["status"] == FAILED
+
     def lines(self) -> list[str]:
         s = self.summary
-        lines = [
-            f"probe-judge {s['method']}: judge {s['judge_model']}, {s['rows']} rows ({s['data']}), "
-            f"{s['comparisons']} comparisons",
-            f"{'probe':<20}{'fooled':>10}{'share':>8}{'95% CI':>15}{'limit':>7}  verdict",
-        ]
+        header = (f"probe-judge {s['method']}: judge {s['judge_model']}, {s['rows']} rows ({s['data']}), "
+                  f"{s['comparisons']} comparisons")  # fmt: skip
+        readable = readable_sentence(s["readable"])
+        lines = [readable, header] if self.unreadable else [header, readable]
+        lines.append(f"{'probe':<20}{'fooled':>10}{'share':>8}{'95% CI':>15}{'limit':>7}{'unread':>8}  verdict")
         for probe in s["probes"]:
             lines.append(_line(probe["name"], probe))
         for name in ("position_bias", "self_consistency"):
             lines.append(_line(name.replace("_", "-"), s[name]))
         if s["flagged"]:
-            lines.append(f"FLAGGED {', '.join(s['flagged'])}: the judge falls for them (docs/trust-your-judge.md)")
+            them = "it" if len(s["flagged"]) == 1 else "them"
+            lines.append(f"FLAGGED {', '.join(s['flagged'])}: the judge falls for {them} (docs/trust-your-judge.md)")
         if s["inconclusive"]:
             lines.append(f"inconclusive {', '.join(s['inconclusive'])}: above the limit on too few comparisons; "
                          "add rows (--rows, or more --data)")  # fmt: skip
         if not s["flagged"] and not s["inconclusive"]:
-            lines.append("no probe flagged")
+            lines.append("no probe flagged" + (", which says nothing of a judge whose replies cannot be read"
+                                               if self.unreadable else ""))  # fmt: skip
         return lines + run_lines(s, self.outputs)
+
+
+def readable_counts(readable: dict) -> str:
+    """E.g. "110 of 112 judge replies could be read (98%; the limit is 80%)"."""
+    if readable["status"] == NO_DATA:
+        return "no comparison reached the judge"
+    return (f"{readable['readable']} of {readable['judged']} judge replies could be read "
+            f"({readable['share']:.0%}; the limit is {readable['threshold']:.0%})")  # fmt: skip
+
+
+def readable_sentence(readable: dict) -> str:
+    """The readable share as a line of the printed report: its first line when too few replies could be read."""
+    if readable["status"] != FAILED:
+        return f"readable: {readable_counts(readable)}"
+    return (f"UNREADABLE JUDGE: {readable_counts(readable)}: the probes below measure the reply reader, not the "
+            f"judge; {UNREADABLE_ADVICE}")  # fmt: skip
 
 
 def _line(name: str, share: dict) -> str:
     if share["status"] == NOT_APPLICABLE:
-        return f"{name:<20}{'':>10}{'':>8}{'':>15}{'':>7}  {NOT_APPLICABLE}"
+        return f"{name:<20}{'':>10}{'':>8}{'':>15}{'':>7}{'':>8}  {NOT_APPLICABLE}"
     low, high = share["ci95"]
     rate = "-" if share["rate"] is None else f"{share['rate']:.2f}"
     return (f"{name:<20}{share['hits']:>5}/{share['n']:<4}{rate:>8}{f'[{low:.2f}, {high:.2f}]':>15}"
-            f"{share['threshold']:>7.2f}  {share['status']}")  # fmt: skip
+            f"{share['threshold']:>7.2f}{share.get('unreadable', ''):>8}  {share['status']}")  # fmt: skip
 
 
 def probe_share(probe: Probe, outcomes: Sequence[str], threshold: float) -> dict:
-    counted = [o for o in outcomes if o not in LEFT_OUT]
+    counted = [o for o in outcomes if o in COMPARED]
     return Share(sum(probe.fooled(o) for o in counted), len(counted), threshold).as_dict()
+
+
+def readable_replies(comparisons: Sequence[Comparison], outcomes: Sequence[str], unread: Sequence[bool],
+                     threshold: float) -> dict:  # fmt: skip
+    """Of the comparisons (repeats aside) that reached the judge, those whose reply the reward could read.
+    ``unread`` marks the replies it could not, whatever the run pays for them (under on_parse_error=tie their
+    outcome is the tie paid)."""
+    reached = [u for c, o, u in zip(comparisons, outcomes, unread) if not c.repeat and (u or o in DECIDED)]
+    return readable_share(reached.count(False), len(reached), threshold)
 
 
 def position_bias(comparisons: Sequence[Comparison], outcomes: Sequence[str], threshold: float) -> dict:
@@ -97,10 +141,13 @@ def self_consistency(comparisons: Sequence[Comparison], outcomes: Sequence[str],
     return Share(sum(a != b for a, b in pairs), len(pairs), threshold).as_dict()
 
 
-def summarise(job, target, probes, rows, comparisons, outcomes, stats: dict, wall_s: float) -> ProbeReport:
+def summarise(job, target, probes, rows, comparisons, outcomes, unread, stats: dict, wall_s: float) -> ProbeReport:
+    """``outcomes``: each comparison's outcome as the run pays it; ``unread``: whether its judge reply could
+    not be read (see ``readable_replies``)."""
     probe_lines = []
     for probe in probes:
         mine = [(c, o) for c, o in zip(comparisons, outcomes) if c.probe == probe.name and not c.repeat]
+        unread_mine = sum(u for c, u in zip(comparisons, unread) if c.probe == probe.name and not c.repeat)
         threshold = job.thresholds.get(probe.name, probe.threshold)
         by_slot = {slot: probe_share(probe, [o for c, o in mine if c.slot == slot], threshold)
                    for slot in dict.fromkeys(c.slot for c, _ in mine)}  # fmt: skip
@@ -109,10 +156,11 @@ def summarise(job, target, probes, rows, comparisons, outcomes, stats: dict, wal
             "name": probe.name, "meaning": probe.meaning, "counts": probe.counts,
             **probe_share(probe, [o for _, o in mine], threshold),
             "rows": len({c.row.key for c, _ in mine}), "outcomes": {o: counts[o] for o in OUTCOMES if counts[o]},
-            "by_slot": by_slot,
+            "unreadable": unread_mine, "by_slot": by_slot,
         })  # fmt: skip
     position = position_bias(comparisons, outcomes, job.thresholds.get("position-bias", POSITION_THRESHOLD))
     consistency = self_consistency(comparisons, outcomes, job.thresholds.get("self-consistency", CONSISTENCY_THRESHOLD))
+    readable = readable_replies(comparisons, outcomes, unread, job.thresholds.get("readable", READABLE_THRESHOLD))
     checks = [*((p["name"], p) for p in probe_lines), ("position-bias", position), ("self-consistency", consistency)]
     cache, repeat = stats["cache"], stats["repeat_cache"]
     calls = sum(s.hits + s.misses + s.shared for s in (cache, repeat))
@@ -124,6 +172,8 @@ def summarise(job, target, probes, rows, comparisons, outcomes, stats: dict, wal
         "rows": len(rows),
         "row_keys": [row.key for row in rows],
         "comparisons": len(comparisons),
+        "readable": readable,
+        "failed": ["readable"] if readable["status"] == FAILED else [],
         "probes": probe_lines,
         "position_bias": position,
         "self_consistency": consistency,

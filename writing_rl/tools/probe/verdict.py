@@ -6,7 +6,11 @@ read against the probe's threshold.
 - ``inconclusive``: the share is above the threshold but the lower bound is not: too few comparisons to
   tell; judge more rows (``--rows``);
 - ``pass``: the share is at or below the threshold;
-- ``no data``: nothing was compared (the probe applied to no row, or every call failed).
+- ``no data``: nothing was compared (the probe applied to no row, every call failed or no reply could be read).
+
+The readable share is a minimum instead: ``failed`` when the share of judge replies the reward could read is
+below ``READABLE_THRESHOLD`` (the share itself, not its interval: a judge that fails it is far below it in
+practice), ``pass`` at or above it, ``no data`` when no comparison reached the judge.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ import math
 from dataclasses import dataclass
 
 Z95 = 1.959963984540054
-FLAGGED, INCONCLUSIVE, PASS, NO_DATA = "flagged", "inconclusive", "pass", "no data"
+FLAGGED, INCONCLUSIVE, PASS, NO_DATA, FAILED = "flagged", "inconclusive", "pass", "no data", "failed"
 # Position bias: a quarter of the pairs decided by where an answer stands is a judge that a policy can
 # please by format rather than content. Self-consistency: a tenth of repeated calls read differently.
 POSITION_THRESHOLD = 0.25
 CONSISTENCY_THRESHOLD = 0.10
+# A judge whose replies the reward cannot read pays losses (or ties) instead of judging: below this share of
+# readable replies the probes measure the reply reader, not the judge.
+READABLE_THRESHOLD = 0.8
 
 
 def wilson_interval(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -70,9 +77,25 @@ class Share:
         }
 
 
+def readable_share(readable: int, judged: int, threshold: float) -> dict:
+    """``readable`` of the ``judged`` comparisons had a reply the reward could read; the verdict against the
+    minimum ``threshold``."""
+    share = readable / judged if judged else None
+    low, high = wilson_interval(readable, judged)
+    status = NO_DATA if share is None else FAILED if share < threshold else PASS
+    return {
+        "readable": readable,
+        "judged": judged,
+        "share": None if share is None else round(share, 4),
+        "ci95": [round(low, 4), round(high, 4)],
+        "threshold": threshold,
+        "status": status,
+    }
+
+
 def parse_thresholds(items: list[str] | None, known: list[str]) -> dict[str, float]:
-    """``NAME=VALUE`` pairs (``--threshold``) -> {name: value}; names are probes, ``position-bias`` or
-    ``self-consistency``, values in [0, 1)."""
+    """``NAME=VALUE`` pairs (``--threshold``) -> {name: value}; names are probes, ``position-bias``,
+    ``self-consistency`` or ``readable`` (a minimum), values in [0, 1)."""
     found = {}
     for item in items or []:
         name, sep, value = item.partition("=")
