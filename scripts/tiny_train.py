@@ -306,6 +306,28 @@ def curriculum_levels(out: Path) -> list[int]:
     return [int(level) for _, level in sorted(read_state(state).table.as_dict().items())]
 
 
+# A served real judge's completion budget unless JUDGE_MAX_TOKENS: room for a short verdict, bounded time per call.
+SERVED_JUDGE_MAX_TOKENS = 48
+REAL_MODELS = ("smollm2",)  # writing_rl/models: POLICY=smollm2, JUDGE=smollm2
+
+
+def real_models(genrm: str) -> None:
+    """POLICY=NAME: the policy (MODEL_PATH) is that real model, with its own tokenizer and chat template; JUDGE=NAME:
+    the judge is that model served here (or, with GENRM, the GenRM verl hosts: GENRM_PATH)."""
+    from writing_rl.models import model_dir
+
+    for variable in ("POLICY", "JUDGE"):
+        name = os.environ.get(variable)
+        if name and name not in REAL_MODELS:
+            fail(f"{variable}={name}: expected one of {', '.join(REAL_MODELS)}")
+    if os.environ.get("JUDGE") and os.environ.get("JUDGE_BASE_URL"):
+        fail("JUDGE serves a judge here and JUDGE_BASE_URL names one elsewhere: set one of them")
+    if os.environ.get("POLICY"):
+        os.environ["MODEL_PATH"] = str(model_dir(os.environ["POLICY"]))
+    if os.environ.get("JUDGE") and genrm:
+        os.environ["GENRM_PATH"] = str(model_dir(os.environ.pop("JUDGE")))
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in METHODS:
         fail(f"usage: tiny_train.sh METHOD [hydra overrides...]; METHOD: {', '.join(METHODS)}")
@@ -317,7 +339,8 @@ def main(argv: list[str]) -> int:
     genrm = os.environ.get("GENRM", "")
     if genrm not in ("", "colocated", "standalone"):
         fail(f"GENRM={genrm}: expected colocated or standalone")
-    for variable in ("MODEL_PATH", "GENRM_PATH"):  # HF model folders, on the tiny tokenizer (build_artifacts)
+    real_models(genrm)
+    for variable in ("MODEL_PATH", "GENRM_PATH"):  # HF model folders (the tiny ones: on the tiny tokenizer)
         if os.environ.get(variable) and not (Path(os.environ[variable]) / "config.json").exists():
             fail(f"{variable}={os.environ[variable]}: expected an HF model folder (with config.json)")
     if os.environ.get("GENRM_PATH") and not genrm:
@@ -355,18 +378,30 @@ def main(argv: list[str]) -> int:
     artifacts = build_artifacts(cache, genrm=bool(genrm))
     rows = Path(os.environ.get("ROWS") or REPO / method.rows).resolve()  # ROWS: the builder's input instead
     rows = graded_rows(method, taste, out) if learn and name == "writing_rl" else rows
-    say(f"{HEAD} 1/4 a tiny Qwen2 ({os.environ.get('MODEL_PATH') or 'random'}) and tokenizer ({cache}), rows {rows}")
+    policy = os.environ.get("POLICY") or f"a tiny Qwen2 ({os.environ.get('MODEL_PATH') or 'random'})"
+    say(f"{HEAD} 1/4 {policy} and tokenizer ({os.environ.get('MODEL_PATH') or cache}), rows {rows}")
     train = build_data(method, rows, out / "data")
     # verl's validation rows (split=test: a group method judges them as validation groups of val_kwargs.n)
     val = build_data(method, rows, out / "validation_data", test_size=VAL_ROWS) if learn else None
 
-    stand_in = None
+    stand_in = served = None
     judge = None
     if method.judged and not genrm:
         if os.environ.get("JUDGE_BASE_URL"):
             judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
             say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
             title = f"judge: {judge[1]}"
+        elif os.environ.get("JUDGE"):
+            from writing_rl.models import model_dir
+
+            from local_judge import ServedJudge
+
+            say(f"{HEAD} 2/4 judge: {os.environ['JUDGE']}, served here by writing-rl serve-judge --engine hf (log: "
+                f"{out / 'serve-judge.log'})")  # fmt: skip
+            served = ServedJudge(model_dir(os.environ["JUDGE"]), os.environ["JUDGE"], out / "serve-judge.log")
+            judge = (served.base_url, served.name)
+            os.environ.setdefault("JUDGE_MAX_TOKENS", str(SERVED_JUDGE_MAX_TOKENS))
+            title = f"judge: {served.name} (a real language model, served on this CPU)"
         else:
             faults = int(os.environ.get("STAND_IN_FAULTS") or 0)
             host = judge_host() if in_job() else "127.0.0.1"
@@ -421,8 +456,9 @@ def main(argv: list[str]) -> int:
     try:
         rc = run_verl(command, env, out / "train.log")
     finally:
-        if stand_in is not None:
-            stand_in.stop()
+        for local in (stand_in, served):
+            if local is not None:
+                local.stop()
 
     logged = read_metrics(metrics)
     first = min(logged) if logged else None

