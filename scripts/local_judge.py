@@ -27,11 +27,13 @@ def free_port() -> int:
 class ServedJudge:
     """``serve-judge`` on ``model_dir`` under the name ``name``; its output in ``log``."""
 
-    def __init__(self, model_dir: str | Path, name: str, log: Path):
+    def __init__(self, model_dir: str | Path, name: str, log: Path, *options: str):
+        """``options``: more of serve-judge's options, e.g. ``--max-batch-size 16``."""
         self.name, self.port = name, free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         command = [sys.executable, "-m", "writing_rl.tools.cli", "serve-judge", "--engine", "hf", "--model",
-                   str(model_dir), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
+                   str(model_dir), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(self.port),
+                   *options]  # fmt: skip
         env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}  # a Ray of its own
         self._log = log.open("w")
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env,
@@ -63,6 +65,16 @@ class ServedJudge:
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.kill()
                 self.process.wait()
+        try:  # what it started and left behind (its Ray, when it was killed before stopping it)
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self._log.close()
+
+    def __enter__(self) -> ServedJudge:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.stop()

@@ -205,7 +205,8 @@ else
   TRAIN_STEPS="${TRAIN_STEPS:-2}"
 fi
 if [ "$TRAIN_STEPS" != "0" ]; then
-  train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny" TINY_TRAIN_HEADING="  --")
+  # JUDGE and POLICY here name the quickstart's judge, not tiny_train's real models: not passed on
+  train_env=(STEPS="$TRAIN_STEPS" OUT="$OUT_DIR/train" CACHE_DIR="$CACHE_DIR/tiny" TINY_TRAIN_HEADING="  --" JUDGE= POLICY=)
   if [ -n "$LOCAL_JUDGE" ]; then
     echo "== 5/5 verl's trainer: a tiny random policy learns what a judge prefers, $TRAIN_STEPS steps of Writing-RL on this CPU"
     echo "   (scripts/tiny_train.sh, LEARN=1: the stand-in judge prefers answers with more e's; the e's are counted"

@@ -39,7 +39,9 @@ RLVR_STEPS = 4
 RLVR_LR = 1e-4
 POLICY_STEPS = 3
 # tiny_train.sh's variables that each stage sets itself or must not inherit from the caller's shell
-STAGE_VARIABLES = {"GENRM", "GENRM_PATH", "MODEL_PATH", "HF_CHECKPOINT", "ROWS", "LEARN", "TASTE", "JUDGE_TASTE"}
+STAGE_VARIABLES = {
+    "GENRM", "GENRM_PATH", "MODEL_PATH", "HF_CHECKPOINT", "ROWS", "LEARN", "TASTE", "JUDGE_TASTE", "POLICY", "JUDGE"
+}  # fmt: skip
 
 
 def say(message: str) -> None:

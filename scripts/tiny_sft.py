@@ -133,20 +133,23 @@ def run_sft(
     lr: float = LR,
     prompt_type: str = PROMPT_TYPE,
     overrides: tuple[str, ...] = (),
+    model: Path | None = None,
+    built: dict[str, Path] | None = None,
 ) -> Path:
     """verl's SFT of the tiny GenRM on ``kind``'s rows (held-out rows as verl's validation files), through
     ``scripts/train_genrm_sft.sh`` with ``BACKEND=cpu``; returns the HF model verl saved at the last step.
-    ``overrides``: more Hydra overrides of verl's SFT config. Raises RuntimeError, with the end of verl's
-    output, when the run fails or leaves no HF model."""
+    ``overrides``: more Hydra overrides of verl's SFT config; ``model``: another base model (an HF folder);
+    ``built``: rows built already ({"train"|"heldout": parquet}, kept). Raises RuntimeError, with the end of
+    verl's output, when the run fails or leaves no HF model."""
     if kind not in KINDS:
         raise ValueError(f"unknown SFT kind {kind!r}: expected one of {', '.join(KINDS)}")
     out, cache = Path(out).resolve(), Path(cache).resolve()
-    for stale in ("checkpoints", "metrics.jsonl", "data"):  # a rerun starts over (verl would resume)
+    for stale in ("checkpoints", "metrics.jsonl") + (() if built else ("data",)):  # a rerun starts over
         path = out / stale
         shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    model = build_artifacts(cache, genrm=True)["genrm"]
-    rows = build_rows(kind, out / "data", prompt_type)
+    model = model or build_artifacts(cache, genrm=True)["genrm"]
+    rows = built or build_rows(kind, out / "data", prompt_type)
     env = {
         **os.environ,
         "BACKEND": "cpu",
@@ -277,6 +280,7 @@ def _replies(kind: str, prompt_type: str, tokenizer, model, data: Path) -> dict:
         "readable": len(scores) / len(replies),
         "accuracy": sum(scores) / len(scores) if scores else None,
         "replies": replies,
+        "correct": sum(scores),  # of the readable replies (gqm-sft: pairwise agreements summed)
     }
 
 

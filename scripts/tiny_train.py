@@ -322,6 +322,8 @@ def real_models(genrm: str) -> None:
             fail(f"{variable}={name}: expected one of {', '.join(REAL_MODELS)}")
     if os.environ.get("JUDGE") and os.environ.get("JUDGE_BASE_URL"):
         fail("JUDGE serves a judge here and JUDGE_BASE_URL names one elsewhere: set one of them")
+    if os.environ.get("JUDGE") and not genrm and submits():
+        fail("JUDGE serves a judge on this machine, which a Ray job cannot reach: give the job JUDGE_BASE_URL")
     if os.environ.get("POLICY"):
         os.environ["MODEL_PATH"] = str(model_dir(os.environ["POLICY"]))
     if os.environ.get("JUDGE") and genrm:
@@ -385,75 +387,77 @@ def main(argv: list[str]) -> int:
     val = build_data(method, rows, out / "validation_data", test_size=VAL_ROWS) if learn else None
 
     stand_in = served = None
-    judge = None
-    if method.judged and not genrm:
-        if os.environ.get("JUDGE_BASE_URL"):
-            judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
-            say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
-            title = f"judge: {judge[1]}"
-        elif os.environ.get("JUDGE"):
-            from writing_rl.models import model_dir
-
-            from local_judge import ServedJudge
-
-            say(f"{HEAD} 2/4 judge: {os.environ['JUDGE']}, served here by writing-rl serve-judge --engine hf (log: "
-                f"{out / 'serve-judge.log'})")  # fmt: skip
-            served = ServedJudge(model_dir(os.environ["JUDGE"]), os.environ["JUDGE"], out / "serve-judge.log")
-            judge = (served.base_url, served.name)
-            os.environ.setdefault("JUDGE_MAX_TOKENS", str(SERVED_JUDGE_MAX_TOKENS))
-            title = f"judge: {served.name} (a real language model, served on this CPU)"
-        else:
-            faults = int(os.environ.get("STAND_IN_FAULTS") or 0)
-            host = judge_host() if in_job() else "127.0.0.1"
-            stand_in = StandInJudge(out / "judge.log", faults=faults, taste=preference, flip=flip, host=host)
-            judge = (stand_in.base_url, "stand-in-judge")
-            say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
-            if preference == "none":
-                say("   with no taste: every verdict a tie, every score alike; the reward terms alone teach")
-                title = f"STAND-IN judge with no preference: the reward terms alone; measured: {taste or '-'}"
-            elif preference:
-                say(f"   its taste: {preference} (tests/taste.py), each verdict reversed with probability {flip:g}:")
-                say("   the policy learns a judge's preference, measured on its text apart from the judge")
-                title = f"STAND-IN judge with a taste: {preference}, flip {flip:g} (tests/taste.py)"
-            else:
-                say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
-                say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,")
-                say("   !! or TASTE=letter:e (LEARN=1) for a judge with a preference the policy can learn.")
-                title = "STAND-IN judge: its verdicts are noise (a hash of the texts); the rewards mean nothing"
-    elif genrm and os.environ.get("GENRM_PATH"):
-        say(f"{HEAD} 2/4 judge: the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm}) on the CPU rollout")
-        title = f"the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm})"
-    elif genrm:
-        say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
-        title = f"a tiny untrained GenRM hosted by verl ({genrm}): its replies are unreadable"
-    else:
-        say(f"{HEAD} 2/4 no judge: a rule-based reward")
-        title = f"{name}: a rule-based reward"
-
-    metrics = out / "metrics.jsonl"
-    if metrics.exists():
-        shutil.move(metrics, out / "metrics.previous.jsonl")
-    val_file = val.parent / "test.parquet" if val else None
-    args = [*overrides(name, method, out, artifacts, train, steps, judge, val_file), "+backend=cpu", *user_overrides]
-    config = compose(name, args)
-    module = TRAINERS[trainer or trainer_of(config)].module  # a legacy preset (+genrm=colocated) too: its judge health
-    refused = unsupported(config) or "; ".join(unmet(config))
-    if refused:
-        fail(refused)
-    command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]
-    # A Ray of its own, with the logical GPUs +backend=cpu asks for, even beside a cluster `ray start` left running
-    # (ray.init would join it); as a Ray job (RAY_ADDRESS), the job's cluster, with the resources its nodes have.
-    env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
-    if in_job():
-        command += joining_overrides(config)
-    else:
-        env["RAY_ADDRESS"] = "local"
-    env["PYTHONUNBUFFERED"] = "1"
-    (out / "command.txt").write_text(" ".join(command) + "\n")
-    say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
-    say("   starting Ray and verl's workers (about a minute on 2 cores)")
-    start = time.monotonic()
+    # A judge this run starts is stopped however the run ends (a SIGTERM too: it lives in a session of its own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
+        judge = None
+        if method.judged and not genrm:
+            if os.environ.get("JUDGE_BASE_URL"):
+                judge = (os.environ["JUDGE_BASE_URL"], os.environ.get("JUDGE_MODEL") or fail("set JUDGE_MODEL too"))
+                say(f"{HEAD} 2/4 judge: {judge[1]} at {judge[0]}")
+                title = f"judge: {judge[1]}"
+            elif os.environ.get("JUDGE"):
+                from writing_rl.models import model_dir
+
+                from local_judge import ServedJudge
+
+                say(f"{HEAD} 2/4 judge: {os.environ['JUDGE']}, served here by writing-rl serve-judge --engine hf (log: "
+                    f"{out / 'serve-judge.log'})")  # fmt: skip
+                served = ServedJudge(model_dir(os.environ["JUDGE"]), os.environ["JUDGE"], out / "serve-judge.log")
+                judge = (served.base_url, served.name)
+                os.environ.setdefault("JUDGE_MAX_TOKENS", str(SERVED_JUDGE_MAX_TOKENS))
+                title = f"judge: {served.name} (a real language model, served on this CPU)"
+            else:
+                faults = int(os.environ.get("STAND_IN_FAULTS") or 0)
+                host = judge_host() if in_job() else "127.0.0.1"
+                stand_in = StandInJudge(out / "judge.log", faults=faults, taste=preference, flip=flip, host=host)
+                judge = (stand_in.base_url, "stand-in-judge")
+                say(f"{HEAD} 2/4 judge: the STAND-IN judge at {stand_in.base_url} (tests/stand_in_judge.py)")
+                if preference == "none":
+                    say("   with no taste: every verdict a tie, every score alike; the reward terms alone teach")
+                    title = f"STAND-IN judge with no preference: the reward terms alone; measured: {taste or '-'}"
+                elif preference:
+                    say(f"   its taste: {preference} (tests/taste.py), each verdict reversed with probability {flip:g}:")
+                    say("   the policy learns a judge's preference, measured on its text apart from the judge")
+                    title = f"STAND-IN judge with a taste: {preference}, flip {flip:g} (tests/taste.py)"
+                else:
+                    say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
+                    say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,")
+                    say("   !! or TASTE=letter:e (LEARN=1) for a judge with a preference the policy can learn.")
+                    title = "STAND-IN judge: its verdicts are noise (a hash of the texts); the rewards mean nothing"
+        elif genrm and os.environ.get("GENRM_PATH"):
+            say(f"{HEAD} 2/4 judge: the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm}) on the CPU rollout")
+            title = f"the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm})"
+        elif genrm:
+            say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
+            title = f"a tiny untrained GenRM hosted by verl ({genrm}): its replies are unreadable"
+        else:
+            say(f"{HEAD} 2/4 no judge: a rule-based reward")
+            title = f"{name}: a rule-based reward"
+
+        metrics = out / "metrics.jsonl"
+        if metrics.exists():
+            shutil.move(metrics, out / "metrics.previous.jsonl")
+        val_file = val.parent / "test.parquet" if val else None
+        args = [*overrides(name, method, out, artifacts, train, steps, judge, val_file), "+backend=cpu", *user_overrides]
+        config = compose(name, args)
+        module = TRAINERS[trainer or trainer_of(config)].module  # a legacy preset (+genrm=colocated) too: its judge health
+        refused = unsupported(config) or "; ".join(unmet(config))
+        if refused:
+            fail(refused)
+        command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]
+        # A Ray of its own, with the logical GPUs +backend=cpu asks for, even beside a cluster `ray start` left running
+        # (ray.init would join it); as a Ray job (RAY_ADDRESS), the job's cluster, with the resources its nodes have.
+        env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
+        if in_job():
+            command += joining_overrides(config)
+        else:
+            env["RAY_ADDRESS"] = "local"
+        env["PYTHONUNBUFFERED"] = "1"
+        (out / "command.txt").write_text(" ".join(command) + "\n")
+        say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
+        say("   starting Ray and verl's workers (about a minute on 2 cores)")
+        start = time.monotonic()
         rc = run_verl(command, env, out / "train.log")
     finally:
         for local in (stand_in, served):

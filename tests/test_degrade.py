@@ -295,3 +295,33 @@ def test_gqm_rl_reads_the_groups_as_writing_groups(tmp_path):
         shown = row["extra_info"]["candidate_order"]
         assert group["degradations"][shown[ord(best) - ord("A")]] == ORIGINAL
         assert group["prompt"] in row["prompt"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The sea was calm. Gulls circled the pier.", 0.0),
+        ("The sea was calm. Gulls circled the pier. The sea was calm.", 1 / 3),  # a sentence said again
+        ("The sea was calm. Gulls circled the", 1.0),  # stopped mid-sentence
+        ("The sea was calm. The sea was calm. Gulls", 1 / 3 + 1.0),
+        ('He said "stop." She asked (why?)', 0.0),  # closing quotes and brackets end a sentence
+        ("", 1.0),
+    ],
+)
+def test_damage_counts_repeated_sentences_and_an_unfinished_end(text, expected):
+    assert degrade.damage(text) == pytest.approx(expected)
+
+
+def test_damage_tells_each_cut_and_repeated_copy_from_its_original(answers):
+    """On the shipped answers: nearly every cut or repeated copy shows more damage than its original (a cut that
+    falls at a sentence's end leaves no mark; a letter signed "[Your Name]" reads as unfinished either way)."""
+    more = seen = 0
+    for answer in answers:
+        copies = degrade.degraded_copies(answer["answer"], seed=0)
+        original = degrade.damage(answer["answer"])
+        for name in ("cut", "repeated"):
+            if name in copies:
+                more += degrade.damage(copies[name]) > original
+                seen += 1
+    assert seen >= 100 and more >= 0.85 * seen, (more, seen)
+    assert degrade.damage_watch("writing", "A full sentence.", None, None) == 0.0

@@ -52,3 +52,37 @@ def test_the_rlvr_genrm_hosted_as_reward_model_parses_better_than_the_untrained_
     assert hosted["genrm"] == chain["rlvr"]["hf_model"]
     mean = lambda rates: sum(rates) / len(rates)  # noqa: E731
     assert mean(hosted["parse_error_rate"]) < mean(untrained["parse_error_rate"]), (hosted, untrained)
+
+
+# ---------------------------------------------------------------- the same chain on a real model (issue 53)
+
+
+@pytest.fixture(scope="module")
+def real_chain(tmp_path_factory):
+    """scripts/real_genrm.py: SmolLM2 SFT'd on its own answers against degraded copies, RLVR, then hosted by verl
+    as the reward of a SmolLM2 policy; a short SFT (24 steps) to keep the release suite's time."""
+    import json
+
+    driver = load_script("scripts/real_genrm.py")
+    out = tmp_path_factory.mktemp("real_genrm")
+    rc = driver.main(["--out", str(out), "--max-steps", "24", "--lr", "3e-5", "--rlvr-steps", "2", "--policy-steps", "2"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert rc == 0, summary
+    return summary
+
+
+def test_sft_turns_smollm2_into_a_genrm_whose_verdicts_read_and_beat_its_base(real_chain):
+    before, after = real_chain["before"], real_chain["sft"]["after"]
+    assert before["rows"] == after["rows"] >= 100  # every held-out pair, in both orders
+    # SmolLM2 itself never writes the verdict; the SFT'd model does, so that its accuracy over every request (an
+    # unreadable reply wrong) is clearly above its base's. (Above a coin it is not yet after a short SFT: the docs.)
+    assert after["readable"]["share"] > before["readable"]["share"] + 0.5, (before, after)
+    assert after["accuracy_unreadable_wrong"]["ci95"][0] > before["accuracy_unreadable_wrong"]["ci95"][1]
+
+
+def test_the_rlvr_genrm_is_hosted_by_verl_as_a_smollm2_policys_reward_with_its_damage_watched(real_chain):
+    assert real_chain["rlvr"]["steps"] == [1, 2] and real_chain["rlvr"]["after"]["rows"] > 0
+    hosted = real_chain["hosted"]
+    assert hosted["genrm"] == real_chain["rlvr"]["hf_model"] and hosted["steps"] == [1, 2]
+    assert all(value is not None and value >= 0 for value in hosted["damage"]), hosted
+    assert all(rate is not None and rate < 1.0 for rate in hosted["parse_error_rate"]), hosted  # the GenRM reads

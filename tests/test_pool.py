@@ -348,3 +348,30 @@ def test_close_frees_the_reserved_resources(pool):
     assert wait_until(lambda: cpus() >= held + 1.0, 20), f"{cpus()} CPUs free after close, {held} before"
     with pytest.raises(JudgeError, match="closed"):
         runner.run(genrm.complete(PROMPTS[0]))
+
+
+def test_a_burst_reaching_an_idle_queue_is_answered_together_not_its_first_request_alone(engine):
+    """The first request of a burst waits ``fill_wait_s`` for the rest (they reach a replica one by one); without
+    the wait it would be generated alone and the burst would wait for it (bench/serve_judge_vs_generate.py)."""
+    from writing_rl.genrm.batching import BatchQueue
+    from writing_rl.genrm.hf_engine import FILL_WAIT_S
+
+    assert engine._batches._fill_wait_s == FILL_WAIT_S > 0
+
+    async def burst(fill_wait_s: float) -> list[list[int]]:
+        sizes = []
+
+        class Request:
+            def __init__(self):
+                self.future = asyncio.get_running_loop().create_future()
+
+        queue = BatchQueue(lambda batch, request: True, lambda batch: sizes.append(len(batch)) or [0] * len(batch),
+                           fill_wait_s=fill_wait_s)  # fmt: skip
+        first = asyncio.ensure_future(queue.submit(Request()))
+        for _ in range(20):  # the worker is started and has looked at its queue
+            await asyncio.sleep(0)
+        await asyncio.gather(first, queue.submit(Request()), queue.submit(Request()))
+        return sizes
+
+    assert asyncio.run(burst(fill_wait_s=2.0)) == [3]
+    assert asyncio.run(burst(fill_wait_s=0.0)) == [1, 2]  # what the wait is for

@@ -106,10 +106,11 @@ def test_quickstart_serves_smollm2_as_the_judge_and_scores_through_verl(ray_clus
         # How many replies could be read, and the position bias (or why there is no figure for it).
         readable = next(line for line in block if line.startswith("-- readable judge replies: "))
         read, _, calls = readable.removeprefix("-- readable judge replies: ").split(" (")[0].partition(" of ")
-        assert 0 <= int(read) <= int(calls) and int(calls) > 0, block
+        assert int(calls) > 0 and int(read) <= int(calls), block
         assert any(line.startswith("   position bias: ") for line in block), block
         errors = next(line for line in block if line.startswith("-- parse errors: "))
-        if not errors.endswith("(0%)"):  # replies without a verdict were counted and paid, with a hint
+        rate = int(errors.split("(")[1].split("%")[0])
+        if rate > 20:  # replies without a verdict were counted and paid, with a hint (HIGH_PARSE_ERROR_RATE)
             assert any("SFT'd on it" in line for line in block), block
     assert run.stdout.index("wrote " + str(tmp_path / "runs" / "pairwise")) < run.stdout.index(blocks[0][0])
 

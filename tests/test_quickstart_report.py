@@ -235,6 +235,15 @@ def test_reading_lines_count_readable_replies_and_the_position_bias(transcripts,
     assert reading_lines(transcripts) == expected
 
 
+def test_a_reply_cut_at_max_tokens_is_not_read_even_when_it_holds_a_verdict():
+    cut = both_orders("[[A]]", "[[B]] and then", GOOD)
+    cut["calls"][1]["finish_reason"] = "length"  # the reward reads a cut reply as unreadable, and so does the report
+    assert reading_lines([cut]) == [
+        "-- readable judge replies: 1 of 2 (50%)",
+        "   position bias: 1 of 1 decisions for the answer shown first (A)",
+    ]
+
+
 def test_a_second_call_that_does_not_swap_the_answers_is_not_a_both_orders_pair():
     same_order = {"calls": [call(GOOD, REFERENCE, "[[A]]"), call(GOOD, REFERENCE, "[[A]]")]}
     assert reading_lines([same_order])[1] == "   position bias: 2 of 2 decisions for the answer shown first (A)"

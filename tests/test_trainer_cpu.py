@@ -29,6 +29,7 @@ from trainer_runs import (
     ENSEMBLE,
     FULLY_ASYNC,
     ONE_STEP_OFF,
+    REAL_JUDGED,
     SEPARATE_ASYNC,
     SMOLLM2_RUNS,
     tiny_train,
@@ -437,13 +438,15 @@ def test_a_real_policy_and_a_real_judge_through_verls_trainer(runs, key):
     dumped = [json.loads(line)["output"] for line in (out / "rollouts" / "1.jsonl").read_text().splitlines()]
     words = " ".join(dumped).split()
     assert len(words) > 100 and sum(w.strip(".,;:!?\"'()").isalpha() for w in words) > 0.6 * len(words), dumped[:3]
-    if "judge: smollm2" not in output:  # the GenRM-training overlays: a rule-based reward on SmolLM2's replies
+    if key.removesuffix("-smollm2") not in REAL_JUDGED:  # the GenRM-training overlays: a rule-based reward
         return
+    assert "judge: smollm2" in output
     ours = read_sample_logs(out / "samples")
     assert len(ours) >= 2 * PER_STEP
     for step in (1, 2):
         for name in JUDGE_KEYS:
             assert name in logged[step], f"step {step}: no {name} in verl's metrics"
-    # a loss: 0 (BRPO: a comparison that failed against a reference every candidate failed against pays 0, and
-    # that reference, the culprit, pays -1; reward_fns/brpo.py)
-    assert_one_shape_and_failures_paid_a_loss(ours, some_failed=False)
+    # SmolLM2 seldom writes the verdict format: failures are certain. Each is paid at most 0, the loss of every
+    # method here but BRPO, whose candidates pay 0 for a comparison with a reference that every candidate failed
+    # against (the culprit, which pays -1: reward_fns/brpo.py), and -1 otherwise.
+    assert_one_shape_and_failures_paid_a_loss(ours, some_failed=True)

@@ -6,7 +6,7 @@ model's own answer beats the same answer damaged in a known way. Four damages, m
 
 - ``repeated``: one sentence said twice in a row (a one-sentence answer: the whole text twice);
 - ``shuffled``: the sentences in another order (needs 3 sentences or more);
-- ``cut``: only the first 40% of the words, stopping mid-sentence;
+- ``cut``: only the first 40% of the words, most often stopping mid-sentence;
 - ``swapped``: the answer to another prompt, so off-topic.
 
 Each is a small function of the text and a ``random.Random`` that returns the copy, or None when it does not
@@ -149,3 +149,25 @@ def degraded_copies(text: str, others: Sequence[str] = (), seed: int = 0) -> dic
             copies[name] = copy
             seen.add(copy.strip())
     return copies
+
+
+# What a finished sentence may end with: . ! ? or an ellipsis, alone or before closing quotes and brackets.
+_FINISHED = re.compile(r"(?:[.!?\u2026]|\.\.\.)[\"'\u201d\u2019)\]]*$")
+
+
+def damage(text: str) -> float:
+    """The marks of the damages a text shows on its own, 0.0 for none: the share of its sentences that repeat an
+    earlier one word for word (``repeated``) plus 1 when its last sentence is unfinished (``cut``). A shuffled or
+    swapped copy is told apart only beside its original, so neither is counted. The measure the pairs were
+    labelled by, for a policy trained against a GenRM learned from them: it never asks a judge."""
+    sentences = [s.strip() for s in split_sentences(text).sentences]
+    if not sentences:
+        return 1.0  # nothing written: as bad as a text cut before it began
+    repeats = sum(s in sentences[:i] for i, s in enumerate(sentences))
+    return repeats / len(sentences) + float(not _FINISHED.search(sentences[-1]))
+
+
+def damage_watch(data_source=None, solution_str: str = "", ground_truth=None, extra_info=None, **_) -> float:
+    """``damage`` with verl's custom_reward_function signature: a watch (``reward.reward_kwargs.watch.damage.fn =
+    {path: pkg://writing_rl.data.degrade, name: damage_watch}``), logged per sample and step, never paid."""
+    return damage(solution_str)

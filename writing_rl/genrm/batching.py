@@ -14,10 +14,14 @@ class BatchQueue:
     """Requests answered in batches by one task of the running loop. Each batch is headed by the oldest
     request still waiting; ``joins(batch, request)`` says whether a later one may join it, and
     ``answer(batch)`` (run in a thread, under ``lock`` when given) returns one result or exception per
-    request. A request is anything with a ``future``."""
+    request. A request is anything with a ``future``. ``fill_wait_s``: how long a request arriving at an idle
+    queue waits for others before its batch starts (a burst's first request would otherwise run alone, and the
+    rest of the burst wait for it); a batch that follows another starts at once."""
 
-    def __init__(self, joins: Callable[[list, Any], bool], answer: Callable[[list], list], lock=None):
+    def __init__(self, joins: Callable[[list, Any], bool], answer: Callable[[list], list], lock=None,
+                 fill_wait_s: float = 0.0):  # fmt: skip
         self._joins, self._answer, self._lock = joins, answer, lock
+        self._fill_wait_s = fill_wait_s
         self._queue: deque = deque()
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
@@ -53,12 +57,17 @@ class BatchQueue:
         return batch
 
     async def _serve(self) -> None:
+        idle = True
         while True:
+            if idle and self._fill_wait_s:
+                await asyncio.sleep(self._fill_wait_s)
             batch = self.take_batch()
             if not batch:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+                idle = True
                 continue
+            idle = False
             async with self._lock or contextlib.nullcontext():
                 try:
                     results = await asyncio.to_thread(self._answer, batch)

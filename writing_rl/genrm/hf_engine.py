@@ -60,6 +60,12 @@ class BatchStats(Usage):
     oom_splits: int = 0  # batches halved after running out of memory
 
 
+# A request reaching an idle engine waits this long for the rest of its burst (requests come one by one over HTTP
+# and Ray): generating a batch of 1 and then one of the others costs a whole extra generate call. Small beside
+# a generate call of a judge reply (a second or more on a CPU).
+FILL_WAIT_S = 0.02
+
+
 class HFEngine:
     def __init__(
         self,
@@ -113,7 +119,7 @@ class HFEngine:
         if context and self.max_model_len > context:
             raise ValueError(f"max_model_len={self.max_model_len} exceeds the model's context of {context}")
 
-        self._batches = BatchQueue(self._joins, self.run_batch_or_split)
+        self._batches = BatchQueue(self._joins, self.run_batch_or_split, fill_wait_s=FILL_WAIT_S)
         self._solo = itertools.count()
         self._stats = BatchStats()
 

@@ -20,6 +20,7 @@ class CallRecord:
     messages: Messages
     latency_s: float
     reply: str | None = None
+    finish_reason: str | None = None  # the reply's: "length" for a reply cut at max_tokens
     error: str | None = None
     member: int | None = None  # in a group: the member the call was made for (None: the whole group)
     retries: int = 0  # attempts after the first (429s not counted: they are rate_limited)
@@ -125,7 +126,9 @@ class SampleJudge:
         met = {"rate_limited": reply.rate_limited, "concurrency_limit": reply.concurrency_limit, "hedges": reply.hedges}
         text = reply.transcript if isinstance(reply, EnsembleReply) else reply.text
         parts = _judges(reply) if isinstance(reply, EnsembleReply) else {}
-        self._record(messages, reply.latency_s, reply=text, retries=reply.attempts - 1, **met, **_spent(reply), **parts)
+        finish = getattr(reply, "finish_reason", None)
+        self._record(messages, reply.latency_s, reply=text, finish_reason=finish, retries=reply.attempts - 1, **met,
+                     **_spent(reply), **parts)  # fmt: skip
         return reply
 
     def _record(self, messages: Messages, latency_s: float, **outcome: Any) -> None:
@@ -175,7 +178,8 @@ class SampleJudge:
 
     def transcripts(self, member: int | None = None) -> list[dict[str, Any]]:
         return [
-            {"messages": c.messages, "reply": c.reply, "error": c.error, "latency_s": round(c.latency_s, 4)}
+            {"messages": c.messages, "reply": c.reply, "finish_reason": c.finish_reason, "error": c.error,
+             "latency_s": round(c.latency_s, 4)}  # fmt: skip
             for c in self.calls_for(member)
         ]
 

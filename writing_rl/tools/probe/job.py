@@ -17,7 +17,7 @@ METHODS = {
     "rubric": ("rubric", "pkg://reward_fns.rubric"),
 }
 FLAGGED_EXIT = 3  # the exit status when a probe, the position bias or the self-consistency is flagged
-UNREADABLE_EXIT = 4  # too few judge replies could be read (summary "readable"); before FLAGGED_EXIT: flags are noise
+UNREADABLE_EXIT = 4  # too few judge replies could be read (summary "readable"); before FLAGGED_EXIT: fix the judge first
 
 
 @dataclass(frozen=True, kw_only=True)
