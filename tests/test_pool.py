@@ -368,8 +368,8 @@ def test_a_burst_reaching_an_idle_queue_is_answered_together_not_its_first_reque
         queue = BatchQueue(lambda batch, request: True, lambda batch: sizes.append(len(batch)) or [0] * len(batch),
                            fill_wait_s=fill_wait_s)  # fmt: skip
         first = asyncio.ensure_future(queue.submit(Request()))
-        for _ in range(20):  # the worker is started and has looked at its queue
-            await asyncio.sleep(0)
+        # the first request is queued; without a wait the worker takes it alone before the others arrive
+        await until(lambda: queue._queue if fill_wait_s else (queue._worker is not None and not queue._queue))
         await asyncio.gather(first, queue.submit(Request()), queue.submit(Request()))
         return sizes
 
