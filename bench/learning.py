@@ -38,6 +38,13 @@ class Case:
     flip: float = 0.0  # JUDGE_FLIP: the share of verdicts the judge reverses
     what: str = ""
 
+    def env(self) -> dict[str, str]:
+        """The variables ``tiny_train.sh`` reads for this case (LEARN=1 with its taste, the judge's own)."""
+        env = {"LEARN": "1", "TASTE": self.taste}
+        env.update({"JUDGE_TASTE": self.judge_taste} if self.judge_taste else {})
+        env.update({"JUDGE_FLIP": str(self.flip)} if self.flip else {})
+        return env
+
 
 CASES = {
     "writing_rl": Case("writing_rl", what="pairwise vs graded references, the curriculum climbing"),
@@ -60,16 +67,23 @@ CASES = {
 }
 
 
+# What the calling shell may hold that would change a run: dropped before the case sets its own.
+UNWANTED = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "RAY_ADDRESS", "STEPS", "JUDGE_TASTE", "JUDGE_FLIP", "TRAINER",
+            "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT", "POLICY", "JUDGE")  # fmt: skip
+
+
+def run_env(case: Case, trainer: str, seed: int, out: Path, environ=os.environ) -> dict[str, str]:
+    """``tiny_train.sh``'s environment for one run: the shell's, less UNWANTED, then the case's settings."""
+    env = {name: value for name, value in environ.items() if name not in UNWANTED}
+    env.update({**case.env(), "SEED": str(seed), "OUT": str(out), "SKIP_VENV": "1"})
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
+    env.update({"TRAINER": trainer} if trainer != "v1-sync" else {})
+    return env
+
+
 def run(case: Case, trainer: str, seed: int, out: Path) -> dict:
     """One ``tiny_train.sh`` run; its summary.json (with the exit status and the taste's figures)."""
-    env = {**os.environ, "LEARN": "1", "SEED": str(seed), "TASTE": case.taste, "OUT": str(out), "SKIP_VENV": "1"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    env.update({"JUDGE_TASTE": case.judge_taste} if case.judge_taste else {})
-    env.update({"JUDGE_FLIP": str(case.flip)} if case.flip else {})
-    env.update({"TRAINER": trainer} if trainer != "v1-sync" else {})
-    unwanted = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "RAY_ADDRESS", "STEPS", "JUDGE_TASTE", "JUDGE_FLIP")
-    for name in (*unwanted, "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT"):
-        env.pop(name, None)
+    env = run_env(case, trainer, seed, out)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "tiny_train.out").open("w") as log:
         rc = subprocess.run(

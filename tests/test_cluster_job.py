@@ -11,7 +11,7 @@ import pytest
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.cluster.demand import Group, job_demand, schedulability, unplaced
 from writing_rl.tools.shared.cluster.job_env import check_upload, forwarded_env, job_env_from_environ, upload_files
-from writing_rl.tools.shared.cluster.submit import entrypoint, joining_overrides
+from writing_rl.tools.shared.cluster.submit import entrypoint, joining_overrides, judge_key_envs
 from writing_rl.tools.shared.verl_config import compose
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,10 +32,41 @@ def test_the_job_gets_the_platform_and_caches_set_here_and_the_names_asked_for_a
 
 def test_the_judge_key_goes_to_the_job_only_when_asked():
     environ = {"RAY_ADDRESS": "http://head:8265", "JUDGE_KEY": "secret"}
-    assert "JUDGE_KEY" not in job_env_from_environ(REPO, "JUDGE_KEY", environ).env_vars
-    asked = job_env_from_environ(REPO, "JUDGE_KEY", {**environ, "FORWARD_JUDGE_API_KEY": "1"})
+    assert "JUDGE_KEY" not in job_env_from_environ(REPO, lambda: ("JUDGE_KEY",), environ).env_vars
+    asked = job_env_from_environ(REPO, lambda: ("JUDGE_KEY",), {**environ, "FORWARD_JUDGE_API_KEY": "1"})
     assert asked.env_vars["JUDGE_KEY"] == "secret"
     assert asked.runtime_env()["env_vars"] == {"JUDGE_KEY": "secret"}
+
+
+def test_every_judge_key_the_reward_workers_read_is_forwarded_each_once():
+    """The judge's, each ensemble member's own (a member without one reads the judge's) and the shadow judge's."""
+    judge = "reward.reward_kwargs.judge"
+    overrides = [
+        f"{judge}.base_url=http://judge:8000/v1",
+        f"{judge}.model=main",
+        f"{judge}.api_key_env=MAIN_KEY",
+        f"+{judge}.ensemble.members=[{{model: a, api_key_env: MEMBER_KEY}},{{model: b}},{{model: c, api_key_env: MAIN_KEY}}]",
+        "reward.reward_kwargs.shadow.fraction=0.1",
+        "reward.reward_kwargs.shadow.judge.base_url=http://gold:8000/v1",
+        "reward.reward_kwargs.shadow.judge.model=gold",
+        "reward.reward_kwargs.shadow.judge.api_key_env=GOLD_KEY",
+    ]
+    config = compose("writing_rl", overrides, REPO / "hydra_configs")
+    assert judge_key_envs(config) == ("MAIN_KEY", "MEMBER_KEY", "GOLD_KEY")
+    environ = {"RAY_ADDRESS": "http://head:8265", "FORWARD_JUDGE_API_KEY": "1"}
+    keys = {"MAIN_KEY": "m", "MEMBER_KEY": "e", "GOLD_KEY": "g"}
+    job = job_env_from_environ(REPO, lambda: judge_key_envs(config), {**environ, **keys})
+    assert job.env_vars == keys
+    with pytest.raises(ConfigError, match="not set here: MEMBER_KEY"):
+        job_env_from_environ(REPO, lambda: judge_key_envs(config), {**environ, "MAIN_KEY": "m", "GOLD_KEY": "g"})
+    plain = compose(
+        "writing_rl", [f"{judge}.base_url=http://judge:8000/v1", f"{judge}.model=m"], REPO / "hydra_configs"
+    )
+    assert judge_key_envs(plain) == ()
+    rule_based = compose("genrm_pairwise_rl", [], REPO / "hydra_configs")  # no judge: its settings never read
+    assert (
+        job_env_from_environ(REPO, lambda: judge_key_envs(rule_based), {"RAY_ADDRESS": "http://h:8265"}).env_vars == {}
+    )
 
 
 def test_the_upload_leaves_out_what_ray_leaves_out_and_refuses_a_large_one(tmp_path):

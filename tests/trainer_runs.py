@@ -74,9 +74,7 @@ def learning(case: str, trainer: str = "", seed: int = 1) -> Run:
     from learning import CASES
 
     c = CASES[case]
-    env = (("LEARN", "1"), ("TASTE", c.taste), ("SEED", str(seed))) + (
-        (("JUDGE_TASTE", c.judge_taste),) if c.judge_taste else ()
-    )
+    env = (*c.env().items(), ("SEED", str(seed)))
     return Run(c.method, c.overrides, steps=(tiny_train().LEARN_STEPS,), trainer=trainer, env=env)
 
 
@@ -210,7 +208,17 @@ class Runs:
 
     def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
         drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS", "LEARN", "TASTE")
-        drop += ("JUDGE_TASTE", "JUDGE_FLIP", "SEED", "MODEL_PATH", "GENRM_PATH", "ROWS", "HF_CHECKPOINT", "POLICY", "JUDGE")
+        drop += (
+            "JUDGE_TASTE",
+            "JUDGE_FLIP",
+            "SEED",
+            "MODEL_PATH",
+            "GENRM_PATH",
+            "ROWS",
+            "HF_CHECKPOINT",
+            "POLICY",
+            "JUDGE",
+        )
         environ = {k: v for k, v in self.environ.items() if k not in drop}
         environ.update(SKIP_VENV="1", STEPS=str(steps), OUT=str(out), CACHE_DIR=str(self.cache), **env)
         environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"

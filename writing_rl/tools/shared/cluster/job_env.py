@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Sequence
 
 from writing_rl.settings import ConfigError
 
@@ -71,13 +72,14 @@ def forwarded_env(environ=os.environ, secret_names: tuple[str, ...] = ()) -> dic
     return env
 
 
-def job_env_from_environ(repo: Path, judge_key_env: str | None = None, environ=os.environ) -> JobEnv:
+def job_env_from_environ(repo: Path, judge_key_envs: Callable[[], Sequence[str]] = tuple, environ=os.environ) -> JobEnv:
     """The job's settings from the submitting shell: RAY_ADDRESS, JOB_PYTHON, FORWARD_ENV,
-    FORWARD_JUDGE_API_KEY=1 (with ``judge_key_env``: the variable holding the judge's key)."""
+    FORWARD_JUDGE_API_KEY=1 (``judge_key_envs()``: the variables holding the judges' keys, read only then: a
+    job with no judge need not configure one)."""
     address = environ.get("RAY_ADDRESS", "")
     if not address:
         raise ConfigError("RAY_ADDRESS is not set: the cluster's job server, e.g. http://head-node:8265")
-    secrets = (judge_key_env,) if environ.get("FORWARD_JUDGE_API_KEY") == "1" and judge_key_env else ()
+    secrets = tuple(judge_key_envs()) if environ.get("FORWARD_JUDGE_API_KEY") == "1" else ()
     job_python = environ.get("JOB_PYTHON") or environ.get("PYTHON") or sys.executable
     return JobEnv(address, job_python, repo, forwarded_env(environ, secrets))
 

@@ -157,11 +157,11 @@ def check_cluster_from_environ(config, report, config_dir: str | None) -> None:
     the repository uploaded is the one holding ``config_dir``."""
     from writing_rl.settings import ConfigError
     from writing_rl.tools.shared.cluster.job_env import job_env_from_environ
-    from writing_rl.tools.shared.cluster.submit import judge_key_env
+    from writing_rl.tools.shared.cluster.submit import judge_key_envs
 
     repo = Path(config_dir).resolve().parent if config_dir else Path.cwd()
     try:
-        job = job_env_from_environ(repo, judge_key_env(config))
+        job = job_env_from_environ(repo, lambda: judge_key_envs(config))
     except ConfigError as err:
         report.problem(f"cluster: {err}")
         return

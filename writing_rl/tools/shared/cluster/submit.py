@@ -35,9 +35,21 @@ def entrypoint(job_python: str, module: str, config_name: str, overrides: Sequen
     return f"{head} --config-name {shlex.quote(config_name)} {shlex.join(overrides)}".rstrip()
 
 
-def judge_key_env(config) -> str | None:
-    judge = (config.get("reward", {}).get("reward_kwargs", {}) or {}).get("judge", {}) or {}
-    return judge.get("api_key_env") or None
+def judge_key_envs(config) -> tuple[str, ...]:
+    """The variables holding a judge key the reward workers read: the judge's, each ensemble member's own and
+    the shadow judge's (and its members'), each once, as the reward workers read the config."""
+    from writing_rl.reward_loop.config import ManagerConfig
+
+    hosted = bool(config.reward.reward_model.get("enable"))  # verl's GenRM: a router address, no key
+    settings = ManagerConfig.from_verl(config, "verl-reward-router:0" if hosted else None)
+    judges = [("reward.reward_kwargs.judge", settings.judge)]
+    if settings.shadow.on:
+        judges.append(("reward.reward_kwargs.shadow.judge", settings.shadow.judge))
+    names = []
+    for prefix, judge in judges:
+        members = [one for _, one in judge.ensemble.judges(judge, prefix)]
+        names += [one.api_key_env for one in (judge, *members) if one.api_key_env]
+    return tuple(dict.fromkeys(names))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = compose(args.config_name, args.overrides, args.repo / "hydra_configs")
-        job = job_env_from_environ(args.repo, judge_key_env(config))
+        job = job_env_from_environ(args.repo, lambda: judge_key_envs(config))
         print(f"== {check_upload(args.repo)}", flush=True)
         client = connect(job.address)
     except ConfigError as err:
