@@ -50,7 +50,11 @@ setup(
             "mkdocs-material>=9.5,<10",
             "latex2mathml>=3.77",
             "selenium>=4.10",
+            # property tests of the reward maths and rules (tests/test_properties_*.py)
+            "hypothesis>=6.100",
         ],
+        # scripts/mutation_score.py: the reward path's mutation score (not part of CI).
+        "mutation": ["mutmut>=3.3,<4"],
         # The documentation site: mkdocs serve / mkdocs build --strict (mkdocs.yml; the Material theme, and
         # formulas turned into MathML at build time by scripts/mkdocs_math.py).
         "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "latex2mathml>=3.77"],
