@@ -47,6 +47,7 @@ SEED = 0
 RLVR_STEPS = 4
 RLVR_LR = 1e-6  # the overlay's: SFT taught the format, RL only sharpens the choice
 POLICY_STEPS = 2
+POLICY_LR = 1e-5  # a pretrained policy: the overlays' 1e-6 barely moves it in tens of steps
 # The policy's damage (writing_rl.data.degrade.damage: the rule the pairs were labelled by), per sample and step.
 DAMAGE_WATCH = ("+reward.reward_kwargs.watch.damage.fn.path=pkg://writing_rl.data.degrade",
                 "+reward.reward_kwargs.watch.damage.fn.name=damage_watch")  # fmt: skip
@@ -118,7 +119,9 @@ def sft_stage(out: Path, base: Path, built: dict[str, Path], epochs: int, lr: fl
     model = run_sft("pref-sft", out / "sft", out / "cache", epochs, lr=lr, model=base, built=built, overrides=overrides)
     seconds = time.monotonic() - start
     loss = losses(out / "sft" / "metrics.jsonl")
-    say(f"   {len(loss)} steps in {seconds:.0f} s; verl's train/loss {loss[0]:.3f} -> {loss[-1]:.3f}; HF model: {model}")
+    say(
+        f"   {len(loss)} steps in {seconds:.0f} s; verl's train/loss {loss[0]:.3f} -> {loss[-1]:.3f}; HF model: {model}"
+    )
     after = with_intervals(measure(model, built["train"].parent.parent))
     say(line("SFT", after))
     return {"hf_model": str(model), "epochs": epochs, "lr": lr, "steps": len(loss), "seconds": round(seconds),
@@ -138,18 +141,52 @@ def rlvr_stage(out: Path, sft_model: Path, pairs: Path, data: Path, steps: int, 
             "seconds": round(time.monotonic() - start), "after": after}  # fmt: skip
 
 
-def hosted_stage(out: Path, genrm: Path, steps: int) -> dict:
-    """BRPO on a SmolLM2 policy with ``genrm`` hosted by verl as its reward, the policy's damage watched."""
-    say(f"== hosted: POLICY=smollm2 GENRM=standalone tiny_train.sh brpo, {steps} steps, the GenRM at {genrm}")
+def hosted_stage(out: Path, genrm: Path, steps: int, lr: float) -> dict:
+    """BRPO on a SmolLM2 policy with ``genrm`` hosted by verl as its reward, the policy's damage watched, and the
+    learning check on it (``learning_check``) when the run is long enough."""
+    say(
+        f"== hosted: POLICY=smollm2 GENRM=standalone tiny_train.sh brpo, {steps} steps, lr {lr:g}, the GenRM at {genrm}"
+    )
     start = time.monotonic()
     env = {"POLICY": "smollm2", "GENRM": "standalone", "GENRM_PATH": str(genrm)}
-    metrics = tiny_train("brpo", out / "hosted", out / "cache", steps, env, DAMAGE_WATCH)
-    figures = {"genrm": str(genrm), "steps": sorted(metrics), "reward": per_step(metrics, "critic/score/mean"),
+    # Sampling at temperature 1: the group's rollouts must differ for BRPO to have anything to prefer.
+    policy = (f"actor_rollout_ref.actor.optim.lr={lr}", "actor_rollout_ref.rollout.temperature=1.0")
+    metrics = tiny_train("brpo", out / "hosted", out / "cache", steps, env, (*DAMAGE_WATCH, *policy))
+    figures = {"genrm": str(genrm), "lr": lr, "steps": sorted(metrics), "reward": per_step(metrics, "critic/score/mean"),
                "parse_error_rate": per_step(metrics, "judge/parse_error_rate"),
                "damage": per_step(metrics, "watch/damage_mean"), "step_s": per_step(metrics, "timing_s/step"),
-               "seconds": round(time.monotonic() - start)}  # fmt: skip
+               "reward_s": per_step(metrics, "timing_s/reward"), "seconds": round(time.monotonic() - start),
+               "learning": learning_check(out / "hosted" / "rollouts")}  # fmt: skip
     say(f"   per step: parse errors {figures['parse_error_rate']}, damage {figures['damage']}, s {figures['step_s']}")
+    if figures["learning"]:
+        say(learning_line(figures["learning"]))
     return figures
+
+
+def learning_check(rollouts: Path) -> dict | None:
+    """``LEARN=1``'s check (tiny_results: the first and the last WINDOW steps' rollouts, z >= MIN_Z), on the
+    damage of verl's dumped rollouts: the GenRM's training rule measured on the policy's text, lower is better."""
+    from tiny_results import MIN_Z, WINDOW, difference, mean, read_dump
+
+    from writing_rl.data.degrade import damage
+
+    texts = read_dump(rollouts)
+    steps = sorted(texts)
+    if len(steps) < 2 * WINDOW:
+        return None
+    first = [-damage(t) for step in steps[:WINDOW] for t in texts[step]]
+    last = [-damage(t) for step in steps[-WINDOW:] for t in texts[step]]
+    gain, z = difference(first, last)
+    per_step_damage = {step: round(mean(map(damage, texts[step])), 4) for step in steps}
+    return {"damage": per_step_damage, "start": -mean(first), "end": -mean(last), "gain": gain, "z": z,
+            "learned": z >= MIN_Z, "window": WINDOW}  # fmt: skip
+
+
+def learning_line(check: dict) -> str:
+    verdict = "learned" if check["learned"] else "NOT learned"
+    return (f"   damage of the policy's rollouts: {check['start']:.3f} in the first {check['window']} steps, "
+            f"{check['end']:.3f} in the last {check['window']} (less damage: {check['gain']:+.3f}, "
+            f"z = {check['z']:.1f}): {verdict}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rlvr-lr", type=float, default=RLVR_LR, help=f"(default {RLVR_LR})")
     parser.add_argument("--policy-steps", type=int, default=POLICY_STEPS,
                         help=f"BRPO steps with the GenRM hosted; 0: none (default {POLICY_STEPS})")  # fmt: skip
+    parser.add_argument("--policy-lr", type=float, default=POLICY_LR, help=f"(default {POLICY_LR})")
     args = parser.parse_args(argv)
     from writing_rl.models import model_dir
 
@@ -187,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             summary["rlvr"] = rlvr_stage(out, genrm, pairs, data, args.rlvr_steps, args.rlvr_lr)
             genrm = Path(summary["rlvr"]["hf_model"])
         if args.policy_steps:
-            summary["hosted"] = hosted_stage(out, genrm, args.policy_steps)
+            summary["hosted"] = hosted_stage(out, genrm, args.policy_steps, args.policy_lr)
     except (RuntimeError, ValueError, subprocess.CalledProcessError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -325,3 +325,33 @@ def test_damage_tells_each_cut_and_repeated_copy_from_its_original(answers):
                 seen += 1
     assert seen >= 100 and more >= 0.85 * seen, (more, seen)
     assert degrade.damage_watch("writing", "A full sentence.", None, None) == 0.0
+
+
+def _dump(folder, texts_by_step):
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for step, texts in texts_by_step.items():
+        (folder / f"{step}.jsonl").write_text("".join(json.dumps({"output": t}) + "\n" for t in texts))
+
+
+def test_the_real_policy_runs_learning_check_follows_the_damage_of_its_rollouts_not_the_judge(tmp_path):
+    """scripts/real_genrm.py's check on a policy trained against the GenRM: LEARN=1's z on verl's rollout dump,
+    with the damage the pairs were labelled by (less is better)."""
+    from test_docs import load_script
+
+    check = load_script("scripts/real_genrm.py").learning_check
+    whole, cut = "The tide came in. The boats rose with it.", "The tide came in. The boats rose with"
+    repeated = "The tide came in. The tide came in."
+    mending = {step: [cut] * (6 - step) + [whole] * step for step in range(6)}  # 6 texts a step, fewer cut
+    _dump(tmp_path / "mending", mending)
+    result = check(tmp_path / "mending")
+    assert result["learned"] and result["z"] >= 3 and result["end"] < result["start"], result
+    assert result["damage"][0] == 1.0 and result["damage"][5] == round(1 / 6, 4)
+    worsening = {step: [whole] * (6 - step) + [repeated] * step for step in range(6)}
+    _dump(tmp_path / "worsening", worsening)
+    result = check(tmp_path / "worsening")
+    assert not result["learned"] and result["gain"] < 0, result
+    _dump(tmp_path / "short", {step: [whole] for step in range(5)})
+    assert check(tmp_path / "short") is None  # fewer steps than two windows: no check
+    assert check(tmp_path / "none") is None
