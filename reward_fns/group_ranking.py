@@ -78,7 +78,8 @@ class RewardOptions:
     judge_tokenizer_path: str | None = None
     # With the group's uid, shuffles the order the candidates are shown in, reproducibly.
     seed: int = 0
-    # The GenRM's system message and prompt template file; null: the GQM prompt (writing_rl/protocols/gqm_prompt.py).
+    # The GenRM's system message and prompt template: the text itself, with {placeholders} among
+    # gqm_prompt.TEMPLATE_FIELDS ({candidates} required); null: the GQM prompt (writing_rl/protocols/gqm_prompt.py).
     system_prompt: str | None = None
     template: str | None = None
     # Between the fenced candidates in the prompt.
