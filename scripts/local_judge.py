@@ -48,7 +48,9 @@ class ServedJudge:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"serve-judge exited with {self.process.returncode} before it was ready (log: {log})")
+                raise RuntimeError(
+                    f"serve-judge exited with {self.process.returncode} before it was ready (log: {log})"
+                )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as reply:
                     if json.load(reply).get("ready"):

@@ -783,7 +783,7 @@ BREAKS = [
         "quickstart-position-bias-inverted",
         "writing_rl/tools/quickstart_report.py",
         'return {first, second} == {"A", "B"} or first == second == "C"',
-        'return first == second',
+        "return first == second",
         "tests/test_quickstart_report.py::test_reading_lines_count_readable_replies_and_the_position_bias",
         "the quickstart calls a judge that follows the position one that keeps its choice",
     ),
@@ -804,6 +804,8 @@ BREAKS = [
         "the quickstart counts a reply cut at max_tokens as readable, which the reward pays as unreadable",
     ),
 ]
+
+
 def copy_repository(into: Path, rev: str | None) -> Path:
     """The repository's files (tracked and untracked, not ignored; or ``rev``'s tree) under ``into``."""
     root = into / "repo"

@@ -417,16 +417,22 @@ def main(argv: list[str]) -> int:
                     say("   with no taste: every verdict a tie, every score alike; the reward terms alone teach")
                     title = f"STAND-IN judge with no preference: the reward terms alone; measured: {taste or '-'}"
                 elif preference:
-                    say(f"   its taste: {preference} (tests/taste.py), each verdict reversed with probability {flip:g}:")
+                    say(
+                        f"   its taste: {preference} (tests/taste.py), each verdict reversed with probability {flip:g}:"
+                    )
                     say("   the policy learns a judge's preference, measured on its text apart from the judge")
                     title = f"STAND-IN judge with a taste: {preference}, flip {flip:g} (tests/taste.py)"
                 else:
                     say("   !! its verdicts are a hash of the texts: noise in the judge's format, so rewards vary")
-                    say("   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,")
+                    say(
+                        "   !! and the trainer learns from noise. For real verdicts set JUDGE_BASE_URL and JUDGE_MODEL,"
+                    )
                     say("   !! or TASTE=letter:e (LEARN=1) for a judge with a preference the policy can learn.")
                     title = "STAND-IN judge: its verdicts are noise (a hash of the texts); the rewards mean nothing"
         elif genrm and os.environ.get("GENRM_PATH"):
-            say(f"{HEAD} 2/4 judge: the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm}) on the CPU rollout")
+            say(
+                f"{HEAD} 2/4 judge: the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm}) on the CPU rollout"
+            )
             title = f"the GenRM at {os.environ['GENRM_PATH']} hosted by verl ({genrm})"
         elif genrm:
             say(f"{HEAD} 2/4 judge: a tiny untrained GenRM hosted by verl ({genrm}) on the CPU rollout")
@@ -439,13 +445,28 @@ def main(argv: list[str]) -> int:
         if metrics.exists():
             shutil.move(metrics, out / "metrics.previous.jsonl")
         val_file = val.parent / "test.parquet" if val else None
-        args = [*overrides(name, method, out, artifacts, train, steps, judge, val_file), "+backend=cpu", *user_overrides]
+        args = [
+            *overrides(name, method, out, artifacts, train, steps, judge, val_file),
+            "+backend=cpu",
+            *user_overrides,
+        ]
         config = compose(name, args)
-        module = TRAINERS[trainer or trainer_of(config)].module  # a legacy preset (+genrm=colocated) too: its judge health
+        module = TRAINERS[
+            trainer or trainer_of(config)
+        ].module  # a legacy preset (+genrm=colocated) too: its judge health
         refused = unsupported(config) or "; ".join(unmet(config))
         if refused:
             fail(refused)
-        command = [sys.executable, "-m", module, "--config-path", str(REPO / "hydra_configs"), "--config-name", name, *args]
+        command = [
+            sys.executable,
+            "-m",
+            module,
+            "--config-path",
+            str(REPO / "hydra_configs"),
+            "--config-name",
+            name,
+            *args,
+        ]
         # A Ray of its own, with the logical GPUs +backend=cpu asks for, even beside a cluster `ray start` left running
         # (ray.init would join it); as a Ray job (RAY_ADDRESS), the job's cluster, with the resources its nodes have.
         env = {**os.environ, "VERL_PLATFORM": "cpu", "VERL_FILE_LOGGER_PATH": str(metrics)}
@@ -455,7 +476,9 @@ def main(argv: list[str]) -> int:
             env["RAY_ADDRESS"] = "local"
         env["PYTHONUNBUFFERED"] = "1"
         (out / "command.txt").write_text(" ".join(command) + "\n")
-        say(f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})")
+        say(
+            f"{HEAD} 3/4 verl's trainer: {steps} steps of {BATCH} prompts x {ROLLOUTS} rollouts (log: {out / 'train.log'})"
+        )
         say("   starting Ray and verl's workers (about a minute on 2 cores)")
         start = time.monotonic()
         rc = run_verl(command, env, out / "train.log")

@@ -65,7 +65,9 @@ def real_chain(tmp_path_factory):
 
     driver = load_script("scripts/real_genrm.py")
     out = tmp_path_factory.mktemp("real_genrm")
-    rc = driver.main(["--out", str(out), "--max-steps", "24", "--lr", "3e-5", "--rlvr-steps", "2", "--policy-steps", "2"])
+    rc = driver.main(
+        ["--out", str(out), "--max-steps", "24", "--lr", "3e-5", "--rlvr-steps", "2", "--policy-steps", "2"]
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert rc == 0, summary
     return summary

@@ -213,15 +213,19 @@ def both_orders(first: str | None, second: str | None, answer: str = GOOD) -> di
         # a judge that keeps its choice when the answers swap places, and one that follows the position
         (
             [both_orders("[[A]]", "[[B]]"), both_orders("[[C]]", "[[C]]", BAD)],
-            ["-- readable judge replies: 4 of 4 (100%)",
-             "   position bias: 1 of 2 decisions for the answer shown first (A); kept its choice when the answers "
-             "swapped places: 2 of 2"],
+            [
+                "-- readable judge replies: 4 of 4 (100%)",
+                "   position bias: 1 of 2 decisions for the answer shown first (A); kept its choice when the answers "
+                "swapped places: 2 of 2",
+            ],
         ),
         (
             [both_orders("[[A]]", "[[A]]"), both_orders("[[A]]", "no verdict", BAD)],
-            ["-- readable judge replies: 3 of 4 (75%)",
-             "   position bias: 3 of 3 decisions for the answer shown first (A); kept its choice when the answers "
-             "swapped places: 0 of 1"],
+            [
+                "-- readable judge replies: 3 of 4 (75%)",
+                "   position bias: 3 of 3 decisions for the answer shown first (A); kept its choice when the answers "
+                "swapped places: 0 of 1",
+            ],
         ),
         # nothing readable: no bias to report, and it says why; a failed call is no reply
         (
