@@ -151,6 +151,27 @@ def writing_row(index: int, prompt: str = "Write a story.", target=("a plain sto
     }
 
 
+def score_in_reward_worker(tokenizer, config, rows: list[dict], texts: list[str], uids=None) -> list[dict]:
+    """verl's RewardLoopWorker, in this process (no Ray), scoring ``texts`` as the responses to ``rows``; its
+    judge client closed after."""
+    import asyncio
+
+    from verl.experimental.reward_loop import RewardLoopWorker
+
+    from writing_rl.reward_loop.batch import build_reward_batch
+
+    worker = RewardLoopWorker(config)
+    batch = build_reward_batch(tokenizer, rows, texts, **({"uids": uids} if uids is not None else {}))
+
+    async def go():
+        try:
+            return await worker.compute_score_batch(batch)
+        finally:
+            await worker.reward_manager.scoring.judge.close()
+
+    return asyncio.run(go())
+
+
 @pytest.fixture
 def no_matplotlib(monkeypatch):
     """matplotlib as if not installed: every ``import matplotlib...`` raises ImportError."""

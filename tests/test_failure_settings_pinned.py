@@ -4,18 +4,14 @@ the pairwise reward. The tables must name every value the setting declares: a ne
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from verl.experimental.reward_loop import RewardLoopWorker
 
 from writing_rl.judge import JudgeError, JudgeHTTPError
-from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.config import ON_JUDGE_ERROR
 from writing_rl.reward_loop.failure_policy import JudgeFailure
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, UnreadableJudgeReply
 
-from conftest import compose_writing_rl, writing_row
+from conftest import compose_writing_rl, score_in_reward_worker, writing_row
 from judge_server import Reply, default_script
 
 FN = "reward.custom_reward_function.reward_kwargs"
@@ -37,16 +33,7 @@ def judge_script(failing: Reply | None = None):
 
 def score(tokenizer, config, texts: list[str]) -> list[dict]:
     """verl's RewardLoopWorker's outputs for ``texts``, each the answer to its own Writing-RL row."""
-    worker = RewardLoopWorker(config)
-    batch = build_reward_batch(tokenizer, [writing_row(i) for i in range(len(texts))], texts)
-
-    async def go():
-        try:
-            return await worker.compute_score_batch(batch)
-        finally:
-            await worker.reward_manager.scoring.judge.close()
-
-    return asyncio.run(go())
+    return score_in_reward_worker(tokenizer, config, [writing_row(i) for i in range(len(texts))], texts)
 
 
 def configured(tokenizer_dir, server, *overrides: str):

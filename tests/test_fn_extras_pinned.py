@@ -3,16 +3,12 @@ RewardLoopWorker (in this process, no Ray): a fn of your own that reports each a
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from verl.experimental.reward_loop import RewardLoopWorker
 
-from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR
 from writing_rl.tools.shared.verl_config import compose
 
-from conftest import writing_row
+from conftest import score_in_reward_worker, writing_row
 from judge_server import Reply
 
 REPORTER = """
@@ -56,16 +52,7 @@ def reporter_config(tmp_path, tokenizer_dir, base_url: str, *overrides: str):
 
 
 def run_worker(tokenizer, config, rows: list[dict], uids: list[str]) -> list[dict]:
-    worker = RewardLoopWorker(config)
-    batch = build_reward_batch(tokenizer, rows, ["a story"] * len(rows), uids=uids)
-
-    async def go():
-        try:
-            return await worker.compute_score_batch(batch)
-        finally:
-            await worker.reward_manager.scoring.judge.close()
-
-    return asyncio.run(go())
+    return score_in_reward_worker(tokenizer, config, rows, ["a story"] * len(rows), uids=uids)
 
 
 def row(index: int, **extra_info) -> dict:
