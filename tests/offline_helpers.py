@@ -1,10 +1,12 @@
-"""Helpers for the offline-tool tests (select, order-references): scripted judges with known answers."""
+"""Scripted judges with known answers: for the offline-tool tests (select, order-references), as server scripts,
+and in-process (``TableJudge``) for the reward fns' property tests."""
 
 from __future__ import annotations
 
 import json
 from typing import Callable
 
+from writing_rl.judge import JudgeReply, JudgeTimeout
 from writing_rl.protocols.prompts import read_pairwise_request
 
 from judge_server import Reply, default_script
@@ -48,3 +50,22 @@ def failing_when(condition: Callable[[str, str], bool], reply: Reply | None = No
 def write_jsonl(path, records) -> str:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return str(path)
+
+
+class TableJudge:
+    """An in-process judge answering each ordered pair (text shown first, text shown second) from a table: "A",
+    "B", "C", "garbled" (a reply that cannot be read) or "fail" (the call fails after its retries)."""
+
+    def __init__(self, table: dict[tuple[str, str], str]):
+        self.table = table
+        self.asked: list[tuple[str, str]] = []
+
+    async def complete(self, messages):
+        _, a, b = read_pairwise_request(messages[-1]["content"])
+        self.asked.append((a, b))
+        verdict = self.table[(a, b)]
+        if verdict == "fail":
+            raise JudgeTimeout("http://judge/v1", "no reply", attempts=3)
+        if verdict == "garbled":
+            return JudgeReply("Both have merits; I cannot choose.", "stop", 0.01)
+        return JudgeReply(f"Reasons.\n[[{verdict}]]", "stop", 0.01)

@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reward_fns import brpo, pairwise
-from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
+from writing_rl.judge import SampleJudge
 from writing_rl.protocols.comparison import STRATEGIES, other_slot, outcome, shown, verdict_for
-from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.contract import Member
+
+from offline_helpers import TableJudge
 
 PROPERTY = settings(
     derandomize=True, database=None, deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]
@@ -23,24 +24,6 @@ PROPERTY = settings(
 VERDICTS = ("A", "B", "C")
 REPLIES = ("A", "B", "C", "garbled", "fail")
 MIRROR = {"win": "loss", "tie": "tie", "loss": "win"}
-
-
-class TableJudge:
-    """Answers each ordered pair (text shown first, text shown second) from a table: a verdict, "garbled" (a
-    reply that cannot be read) or "fail" (the call fails after its retries)."""
-
-    def __init__(self, table):
-        self.table = table
-        self.asked = []
-
-    async def complete(self, messages):
-        _, a, b = read_pairwise_request(messages[-1]["content"])
-        self.asked.append((a, b))
-        verdict = self.table[(a, b)]
-        if verdict == "fail":
-            raise JudgeTimeout("http://judge/v1", "no reply", attempts=3)
-        text = "Both have merits." if verdict == "garbled" else f"Reasons.\n[[{verdict}]]"
-        return JudgeReply(text, "stop", 0.01)
 
 
 def consistent(prefers: str, x: str, y: str) -> dict:

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from reward_fns.tournament import compute_score, failure_score
 from writing_rl import tournament
-from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
-from writing_rl.protocols.prompts import read_pairwise_request
+from writing_rl.judge import SampleJudge
 from writing_rl.reward_loop.contract import Member
+
+from offline_helpers import TableJudge
 
 PROPERTY = settings(
     derandomize=True, database=None, deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]
@@ -127,25 +128,6 @@ def test_a_lost_game_never_pays_more_than_any_other_result_of_that_game(case, da
 
 
 # ---------------------------------------------------------------- whole groups, through the reward function
-
-
-class TableJudge:
-    """Answers each ordered pair (text shown first, text shown second) with a verdict from a table: "A", "B", "C",
-    "garbled" (a reply that cannot be read) or "fail" (the call fails after its retries)."""
-
-    def __init__(self, table: dict[tuple[str, str], str]):
-        self.table = table
-        self.asked: list[tuple[str, str]] = []
-
-    async def complete(self, messages):
-        _, a, b = read_pairwise_request(messages[-1]["content"])
-        self.asked.append((a, b))
-        verdict = self.table[(a, b)]
-        if verdict == "fail":
-            raise JudgeTimeout("http://judge/v1", "no reply", attempts=3)
-        if verdict == "garbled":
-            return JudgeReply("Both have merits; I cannot choose.", "stop", 0.01)
-        return JudgeReply(f"Reasons.\n[[{verdict}]]", "stop", 0.01)
 
 
 def members(texts, uid="group-1"):
