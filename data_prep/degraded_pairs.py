@@ -7,9 +7,12 @@ Input: JSONL rows ``{"id", "prompt", "answer", "sample"}`` (``id`` names the pro
 writes them). Each answer gets the degraded copies of ``writing_rl.data.degrade`` that apply to it, and
 becomes:
 
-- preference pairs ``{id, prompt_id, sample, prompt, chosen, rejected, degradation}``: chosen = the answer,
-  rejected = one copy; ``build_parquet.py pref-sft`` / ``pref-rl`` read them as they are (and write each pair
-  in both orders);
+- preference pairs ``{id, prompt_id, sample, prompt, chosen, rejected, degradation, critique,
+  critique_swapped}``: chosen = the answer, rejected = one copy, and a one-sentence critique naming the damage
+  and the response it is in (``degrade.CRITIQUES``; ``critique`` with the chosen answer as Response A,
+  ``critique_swapped`` for the other order; ``--no-critique`` leaves both out); ``build_parquet.py pref-sft``
+  / ``pref-rl`` read them as they are (and write each pair in both orders, the SFT reply the critique then
+  the verdict);
 - one ranked group ``{id, prompt_id, sample, prompt, mt_texts, scores, degradations}``: the answer and up to
   ``--max-copies`` copies (2 at least, else no group) in a seeded random order, scored by
   ``degrade.RANK_SCORES`` (original 9 > repeated 7 > shuffled 5 > cut 3 > swapped 1); ``gqm-rl`` and
@@ -33,7 +36,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from writing_rl.data.degrade import ORIGINAL, RANK_SCORES, SEVERITY, degraded_copies  # noqa: E402
+from writing_rl.data.degrade import ORIGINAL, RANK_SCORES, SEVERITY, critique, degraded_copies  # noqa: E402
 from writing_rl.files import atomic_write_text, read_jsonl  # noqa: E402
 
 SPLITS = ("train", "heldout")
@@ -71,8 +74,13 @@ def with_copies(answers: list[dict], seed: int) -> list[tuple[dict, dict[str, st
     return out
 
 
-def pair_rows(answer: dict, copies: dict[str, str]) -> list[dict]:
-    """One preference pair per copy: the original chosen, the copy rejected."""
+def pair_rows(answer: dict, copies: dict[str, str], critiques: bool = True) -> list[dict]:
+    """One preference pair per copy: the original chosen, the copy rejected; with ``critiques``, the critique of
+    each order (the copy as Response B, then as Response A)."""
+    critiqued = {
+        name: {"critique": critique(name, "B"), "critique_swapped": critique(name, "A")} if critiques else {}
+        for name in copies
+    }
     return [
         {
             "id": f"{answer['id']}/{answer['sample']}/{name}",
@@ -82,6 +90,7 @@ def pair_rows(answer: dict, copies: dict[str, str]) -> list[dict]:
             "chosen": answer["answer"],
             "rejected": copy,
             "degradation": name,
+            **critiqued[name],
         }
         for name, copy in copies.items()
     ]
@@ -109,7 +118,9 @@ def group_row(answer: dict, copies: dict[str, str], seed: int, max_copies: int =
     }
 
 
-def build(answers: list[dict], heldout: float, seed: int, max_copies: int) -> dict[str, dict[str, list[dict]]]:
+def build(
+    answers: list[dict], heldout: float, seed: int, max_copies: int, critiques: bool = True
+) -> dict[str, dict[str, list[dict]]]:
     """{"pairs"|"groups": {split: rows}}: the rows of every answer, split by prompt."""
     if not MIN_GROUP_COPIES <= max_copies <= len(SEVERITY):
         raise ValueError(f"--max-copies must be {MIN_GROUP_COPIES}..{len(SEVERITY)}, got {max_copies}")
@@ -117,7 +128,7 @@ def build(answers: list[dict], heldout: float, seed: int, max_copies: int) -> di
     rows: dict[str, dict[str, list[dict]]] = {"pairs": {s: [] for s in SPLITS}, "groups": {s: [] for s in SPLITS}}
     for split in SPLITS:
         for answer, copies in with_copies([a for a in answers if split_of[a["id"]] == split], seed):
-            rows["pairs"][split] += pair_rows(answer, copies)
+            rows["pairs"][split] += pair_rows(answer, copies, critiques)
             group = group_row(answer, copies, seed, max_copies)
             if group is not None:
                 rows["groups"][split].append(group)
@@ -151,13 +162,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--heldout", type=float, default=0.2, help="share of the prompts held out")
     p.add_argument("--seed", type=int, default=0, help="the held-out prompts, the copies and the group orders")
     p.add_argument("--max-copies", type=int, default=len(SEVERITY), help="degraded copies per group at most")
+    p.add_argument("--no-critique", action="store_true", help="pairs without the critique naming the damage")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     answers = read_answers(args.input)
-    rows = build(answers, args.heldout, args.seed, args.max_copies)
+    rows = build(answers, args.heldout, args.seed, args.max_copies, critiques=not args.no_critique)
     args.output.mkdir(parents=True, exist_ok=True)
     for kind, splits in rows.items():
         for split, split_rows in splits.items():

@@ -23,7 +23,9 @@ A failed game never pays more than losing it. Each is counted (``failed_games``)
 - a call that failed after its retries is blamed on both: it counts as a tie (the method's neutral result)
   with ``judge_error=1``, and the manager then pays ``on_judge_error`` (by default the loss).
 A game counted for one answer is counted as if that answer had played it and got that result, in the same
-aggregation. Each verdict is read for the answer shown first, so no answer is favoured by its place in the
+aggregation. Under ``swiss`` with ``on_parse_error: loss`` an answer blamed for an unreadable game is paid the
+loss outright: a Swiss round pairs on the results so far, so a failed game changes whom the answer meets next,
+and no score of the games it went on to play can promise it would not have done worse by losing. Each verdict is read for the answer shown first, so no answer is favoured by its place in the
 group. A rollout without an answer gets ``format_error_reward`` (at most the loss).
 Judge calls per group: round robin d(d-1)/2, k_opponents ceil(d k / 2), swiss rounds * floor(d/2) games for
 d distinct answers, times ``orders``.
@@ -126,21 +128,21 @@ class Blame:
     counted: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
     unreadable: dict[int, list[Unreadable]] = field(default_factory=dict)  # its blamed unreadable replies
     judge_error: set[int] = field(default_factory=set)
+    fallback: float = SCORE["loss"]  # what a blamed unreadable game counts as
 
     @classmethod
     def of(cls, games: Games, on_parse_error: str) -> Blame:
-        blame = cls()
+        blame = cls(fallback=SCORE["tie"] if on_parse_error == "tie" else SCORE["loss"])  # (never a win)
         against: dict[int, set[int]] = {}  # player -> the opponents it had a game fail to read against
         for (i, j), failure in games.unreadable:
             raise_if_asked(failure, on_parse_error)
             against.setdefault(i, set()).add(j)
             against.setdefault(j, set()).add(i)
-        fallback = SCORE["tie"] if on_parse_error == "tie" else SCORE["loss"]  # (never a win)
         for (i, j), failure in games.unreadable:
             most = max(len(against[i]), len(against[j]))
             for player, opponent in ((i, j), (j, i)):
                 if len(against[player]) == most:
-                    blame.counted.setdefault(player, []).append((opponent, fallback))
+                    blame.counted.setdefault(player, []).append((opponent, blame.fallback))
                     blame.unreadable.setdefault(player, []).append(failure)
         for i, j in games.errors:
             for player, opponent in ((i, j), (j, i)):
@@ -241,6 +243,9 @@ def _rewards(answers, players: list[str], games: Games, options: RewardOptions, 
     for player, counted in blame.counted.items():  # as if it had played its failed games with those results
         with_failures = games.results + [tournament.Result(player, opponent, s) for opponent, s in counted]
         scores[player] = tournament.aggregate(options.aggregation, n, with_failures, **extra)[player]
+    if options.schedule == "swiss" and blame.fallback == SCORE["loss"]:
+        for player in blame.unreadable:  # its later pairings were not a loss's
+            scores[player] = SCORE["loss"]
     group = _group_metrics(n, games)
     by_answer = {answer: index for index, answer in enumerate(players)}
     results = []

@@ -118,7 +118,7 @@ def mutmut(root: Path, *args: str, timeout_s: float = 3600) -> subprocess.Comple
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout_s)
 
 
-def score_module(path: str, scratch: Path, show: bool) -> dict:
+def score_module(path: str, scratch: Path, show: bool, jobs: int | None = None) -> dict:
     tests = tests_for(path)
     equivalents = known(path).get("equivalent", {})
     if not tests:
@@ -127,7 +127,7 @@ def score_module(path: str, scratch: Path, show: bool) -> dict:
     with (root / "pyproject.toml").open("a") as config:
         config.write(mutmut_config(path, tests))
     start = time.monotonic()
-    run = mutmut(root, "run")
+    run = mutmut(root, "run", *(("--max-children", str(jobs)) if jobs else ()))
     if run.returncode:
         return {"module": path, "tests": tests, "error": f"mutmut run exited {run.returncode}: {run.stdout[-1500:]}"}
     mutmut(root, "export-cicd-stats")
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="the modules and the tests each is run against")
     parser.add_argument("--target", type=float, default=TARGET, help=f"the least score (default {TARGET})")
     parser.add_argument("--quiet", action="store_true", help="survivors' names only, no diffs")
+    parser.add_argument("--jobs", type=int, help="mutants tested at once (default: mutmut's, one per core)")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "mutation", help="default runs/mutation")
     args = parser.parse_args(argv)
     names = list(args.modules) + (list(REWARD_PATH) if args.all else [])
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="mutation-score-") as scratch:
         for path in paths:
-            result = score_module(path, Path(scratch), show=not args.quiet)
+            result = score_module(path, Path(scratch), show=not args.quiet, jobs=args.jobs)
             results.append(result)
             print(line(result), flush=True)
             for name in result.get("survived", []):

@@ -780,6 +780,14 @@ BREAKS = [
         "the GenRM's real-text pairs prefer the degraded copy to the original",
     ),
     _break(
+        "degraded-critique-blames-the-original",
+        "data_prep/degraded_pairs.py",
+        '{"critique": critique(name, "B"), "critique_swapped": critique(name, "A")}',
+        '{"critique": critique(name, "A"), "critique_swapped": critique(name, "B")}',
+        "tests/test_degrade.py::test_pref_sft_reads_the_pairs_as_they_are_and_writes_both_orders",
+        "the GenRM's SFT replies name the original answer as the damaged one, then prefer it",
+    ),
+    _break(
         "quickstart-position-bias-inverted",
         "writing_rl/tools/quickstart_report.py",
         'return {first, second} == {"A", "B"} or first == second == "C"',

@@ -46,6 +46,7 @@ LR = 2e-5  # a pretrained model: the tiny random model's 3e-3 would wreck it
 SEED = 0
 RLVR_STEPS = 4
 RLVR_LR = 1e-6  # the overlay's: SFT taught the format, RL only sharpens the choice
+REPLY_TOKENS = 48  # the critique naming the damage (about 15 tokens), then the verdict
 POLICY_STEPS = 2
 POLICY_LR = 1e-5  # a pretrained policy: the overlays' 1e-6 barely moves it in tens of steps
 # The policy's damage (writing_rl.data.degrade.damage: the rule the pairs were labelled by), per sample and step.
@@ -109,20 +110,23 @@ def line(when: str, figures: dict) -> str:
             f"over all (unreadable wrong) {share('accuracy_unreadable_wrong')}")  # fmt: skip
 
 
-def sft_stage(out: Path, base: Path, built: dict[str, Path], epochs: int, lr: float, max_steps: int | None) -> dict:
+def sft_stage(
+    out: Path, base: Path, built: dict[str, Path], epochs: int, lr: float, max_steps: int | None, save_freq: int | None
+) -> dict:
     steps = f", at most {max_steps} steps" if max_steps else ""
     say(f"== SFT: verl's SFT trainer on the CPU, {epochs} epoch(s){steps}, lr {lr}, from {base}")
     start = time.monotonic()
     # 135 M parameters' activations fit in memory: recomputing them in the backward pass costs a quarter of a step.
     overrides = ("model.enable_gradient_checkpointing=false",)
     overrides += (f"trainer.total_training_steps={max_steps}",) if max_steps else ()
+    overrides += (f"trainer.save_freq={save_freq}",) if save_freq else ()
     model = run_sft("pref-sft", out / "sft", out / "cache", epochs, lr=lr, model=base, built=built, overrides=overrides)
     seconds = time.monotonic() - start
     loss = losses(out / "sft" / "metrics.jsonl")
     say(
         f"   {len(loss)} steps in {seconds:.0f} s; verl's train/loss {loss[0]:.3f} -> {loss[-1]:.3f}; HF model: {model}"
     )
-    after = with_intervals(measure(model, built["train"].parent.parent))
+    after = with_intervals(measure(model, built["train"].parent.parent, REPLY_TOKENS))
     say(line("SFT", after))
     return {"hf_model": str(model), "epochs": epochs, "lr": lr, "steps": len(loss), "seconds": round(seconds),
             "loss_first": loss[0], "loss_last": loss[-1], "after": after}  # fmt: skip
@@ -195,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"SFT epochs (default {EPOCHS})")
     parser.add_argument("--lr", type=float, default=LR, help=f"SFT learning rate (default {LR})")
     parser.add_argument("--max-steps", type=int, help="SFT steps at most, of 4 conversations (default: the epochs')")
+    parser.add_argument("--save-freq", type=int, help="also keep verl's checkpoint every N SFT steps (default: last)")
     parser.add_argument("--no-before", action="store_true", help="skip measuring SmolLM2 itself (about 10 minutes)")
     parser.add_argument("--sft-model", type=Path, help="an SFT'd GenRM to start from: no SFT, no 'before'")
     parser.add_argument("--rlvr-steps", type=int, default=RLVR_STEPS, help=f"0: no RLVR (default {RLVR_STEPS})")
@@ -215,10 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     summary["base"] = str(base)
     try:
         if args.sft_model is None and not args.no_before:
-            summary["before"] = with_intervals(measure(base, data))
+            summary["before"] = with_intervals(measure(base, data, REPLY_TOKENS))
             say(line("before", summary["before"]))
         if args.sft_model is None:
-            summary["sft"] = sft_stage(out, base, built, args.epochs, args.lr, args.max_steps)
+            summary["sft"] = sft_stage(out, base, built, args.epochs, args.lr, args.max_steps, args.save_freq)
         genrm = Path(summary["sft"]["hf_model"]) if args.sft_model is None else args.sft_model.resolve()
         if args.rlvr_steps:
             pairs = out / "pairs" / "pairs_train.jsonl"

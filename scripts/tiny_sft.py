@@ -234,10 +234,10 @@ def accuracy(kind: str, predicted, truth) -> float:
     return ranking_agreement(predicted, truth) if kind == "gqm-sft" else float(predicted == truth)
 
 
-def measure(model_dir: Path, data: Path) -> dict:
+def measure(model_dir: Path, data: Path, max_new_tokens: int | None = None) -> dict:
     """The model's greedy replies to the held-out requests of ``data`` (``build_rows``' folder): ``rows``,
     ``readable`` (the share our reader reads), ``accuracy`` (the mean over the readable ones; None when none
-    reads) and the ``replies``."""
+    reads) and the ``replies``. ``max_new_tokens``: the reply budget (default: the kind's)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -248,12 +248,12 @@ def measure(model_dir: Path, data: Path) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as for the training: more threads only slow a model this small on busy cores
     try:
-        return _replies(kind, prompt_type, tokenizer, model, data)
+        return _replies(kind, prompt_type, tokenizer, model, data, max_new_tokens or KINDS[kind].max_new_tokens)
     finally:
         torch.set_num_threads(threads)
 
 
-def _replies(kind: str, prompt_type: str, tokenizer, model, data: Path) -> dict:
+def _replies(kind: str, prompt_type: str, tokenizer, model, data: Path, max_new_tokens: int) -> dict:
     import pandas as pd
     import torch
 
@@ -269,7 +269,7 @@ def _replies(kind: str, prompt_type: str, tokenizer, model, data: Path) -> dict:
         prompt = tokenizer.apply_chat_template(request, add_generation_prompt=True, tokenize=False)
         ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         with torch.no_grad():
-            generated = model.generate(**ids, max_new_tokens=KINDS[kind].max_new_tokens, do_sample=False)
+            generated = model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False)
         reply = tokenizer.decode(generated[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
         replies.append(reply)
         predicted = read_reply(kind, reply, labels, prompt_type)

@@ -269,14 +269,37 @@ def test_pref_sft_reads_the_pairs_as_they_are_and_writes_both_orders(tmp_path):
         pair = pairs[row["extra_info"]["index"]]
         request, answer = row["messages"][-2]["content"], row["messages"][-1]["content"]
         assert row["extra_info"]["degradation"] == pair["degradation"]
-        label = answer.strip()[2]
+        reasoning, verdict = answer.rsplit("\n\n", 1)
+        label = verdict[2]
         labels[label] += 1
+        other = "B" if label == "A" else "A"
+        # the critique names the damage and the response it is in: the rejected one, whatever the order
+        assert reasoning == degrade.critique(pair["degradation"], other) and verdict == f"[[{label}]]"
         # a copy may hold the original whole (its last sentence repeated), so find each response's own block
         shown = {slot: f"[Response {slot}]\n```\n{{}}\n```" for slot in "AB"}
-        other = "B" if label == "A" else "A"
         assert shown[label].format(pair["chosen"]) in request
         assert shown[other].format(pair["rejected"]) in request
     assert labels["A"] == labels["B"] == len(pairs)
+
+
+def test_no_critique_leaves_the_reply_a_verdict_alone(tmp_path):
+    assert degraded_pairs.main(["--input", str(ANSWERS), "--output", str(tmp_path / "pairs"), "--no-critique"]) == 0
+    source = tmp_path / "pairs/pairs_train.jsonl"
+    assert "critique" not in json.loads(source.read_text(encoding="utf-8").splitlines()[0])
+    rc = build_parquet(["pref-sft", "--quiet", "--input", str(source), "--output", str(tmp_path / "sft")])
+    assert rc == 0
+    replies = {row["messages"][-1]["content"] for row in pq.read_table(tmp_path / "sft/train.parquet").to_pylist()}
+    assert replies == {"[[A]]", "[[B]]"}
+
+
+def test_each_damage_has_a_critique_that_names_its_slot():
+    for name in SEVERITY:
+        a, b = degrade.critique(name, "A"), degrade.critique(name, "B")
+        assert a.endswith("Response A.") and b.endswith("Response B.") and a.replace("A.", "B.") == b
+    assert len({degrade.critique(name, "A") for name in SEVERITY}) == len(SEVERITY)
+    for bad in (("original", "A"), ("cut", "C")):
+        with pytest.raises(ValueError, match="expected a damage"):
+            degrade.critique(*bad)
 
 
 def test_gqm_rl_reads_the_groups_as_writing_groups(tmp_path):

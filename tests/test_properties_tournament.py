@@ -192,11 +192,6 @@ def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_l
     assert failed[mine]["score"] == pytest.approx(lost[mine]["score"], abs=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: a Swiss round pairs on standings that leave a failed game out, so failing a game it would "
-    "lose can pay an answer more than losing it (reported to the lead)",
-)
 def test_under_swiss_breaking_the_judge_in_a_game_it_would_lose_pays_no_more_than_losing_it():
     """Three answers, the judge preferring 0 to 1 to 2 in both orders: 1 breaks the judge's reading against 0."""
     texts = texts_of(3)
@@ -205,9 +200,32 @@ def test_under_swiss_breaking_the_judge_in_a_game_it_would_lose_pays_no_more_tha
     me, stronger = texts[1], texts[0]
     garbled = {**table, (me, stronger): "garbled", (stronger, me): "garbled"}
     options = {"schedule": "swiss", "aggregation": "win_rate", "orders": 2, "seed": 0}
-    failed, _ = run(texts, garbled, **options)  # round 2: all level, 0 sits out, 1 beats 2: 0.5
+    failed, _ = run(texts, garbled, **options)  # round 2: all level, 0 sits out, 1 beats 2 (0.5 were it counted)
     lost, _ = run(texts, table, **options)  # round 2: 0 leads, 1 sits out: 0.0
     assert failed[1]["score"] <= lost[1]["score"]
+    assert failed[1]["parse_error"] == 1 and failed[1]["score"] == 0.0
+
+
+@FEW
+@given(st.data(), OPTION_SETS.filter(lambda options: options["schedule"] == "swiss"))
+def test_under_swiss_an_answer_blamed_for_an_unreadable_game_is_paid_the_loss(data, options):
+    """A Swiss round pairs on the results so far, so a failed game changes the answer's later opponents: no
+    score of its later games bounds what losing would have paid, and the loss is paid outright."""
+    texts = texts_of(data.draw(st.integers(2, 6)))
+    table = data.draw(verdict_tables(texts))
+    me = data.draw(st.sampled_from(texts))
+    chosen = data.draw(st.sets(st.sampled_from([t for t in texts if t != me]), min_size=1))
+    garbled = dict(table)
+    for other in chosen:
+        garbled[(me, other)] = garbled[(other, me)] = "garbled"
+    failed, judge = run(texts, garbled, **options)
+    lost, _ = run(texts, losing(table, me, chosen), **options)
+    mine = texts.index(me)
+    assert failed[mine]["score"] <= lost[mine]["score"] + 1e-9
+    if failed[mine]["parse_error"]:
+        assert failed[mine]["score"] == 0.0
+    met = {b if a == me else a for a, b in judge.asked if me in (a, b)} & chosen
+    assert failed[mine]["parse_error"] == int(bool(met))
 
 
 @FEW

@@ -99,6 +99,7 @@ def training_jobs(cluster) -> int:
     return sum("verl.trainer.main_ppo" in job.entrypoint for job in jobs)
 
 
+@pytest.mark.release  # two minutes of verl's trainer on the cluster; CI keeps the cluster's preflight and Ctrl-C
 def test_a_submitted_training_script_trains_on_the_cluster_with_its_variables_and_workers_on_both_nodes(
     cluster, tiny, tmp_path
 ):

@@ -35,6 +35,15 @@ SEVERITY = ("repeated", "shuffled", "cut", "swapped")
 # GQM scores (integers 0-10) for a ranked group: strictly decreasing along the severity order.
 RANK_SCORES = {ORIGINAL: 9, "repeated": 7, "shuffled": 5, "cut": 3, "swapped": 1}
 
+# A critique naming the damage and where it is, for SFT rows whose reply reasons before the verdict; the
+# damage comes first and the response last, so the reply names what is wrong before it must say where.
+CRITIQUES = {
+    "repeated": "A sentence is said twice in Response {slot}.",
+    "shuffled": "The sentences are out of order in Response {slot}.",
+    "cut": "The text is cut short in Response {slot}.",
+    "swapped": "An answer to a different request is in Response {slot}.",
+}
+
 CUT_FRACTION = 0.4  # share of the words a cut copy keeps
 MIN_SHUFFLED_SENTENCES = 3  # with 2 sentences a "shuffle" is a swap of the two, which can still read well
 _SHUFFLE_TRIES = 50  # draws before deciding that no order reads differently (all sentences alike)
@@ -125,6 +134,13 @@ def swapped(text: str, rng: random.Random, others: Sequence[str] = ()) -> str | 
     """One of ``others`` (answers to other prompts) at random; None when none differs from ``text``."""
     candidates = sorted({o for o in others if o.strip() and o.strip() != text.strip()})
     return rng.choice(candidates) if candidates else None
+
+
+def critique(name: str, slot: str) -> str:
+    """The critique of a pair whose ``name`` copy sits in ``slot`` (A or B): what the rule did, and where."""
+    if name not in CRITIQUES or slot not in ("A", "B"):
+        raise ValueError(f"critique: expected a damage of {SEVERITY} and slot A or B, got {name!r}, {slot!r}")
+    return CRITIQUES[name].format(slot=slot)
 
 
 def _rng(seed: int, name: str, text: str) -> random.Random:

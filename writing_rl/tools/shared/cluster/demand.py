@@ -64,11 +64,30 @@ def described(groups: list[Group]) -> str:
     )
 
 
+SEARCH_BUDGET = 200_000  # placements tried before a refusal rests on best fit alone
+
+
 def unplaced(groups: list[Group], nodes: dict[str, dict[str, float]]) -> list[Group]:
-    """The groups left over when the largest are packed first onto the nodes' total CPUs and GPUs."""
-    free = {name: [float(r.get("GPU", 0)), float(r.get("CPU", 0))] for name, r in nodes.items()}
+    """The groups left over when the largest are packed first onto the tightest nodes (best fit, by the nodes'
+    total CPUs and GPUs); none when that fails but a search over placements finds one that holds them all.
+    Best fit is exact when group sizes divide each other (1, 2, 4, 8 GPUs), not in general: 3-GPU groups
+    on nodes of 4 and 8 GPUs need the search."""
+    left = _best_fit(groups, nodes)
+    return [] if left and _fits(groups, nodes) else left
+
+
+def _free(nodes: dict[str, dict[str, float]]) -> dict[str, list[float]]:
+    return {name: [float(r.get("GPU", 0)), float(r.get("CPU", 0))] for name, r in nodes.items()}
+
+
+def _largest_first(groups: list[Group]) -> list[Group]:
+    return sorted(groups, key=lambda g: (g.gpus, g.cpus), reverse=True)
+
+
+def _best_fit(groups: list[Group], nodes: dict[str, dict[str, float]]) -> list[Group]:
+    free = _free(nodes)
     left = []
-    for group in sorted(groups, key=lambda g: (g.gpus, g.cpus), reverse=True):
+    for group in _largest_first(groups):
         fits = [n for n, (gpu, cpu) in free.items() if gpu >= group.gpus and cpu >= group.cpus]
         if not fits:
             left.append(group)
@@ -77,6 +96,35 @@ def unplaced(groups: list[Group], nodes: dict[str, dict[str, float]]) -> list[Gr
         free[best][0] -= group.gpus
         free[best][1] -= group.cpus
     return left
+
+
+def _fits(groups: list[Group], nodes: dict[str, dict[str, float]], budget: int = SEARCH_BUDGET) -> bool:
+    """Whether some placement holds every group: a depth-first search, largest group first, trying each node
+    whose free room differs from the nodes tried before (equal rooms lead to the same placements); False
+    also when ``budget`` placements were tried without finding one."""
+    order, free = _largest_first(groups), list(_free(nodes).values())
+    tries = [budget]
+
+    def place(k: int) -> bool:
+        if k == len(order):
+            return True
+        group, tried = order[k], set()
+        for room in free:
+            if room[0] < group.gpus or room[1] < group.cpus or tuple(room) in tried:
+                continue
+            tried.add(tuple(room))
+            tries[0] -= 1
+            if tries[0] < 0:
+                return False
+            room[0] -= group.gpus
+            room[1] -= group.cpus
+            if place(k + 1):
+                return True
+            room[0] += group.gpus
+            room[1] += group.cpus
+        return False
+
+    return place(0)
 
 
 def schedulability(groups: list[Group], nodes: dict[str, dict[str, float]]) -> str | None:
