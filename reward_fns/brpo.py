@@ -136,7 +136,7 @@ async def _judge(comparisons, members: list[Member], answers, judge: SampleJudge
     is made for the first member with that answer (copies share its judgment)."""
     first = members[0]
     criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
-    criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
+    criteria = format_criteria(criteria)  # a string, one checklist entry, or a list (or parquet's array) of them
     owner = {}
     for index, answer in enumerate(answers):
         owner.setdefault(answer, index)
@@ -267,7 +267,7 @@ def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs:
     """One BRPO call: two rollouts of this row's prompt."""
     truth = row.ground_truth if isinstance(row.ground_truth, dict) else {}
     criteria = truth.get("criteria")
-    criteria = format_criteria(list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria)
+    criteria = format_criteria(criteria)  # a string, one checklist entry, or a list (or parquet's array) of them
     system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
     return pairwise_messages(
         row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"), system=system

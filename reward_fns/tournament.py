@@ -196,9 +196,7 @@ class _Referee:
 
     def __init__(self, first: Member, players: list[str], owner: dict, judge: SampleJudge, options, rng):
         criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
-        self.criteria = format_criteria(
-            list(criteria) if criteria is not None and not isinstance(criteria, str) else criteria
-        )
+        self.criteria = format_criteria(criteria)
         self.prompt = first.prompt
         self.players = players
         self.owner = owner  # answer -> the member whose judge records its calls

@@ -14,6 +14,7 @@ from writing_rl.protocols import strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages, read_pairwise_request
 from writing_rl.reward_loop.contract import Member
+from writing_rl.reward_loop.failures import UnreadableJudgeReply
 
 from judge_server import quality
 
@@ -151,3 +152,190 @@ def test_the_preflight_measures_one_comparison_of_two_responses_to_the_rows_prom
     assert METHOD.judge_messages(SimpleNamespace(prompt="P", ground_truth="label"), "x", 8, {}) == pairwise_messages(
         "P", "x", "x", criteria=None, system=PAIRWISE_SYSTEM
     )
+
+
+# ---------------------------------------------------------------- the group's edges, each key of a result
+
+REFERENCE_RESULT = {
+    "score": 0.0,
+    "verdict": 0.0,
+    "is_reference": 1,
+    "position_consistent": -1,
+    "judge_error": 0,
+    "format_error": 0,
+    "parse_error": 0,
+    "judge_truncated": 0,
+    "judge_refusal": 0,
+}
+
+
+def test_a_group_of_one_answer_is_its_own_reference_without_a_judge_call():
+    results, sample = run(members("the only toast", "<think>x</think>the only toast"))
+    assert results == [REFERENCE_RESULT, REFERENCE_RESULT] and sample.calls == []
+    results, sample = run(members("the only toast"))
+    assert results == [REFERENCE_RESULT] and sample.calls == []
+
+
+def test_a_judged_rollouts_verdict_is_its_reward_and_every_flag_is_clear():
+    texts = ["good good toast", "plain toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    results, _ = run(members(*texts))
+    for text, result in zip(texts, results):
+        if text == reference:
+            assert result == REFERENCE_RESULT
+            continue
+        expected = 1.0 if text == "good good toast" or reference == "bad toast" and text == "plain toast" else -1.0
+        assert result == {**REFERENCE_RESULT, "score": expected, "verdict": expected, "is_reference": 0,
+                          "position_consistent": 1}  # fmt: skip
+
+
+def test_two_answers_leave_one_to_judge_whatever_num_references_asks():
+    texts = ["good toast", "bad toast"]
+    results, sample = run(members(*texts), num_references=2)
+    assert sorted(r["is_reference"] for r in results) == [0, 1] and len(sample.calls) == 2
+    assert METHOD.calls_per_rollout(None, 2, {"num_references": 2}) == len(sample.calls) / 2 == 1.0
+
+
+def test_a_ground_truth_that_is_not_a_dict_has_no_criteria():
+    texts = ["good toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    (candidate,) = [t for t in texts if t != reference]
+    _, sample = run(members(*texts, ground_truth="label"), strategy="position-advantage")
+    assert [c.messages for c in sample.calls] == [comparison_messages("Write a toast.", candidate, reference, "A")]
+
+
+ENTRY = {"name": "Warmth", "criteria_description": "Does the toast feel warm?"}
+
+
+def test_a_single_checklist_entry_reaches_the_judge_as_that_criterion():
+    texts = ["good toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    (candidate,) = [t for t in texts if t != reference]
+    truth = {"prompt": "Write a toast.", "criteria": ENTRY}
+    _, sample = run(members(*texts, ground_truth=truth), strategy="position-advantage")
+    criteria = "- Warmth: Does the toast feel warm?"  # format_criteria(ENTRY)
+    asked = comparison_messages("Write a toast.", candidate, reference, "A", criteria=criteria)
+    assert [c.messages for c in sample.calls] == [asked]
+
+
+def test_the_preflight_shows_a_single_checklist_entry_as_that_criterion():
+    row = SimpleNamespace(prompt="Write a toast.", ground_truth={"prompt": "Write a toast.", "criteria": ENTRY})
+    assert METHOD.judge_messages(row, "x", 8, {}) == pairwise_messages(
+        "Write a toast.", "x", "x", criteria="- Warmth: Does the toast feel warm?", system=PAIRWISE_SYSTEM
+    )
+
+
+class Verdict:
+    """Answers every call with ``text``, whatever the prompt's layout."""
+
+    def __init__(self, text):
+        self.text = text
+
+    async def complete(self, messages):
+        return JudgeReply(self.text, "stop", 0.01)
+
+
+def test_the_template_reaches_the_judge_and_the_preflight(tmp_path):
+    path = tmp_path / "pairwise.txt"
+    path.write_text("Q: {prompt}\n1) {response_a}\n2) {response_b}\nSay [[A]] or [[B]].")
+    texts = ["good toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    (candidate,) = [t for t in texts if t != reference]
+    _, sample = run(members(*texts), Verdict("[[A]]"), strategy="position-advantage", template=str(path))
+    asked = comparison_messages("Write a toast.", candidate, reference, "A", template=str(path))
+    assert [c.messages for c in sample.calls] == [asked] and asked[-1]["content"].startswith("Q: Write a toast.\n1) ")
+    row = SimpleNamespace(prompt="Write a toast.", ground_truth={})
+    assert METHOD.judge_messages(row, "x", 8, {"template": str(path)}) == pairwise_messages(
+        "Write a toast.", "x", "x", template=str(path), system=PAIRWISE_SYSTEM
+    )
+
+
+# ---------------------------------------------------------------- failures
+
+
+class FirstVoteFails(Judge):
+    """The first sample of each comparison fails; the others answer as ``Judge``."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
+
+    async def complete(self, messages):
+        key = messages[-1]["content"]
+        if key not in self.seen:
+            self.seen.add(key)
+            raise JudgeTimeout("http://judge/v1", "no reply", attempts=3)
+        return await super().complete(messages)
+
+
+def test_a_failed_vote_leaves_the_others_to_decide_and_is_flagged():
+    texts = ["good good toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    results, sample = run(members(*texts), FirstVoteFails(), votes=3)
+    winner = 1.0 if reference == "bad toast" else -1.0
+    (mine,) = [r for t, r in zip(texts, results) if t != reference]
+    assert (mine["score"], mine["judge_error"], mine["position_consistent"]) == (winner, 1, 1)
+    assert len(sample.errors) == 2 and len(sample.calls) == 2 * 3
+
+
+def test_one_order_unreadable_cannot_tell_the_position_consistency():
+    texts = ["good toast", "bad toast"]
+    (reference,) = reference_of(texts)
+
+    def garbled_when_first(a, b):  # the order with the candidate shown first cannot be read
+        return "No verdict." if a != reference else ("[[B]]" if quality(b) > quality(a) else "[[A]]")
+
+    results, _ = run(members(*texts), Judge(reply=garbled_when_first))
+    (mine,) = [r for t, r in zip(texts, results) if t != reference]
+    assert (mine["position_consistent"], mine["parse_error"]) == (-1, 1)
+
+
+def test_a_reference_that_breaks_both_candidates_comparisons_is_the_culprit():
+    texts = ["good toast", "plain toast", "bad toast"]
+    (reference,) = reference_of(texts)
+    results, _ = run(members(*texts), Judge(reply=lambda a, b: "No verdict." if reference in (a, b) else "[[A]]"))
+    for text, result in zip(texts, results):
+        if text == reference:
+            assert (result["score"], result["is_reference"], result["parse_error"]) == (-1.0, 1, 1)
+        else:  # two candidates failed against it: their comparisons are dropped, not paid as losses
+            assert (result["score"], result["parse_error"]) == (0.0, 1)
+
+
+def test_a_reference_that_breaks_one_candidates_comparisons_counts_against_it_with_the_others():
+    texts = ["good toast", "plain toast", "bad toast"]
+    first, second = reference_of(texts, k=2)
+    (candidate,) = [t for t in texts if t not in (first, second)]
+
+    def reply(a, b):
+        if second in (a, b):
+            return "No verdict."
+        return "[[A]]" if a == candidate else "[[B]]"  # the candidate beats the first reference in both orders
+
+    results, _ = run(members(*texts), Judge(reply=reply), num_references=2)
+    mine = results[texts.index(candidate)]
+    # against the first reference: two wins; against the second: two unreadable replies, two losses
+    assert (mine["score"], mine["parse_error"], mine["position_consistent"]) == (0.0, 1, 1)
+    assert results[texts.index(second)]["score"] == -1.0 and results[texts.index(first)]["score"] == 0.0
+
+
+def test_on_parse_error_raise_stops_the_step():
+    with pytest.raises(UnreadableJudgeReply, match=r"could not be read \(parse_error: "):
+        run(members("good toast", "bad toast"), Judge(reply=lambda a, b: "No verdict."), on_parse_error="raise")
+
+
+# ---------------------------------------------------------------- win rules
+
+
+@pytest.mark.parametrize(
+    "reply, score",
+    [
+        (lambda a, b: "[[A]]" if a == "good toast" else "[[B]]", 1.0),  # a win in both orders
+        (lambda a, b: "[[C]]", -1.0),  # ties
+        (lambda a, b: "[[A]]" if a == "good toast" else "[[C]]", -1.0),  # a win and a tie
+    ],
+)
+def test_the_consistent_win_rule_pays_a_win_only_for_a_win_in_every_comparison(reply, score):
+    texts = ["good toast", "bad toast"]
+    uid = next(f"u{i}" for i in range(100) if reference_of(texts, uid=f"u{i}") == ["bad toast"])
+    results, _ = run(members(*texts, uid=uid), Judge(reply=reply), win_rule="consistent")
+    assert (results[0]["score"], results[0]["verdict"]) == (score, score)
