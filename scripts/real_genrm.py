@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 from tiny_genrm_chain import per_step, rlvr_model, tiny_train  # noqa: E402
-from tiny_sft import losses, measure, run_sft  # noqa: E402
+from tiny_sft import losses, measure, read_reply, run_sft  # noqa: E402
 
 ANSWERS = REPO / "examples/real/smollm2_answers.jsonl"
 HELDOUT = 0.2  # the share of prompts held out
@@ -99,6 +99,37 @@ def with_intervals(measured: dict) -> dict:
     return figures
 
 
+def measured_with_damage(model: Path, data: Path) -> dict:
+    """``tiny_sft.measure`` on the held-out requests, with intervals and the figures per damage."""
+    measured = measure(model, data, REPLY_TOKENS)
+    return {**with_intervals(measured), "by_damage": by_damage(measured["replies"], data)}
+
+
+def by_damage(replies: list[str], data: Path) -> dict[str, dict]:
+    """Per damage of the held-out pairs (repeated, shuffled, cut, swapped): the verdicts that chose the original
+    (``correct``) and the replies whose critique named the damage the pair was made with (``named``)."""
+    import pandas as pd
+
+    from writing_rl.data.degrade import CRITIQUES
+
+    rows = pd.read_parquet(data / "heldout" / "train.parquet")
+    found: dict[str, dict] = {}
+    for messages, extra, reply in zip(rows["messages"], rows["extra_info"], replies):
+        damage, truth = extra["degradation"], read_reply("pref-sft", messages[-1]["content"], 2, "ranking")
+        counts = found.setdefault(damage, {"pairs": 0, "correct": 0, "named": 0})
+        counts["pairs"] += 1
+        counts["correct"] += read_reply("pref-sft", reply, 2, "ranking") == truth
+        counts["named"] += reply.startswith(CRITIQUES[damage].split("{slot}")[0])
+    return found
+
+
+def damage_line(figures: dict) -> str:
+    found = figures.get("by_damage", {})
+    return "          per damage, original chosen / damage named: " + ", ".join(
+        f"{name} {c['correct']}/{c['pairs']} / {c['named']}/{c['pairs']}" for name, c in found.items()
+    )
+
+
 def line(when: str, figures: dict) -> str:
     def share(name: str) -> str:
         f = figures[name]
@@ -126,8 +157,9 @@ def sft_stage(
     say(
         f"   {len(loss)} steps in {seconds:.0f} s; verl's train/loss {loss[0]:.3f} -> {loss[-1]:.3f}; HF model: {model}"
     )
-    after = with_intervals(measure(model, built["train"].parent.parent, REPLY_TOKENS))
+    after = measured_with_damage(model, built["train"].parent.parent)
     say(line("SFT", after))
+    say(damage_line(after))
     return {"hf_model": str(model), "epochs": epochs, "lr": lr, "steps": len(loss), "seconds": round(seconds),
             "loss_first": loss[0], "loss_last": loss[-1], "after": after}  # fmt: skip
 
@@ -139,8 +171,9 @@ def rlvr_stage(out: Path, sft_model: Path, pairs: Path, data: Path, steps: int, 
     metrics = tiny_train("genrm_pairwise_rl", out / "rlvr", out / "cache", steps, env,
                          (f"actor_rollout_ref.actor.optim.lr={lr}",))  # fmt: skip
     model = rlvr_model(out / "rlvr" / "checkpoints")
-    after = with_intervals(measure(model, data))
+    after = measured_with_damage(model, data)
     say(line("RLVR", after))
+    say(damage_line(after))
     return {"hf_model": str(model), "steps": sorted(metrics), "reward": per_step(metrics, "critic/score/mean"),
             "seconds": round(time.monotonic() - start), "after": after}  # fmt: skip
 
@@ -220,8 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     summary["base"] = str(base)
     try:
         if args.sft_model is None and not args.no_before:
-            summary["before"] = with_intervals(measure(base, data, REPLY_TOKENS))
+            summary["before"] = measured_with_damage(base, data)
             say(line("before", summary["before"]))
+            say(damage_line(summary["before"]))
         if args.sft_model is None:
             summary["sft"] = sft_stage(out, base, built, args.epochs, args.lr, args.max_steps, args.save_freq)
         genrm = Path(summary["sft"]["hf_model"]) if args.sft_model is None else args.sft_model.resolve()

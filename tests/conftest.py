@@ -40,7 +40,8 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session):
     runs = session.config.stash.get(TRAINER_RUNS, None)
     if runs is not None:
-        runs.close(keep=session.testsfailed > 0)
+        # kept when a test failed, or when asked (WRITING_RL_KEEP_RUNS=1: to read a release run's times)
+        runs.close(keep=session.testsfailed > 0 or os.environ.get("WRITING_RL_KEEP_RUNS") == "1")
 
 
 @pytest.fixture(scope="session")

@@ -378,3 +378,23 @@ def test_the_real_policy_runs_learning_check_follows_the_damage_of_its_rollouts_
     _dump(tmp_path / "short", {step: [whole] for step in range(5)})
     assert check(tmp_path / "short") is None  # fewer steps than two windows: no check
     assert check(tmp_path / "none") is None
+
+
+def test_the_real_genrms_figures_per_damage_count_verdicts_and_named_damages(tmp_path):
+    """scripts/real_genrm.py's breakdown of a GenRM's held-out replies: per damage, the verdicts that chose the
+    original and the critiques that named the damage the pair was made with."""
+    from test_docs import load_script
+
+    by_damage = load_script("scripts/real_genrm.py").by_damage
+    assert degraded_pairs.main(["--input", str(ANSWERS), "--output", str(tmp_path / "pairs")]) == 0
+    source = tmp_path / "pairs/pairs_heldout.jsonl"
+    rc = build_parquet(["pref-sft", "--quiet", "--input", str(source), "--output", str(tmp_path / "data/heldout")])
+    assert rc == 0 and (tmp_path / "data/heldout/train.parquet").exists()
+    rows = pq.read_table(tmp_path / "data/heldout/train.parquet").to_pylist()
+    kinds = Counter(row["extra_info"]["degradation"] for row in rows)
+    own = [row["messages"][-1]["content"] for row in rows]  # the labels themselves: all right, all named
+    assert by_damage(own, tmp_path / "data") == {k: {"pairs": n, "correct": n, "named": n} for k, n in kinds.items()}
+    constant = by_damage(["[[B]]"] * len(rows), tmp_path / "data")  # every pair in both orders: half right
+    assert constant == {k: {"pairs": n, "correct": n // 2, "named": 0} for k, n in kinds.items()}
+    wrong = [reply.replace("Response A", "Response X").replace("[[A]]", "[[B]]") for reply in own]
+    assert all(c["correct"] == c["pairs"] // 2 for c in by_damage(wrong, tmp_path / "data").values())
