@@ -185,7 +185,7 @@ def hosted_stage(out: Path, genrm: Path, steps: int, lr: float) -> dict:
         f"== hosted: POLICY=smollm2 GENRM=standalone tiny_train.sh brpo, {steps} steps, lr {lr:g}, the GenRM at {genrm}"
     )
     start = time.monotonic()
-    env = {"POLICY": "smollm2", "GENRM": "standalone", "GENRM_PATH": str(genrm)}
+    env = {"POLICY": "smollm2", "GENRM": "standalone", "GENRM_PATH": str(genrm), "JUDGE_MAX_TOKENS": str(REPLY_TOKENS)}
     # Sampling at temperature 1: the group's rollouts must differ for BRPO to have anything to prefer.
     policy = (f"actor_rollout_ref.actor.optim.lr={lr}", "actor_rollout_ref.rollout.temperature=1.0")
     metrics = tiny_train("brpo", out / "hosted", out / "cache", steps, env, (*DAMAGE_WATCH, *policy))

@@ -249,8 +249,8 @@ def overrides(
         args += [
             f"+genrm={genrm}",
             f"reward.reward_model.model_path={os.environ.get('GENRM_PATH') or artifacts['genrm']}",
-            # An untrained model rarely stops on its own: keep each judge reply short.
-            "reward.reward_kwargs.judge.max_tokens=32",
+            # An untrained model rarely stops on its own: keep each judge reply short (JUDGE_MAX_TOKENS: longer).
+            f"reward.reward_kwargs.judge.max_tokens={os.environ.get('JUDGE_MAX_TOKENS') or 32}",
         ]
     elif judge is not None:
         args += [f"reward.reward_kwargs.judge.base_url={judge[0]}", f"reward.reward_kwargs.judge.model={judge[1]}"]

@@ -167,15 +167,13 @@ def recomputed(texts, judge: TableJudge, aggregation: str, prior: float) -> list
     return [0.0 if s is None else s for s in tournament.aggregate(aggregation, len(texts), results, **extra)]
 
 
-FIXED_SCHEDULES = OPTION_SETS.filter(lambda options: options["schedule"] != "swiss")
-
-
 @FEW
-@given(st.data(), FIXED_SCHEDULES)
+@given(st.data(), OPTION_SETS)
 def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_losing_them(data, options):
-    """The exploit a policy would look for, under the fixed schedules, every aggregation and order, against any
-    judge: text that makes the judge's replies unreadable in a chosen set of its games. Those games are counted
-    exactly as losses."""
+    """The exploit a policy would look for, under every schedule, aggregation and order, against any judge: text
+    that makes the judge's replies unreadable in a chosen set of its games. Under the fixed schedules those games
+    are counted exactly as losses; under Swiss, whose later rounds pair on the results so far (so a failed game
+    changes the answer's later opponents), an answer blamed for one is paid the loss outright."""
     texts = texts_of(data.draw(st.integers(2, 6)))
     table = data.draw(verdict_tables(texts))
     me = data.draw(st.sampled_from(texts))
@@ -189,7 +187,10 @@ def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_l
     assert failed[mine]["score"] <= lost[mine]["score"] + 1e-9, (failed[mine], lost[mine])
     met = {b if a == me else a for a, b in judge.asked if me in (a, b)} & chosen
     assert failed[mine]["parse_error"] == int(bool(met))
-    assert failed[mine]["score"] == pytest.approx(lost[mine]["score"], abs=1e-6)
+    if options["schedule"] == "swiss":
+        assert failed[mine]["score"] == 0.0 or not met
+    else:
+        assert failed[mine]["score"] == pytest.approx(lost[mine]["score"], abs=1e-6)
 
 
 def test_under_swiss_breaking_the_judge_in_a_game_it_would_lose_pays_no_more_than_losing_it():
@@ -204,28 +205,6 @@ def test_under_swiss_breaking_the_judge_in_a_game_it_would_lose_pays_no_more_tha
     lost, _ = run(texts, table, **options)  # round 2: 0 leads, 1 sits out: 0.0
     assert failed[1]["score"] <= lost[1]["score"]
     assert failed[1]["parse_error"] == 1 and failed[1]["score"] == 0.0
-
-
-@FEW
-@given(st.data(), OPTION_SETS.filter(lambda options: options["schedule"] == "swiss"))
-def test_under_swiss_an_answer_blamed_for_an_unreadable_game_is_paid_the_loss(data, options):
-    """A Swiss round pairs on the results so far, so a failed game changes the answer's later opponents: no
-    score of its later games bounds what losing would have paid, and the loss is paid outright."""
-    texts = texts_of(data.draw(st.integers(2, 6)))
-    table = data.draw(verdict_tables(texts))
-    me = data.draw(st.sampled_from(texts))
-    chosen = data.draw(st.sets(st.sampled_from([t for t in texts if t != me]), min_size=1))
-    garbled = dict(table)
-    for other in chosen:
-        garbled[(me, other)] = garbled[(other, me)] = "garbled"
-    failed, judge = run(texts, garbled, **options)
-    lost, _ = run(texts, losing(table, me, chosen), **options)
-    mine = texts.index(me)
-    assert failed[mine]["score"] <= lost[mine]["score"] + 1e-9
-    if failed[mine]["parse_error"]:
-        assert failed[mine]["score"] == 0.0
-    met = {b if a == me else a for a, b in judge.asked if me in (a, b)} & chosen
-    assert failed[mine]["parse_error"] == int(bool(met))
 
 
 @FEW
