@@ -66,7 +66,7 @@ def real_chain(tmp_path_factory):
     driver = load_script("scripts/real_genrm.py")
     out = tmp_path_factory.mktemp("real_genrm")
     rc = driver.main(
-        ["--out", str(out), "--max-steps", "24", "--lr", "3e-5", "--rlvr-steps", "2", "--policy-steps", "2"]
+        ["--out", str(out), "--max-steps", "24", "--lr", "1e-4", "--rlvr-steps", "2", "--policy-steps", "2"]
     )
     summary = json.loads((out / "summary.json").read_text())
     assert rc == 0, summary
@@ -77,7 +77,7 @@ def test_sft_turns_smollm2_into_a_genrm_whose_verdicts_read_and_beat_its_base(re
     before, after = real_chain["before"], real_chain["sft"]["after"]
     assert before["rows"] == after["rows"] >= 100  # every held-out pair, in both orders
     # SmolLM2 itself never writes the verdict; the SFT'd model does, so that its accuracy over every request (an
-    # unreadable reply wrong) is clearly above its base's. (Above a coin it is not yet after a short SFT: the docs.)
+    # unreadable reply wrong) is clearly above its base's (above a coin only after an epoch or so: the docs).
     assert after["readable"]["share"] > before["readable"]["share"] + 0.5, (before, after)
     assert after["accuracy_unreadable_wrong"]["ci95"][0] > before["accuracy_unreadable_wrong"]["ci95"][1]
 
