@@ -448,5 +448,15 @@ def test_a_real_policy_and_a_real_judge_through_verls_trainer(runs, key):
             assert name in logged[step], f"step {step}: no {name} in verl's metrics"
     # SmolLM2 seldom writes the verdict format: failures are certain. Each is paid at most 0, the loss of every
     # method here but BRPO, whose candidates pay 0 for a comparison with a reference that every candidate failed
-    # against (the culprit, which pays -1: reward_fns/brpo.py), and -1 otherwise.
+    # against (the culprit, which pays -1: reward_fns/brpo.py), and -1 otherwise. The tournament counts an
+    # unreadable game as a loss for the answer blamed, among its other games (parse_error=1, paid for the rest).
+    if key.startswith("tournament"):
+        shapes = {tuple(sorted((k, type(v).__name__) for k, v in r.items() if k not in ("time", "uid"))) for r in ours}
+        assert len(shapes) == 1, shapes
+        assert all(r["reward"] <= 0.0 for r in ours if r["judge_error"])  # a failed call: the loss
+        assert any(r["parse_error"] for r in ours) and all(r["failed_games"] > 0 for r in ours if r["parse_error"])
+        # an answer none of whose games could be read: every game counted as lost, below a tie (Bradley-Terry's
+        # prior keeps a player who lost every game above 0)
+        assert all(r["reward"] < 0.5 for r in ours if r["games"] == 0 and r["failed_games"] > 0)
+        return
     assert_one_shape_and_failures_paid_a_loss(ours, some_failed=True)
