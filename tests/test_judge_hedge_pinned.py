@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from dataclasses import dataclass
 
 import pytest
+from test_judge_hedge import Answer  # a reply with its status
 
 from writing_rl.judge.hedge import LATENCY_WINDOW, MAX_COPIES, MIN_DELAY_S, MIN_REPLIES, REFRESH_EVERY, Hedger
 
@@ -41,15 +41,6 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
 def run(coro):
     with asyncio.Runner(loop_factory=VirtualClockLoop) as runner:
         return runner.run(coro)
-
-
-@dataclass
-class Answer:
-    status: int
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 200
 
 
 class Boom(Exception):
