@@ -634,7 +634,7 @@ BREAKS = [
     _break(
         "tournament-unreadable-game-left-out",
         "reward_fns/tournament.py",
-        "                    blame.counted.setdefault(player, []).append((opponent, fallback))\n",
+        "                    blame.counted.setdefault(player, []).append((opponent, blame.fallback))\n",
         "",
         (
             TOURNAMENT + "test_making_any_of_its_games_unreadable_never_pays_an_answer_more_than_losing_them",
