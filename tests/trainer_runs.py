@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ class Run:
     trainer: str = ""  # TRAINER (writing_rl/tools/shared/trainers.py); "": the overlay's
     faults: int = 0  # STAND_IN_FAULTS
     env: tuple[tuple[str, str], ...] = ()  # more of tiny_train.sh's variables (LEARN, TASTE, SEED, ...)
+    timeout_s: float = RUN_TIMEOUT_S  # each invocation's
 
 
 def tiny_train():
@@ -92,10 +94,8 @@ RUNS = {
     FULLY_ASYNC: Run("writing_rl", TERM, trainer="fully-async", faults=FAULTS),
     SEPARATE_ASYNC: Run("grrm_mt_grpo", TERM, trainer="v1-separate-async", faults=FAULTS),
     ONE_STEP_OFF: Run("rubric", TERM, trainer="one-step-off", faults=FAULTS),
-    "grrm_rlvr": Run("grrm_rlvr"),
     # BRPO with its terms, judged by the tiny GenRM verl hosts (+genrm=standalone, the v1 trainer).
     "brpo-standalone": Run("brpo", TERM, genrm="standalone"),
-    "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
     # The tournament (a plug-in method) with its terms and a judge that fails now and then.
     "tournament": Run("tournament", TERM, faults=FAULTS),
     # A three-judge ensemble (the stand-in judge three times) whose judges fail now and then.
@@ -110,6 +110,8 @@ RUNS = {
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
     # The release suite.
+    "grrm_rlvr": Run("grrm_rlvr"),
+    "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
     # A policy learns the stand-in judge's taste (LEARN=1; in CI the quickstart's Writing-RL run learns).
     "brpo-learns": learning("brpo"),
     "writing_rl-learns": learning("writing_rl"),
@@ -132,7 +134,9 @@ RUNS = {
     # Real models: SmolLM2-135M-Instruct as the policy (its own tokenizer and chat template) and, for the judged
     # methods, as the judge that serve-judge hosts beside the run; the GenRM-training overlays train SmolLM2 itself.
     **{f"{method}-smollm2": Run(method, env=REAL) for method in REAL_JUDGED},
-    **{f"{method}-smollm2": Run(method, env=REAL[:1]) for method in ("grrm_rlvr", "genrm_pairwise_rl")},
+    # Their requests are long (a GQM request holds every candidate): the actor's update takes minutes a step.
+    "grrm_rlvr-smollm2": Run("grrm_rlvr", env=REAL[:1], timeout_s=2 * RUN_TIMEOUT_S),
+    "genrm_pairwise_rl-smollm2": Run("genrm_pairwise_rl", env=REAL[:1]),
 }
 SMOLLM2_RUNS = tuple(key for key in RUNS if key.endswith("-smollm2"))
 
@@ -166,6 +170,7 @@ class Runs:
         self.processes: set[subprocess.Popen] = set()
         self.lock = threading.Lock()
         self.closed = False
+        self.seconds: dict[str, float] = {}  # each finished run's wall time, for the session's summary
         self.preparing = ThreadPoolExecutor(max_workers=1)
         self.prepared = self.preparing.submit(self._build_artifacts)
         self.pool = ThreadPoolExecutor(max_workers=PARALLEL)
@@ -186,6 +191,13 @@ class Runs:
 
     def _run(self, key: str, run: Run) -> tuple[list[str], Path]:
         self.prepared.result()
+        started = time.monotonic()
+        try:
+            return self._run_invocations(key, run)
+        finally:
+            self.seconds[key] = time.monotonic() - started
+
+    def _run_invocations(self, key: str, run: Run) -> tuple[list[str], Path]:
         out = self.root / key
         env = {"GENRM": run.genrm} if run.genrm else {}
         if run.trainer:
@@ -197,16 +209,16 @@ class Runs:
             env.update(JUDGE_BASE_URL=self.dead_judge.base_url, JUDGE_MODEL="m")
         outputs = []
         for i, steps in enumerate(run.steps, start=1):
-            output = self._invoke(run.method, out, steps, run.overrides, env)
+            output = self._invoke(run, out, steps, env)
             if any(sign in output for sign in NOT_STARTED) and not (out / "metrics.jsonl").exists():
-                output = self._invoke(run.method, out, steps, run.overrides, env)
+                output = self._invoke(run, out, steps, env)
             outputs.append(output)
             curriculum = out / "checkpoints" / "curriculum"
             if i < len(run.steps) and curriculum.is_dir():  # the levels as run i left them, for the next to compare
                 shutil.copytree(curriculum, out / f"curriculum-after-run-{i}")
         return outputs, out
 
-    def _invoke(self, method: str, out: Path, steps: int, overrides: tuple[str, ...], env: dict) -> str:
+    def _invoke(self, run: Run, out: Path, steps: int, env: dict) -> str:
         drop = ("JUDGE_BASE_URL", "JUDGE_MODEL", "GENRM", "TRAINER", "STAND_IN_FAULTS", "RAY_ADDRESS", "LEARN", "TASTE")
         drop += (
             "JUDGE_TASTE",
@@ -227,7 +239,7 @@ class Runs:
                 return "rc=cancelled\n"
             # A session of its own: a run past its deadline is stopped with everything it started (Ray too).
             process = subprocess.Popen(
-                ["bash", "scripts/tiny_train.sh", method, *overrides],
+                ["bash", "scripts/tiny_train.sh", run.method, *run.overrides],
                 cwd=REPO_DIR,
                 env=environ,
                 stdout=subprocess.PIPE,
@@ -237,12 +249,12 @@ class Runs:
             )
             self.processes.add(process)
         try:
-            output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+            output, _ = process.communicate(timeout=run.timeout_s)
             return f"rc={process.returncode}\n{output}"
         except subprocess.TimeoutExpired:
             stop(process)
             output, _ = process.communicate()
-            return f"rc=timeout\ntiny_train.sh {method} ran past {RUN_TIMEOUT_S} s\n{output}"
+            return f"rc=timeout\ntiny_train.sh {run.method} ran past {run.timeout_s:.0f} s\n{output}"
         finally:
             with self.lock:
                 self.processes.discard(process)
@@ -259,6 +271,9 @@ class Runs:
         self.pool.shutdown(wait=True)
         self.preparing.shutdown(wait=True)
         self.dead_judge.stop()
+        if self.seconds:
+            times = ", ".join(f"{key} {seconds:.0f} s" for key, seconds in self.seconds.items())
+            print(f"\ntrainer runs (wall, one at a time beside the other tests): {times}")
         if keep:
             print(f"\ntrainer runs kept in {self.root}")
         else:
