@@ -57,6 +57,9 @@ def transfer_queue():
         tq.close()
 
 
+# Release: a minute of CI's 30; in CI tests/test_tracker_judge_metrics.py reads the judge/ metrics of a v1 trainer
+# run (the tournament's) in verl's tracker.
+@pytest.mark.release
 def test_judge_health_reaches_the_tracker_on_the_v1_trainer(
     ray_cluster, judge_server, tokenizer_dir, tokenizer, tmp_path, monkeypatch
 ):

@@ -1,6 +1,6 @@
 """``judge/...`` in verl's tracker file under the trainers without a replay buffer, read from the runs CI already
 makes (tests/trainer_runs.py): legacy (a GenRM colocated with the policy), fully-async and one-step-off, each
-through our entry point (reward_loop/health/entry/). The v1 trainers' route is tests/test_trainer_cpu.py's."""
+through our entry point (reward_loop/health/entry/), and the v1 trainer's (the tournament's run)."""
 
 import json
 import re
@@ -13,6 +13,7 @@ from trainer_runs import FULLY_ASYNC, ONE_STEP_OFF, uses
 pytestmark = pytest.mark.trainer
 
 LEGACY_COLOCATED = "grrm_mt_grpo-colocated"
+V1 = "tournament"  # the v1 trainer, verl's default
 PER_STEP = 16  # tiny_train.py: 4 prompts x 4 rollouts
 JUDGE_KEYS = ("judge/samples_total", "judge/calls_total", "judge/error_rate", "judge/parse_error_rate")
 
@@ -28,7 +29,9 @@ def training_records(out: Path) -> list[tuple[int, dict]]:
     return [(record["step"], record["data"]) for record in records if "critic/score/mean" in record["data"]]
 
 
-@pytest.mark.parametrize("key", [pytest.param(k, marks=uses(k)) for k in (LEGACY_COLOCATED, FULLY_ASYNC, ONE_STEP_OFF)])
+@pytest.mark.parametrize(
+    "key", [pytest.param(k, marks=uses(k)) for k in (LEGACY_COLOCATED, FULLY_ASYNC, ONE_STEP_OFF, V1)]
+)
 def test_every_trainer_step_has_its_judge_metrics_in_the_tracker_under_its_own_step(key, runs):
     (output,), out = runs.get(key)
     assert output.startswith("rc=0\n"), output[-3000:]
