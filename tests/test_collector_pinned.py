@@ -261,7 +261,12 @@ def test_the_collector_is_one_named_restartable_actor_per_job_and_shard(monkeypa
     context = types.SimpleNamespace(get_job_id=lambda: "07000000")
     fake_ray = types.SimpleNamespace(remote=Remote, get_runtime_context=lambda: context)
     monkeypatch.setattr(collector_module, "ray", fake_ray)
-    monkeypatch.setattr(collector_module, "placement_options", lambda name, resources, key: {"resources": resources})
+
+    def placement_options(name, resources, key):
+        made["placement"] = (name, resources, key)
+        return {"resources": resources}
+
+    monkeypatch.setattr(collector_module, "placement_options", placement_options)
     settings = GroupConfig(finished_cache=77, actor_resources={"node:__internal_head__": 0.01})
     assert collector_module.collector_name(3) == "writing_rl_group_collector_07000000_3"
     assert collector_module.collector_name() == "writing_rl_group_collector_07000000_0"
@@ -277,6 +282,11 @@ def test_the_collector_is_one_named_restartable_actor_per_job_and_shard(monkeypa
             "resources": {"node:__internal_head__": 0.01},
         },
         "args": (77,),
+        "placement": (
+            "writing_rl_group_collector_07000000_2",
+            {"node:__internal_head__": 0.01},
+            "reward.reward_kwargs.groups.actor_resources",
+        ),
     }
     collector_module.get_or_create_collector(GroupConfig())
     assert made["options"]["name"].endswith("_0")
@@ -308,5 +318,27 @@ def test_a_real_member_arriving_while_copies_settle_takes_its_place_and_the_grou
         assert join(c, "w2", "u", 2, (3, "b"), settings=SETTLING) == []
         assert await events_of(c, "w1") == [Lead(1, "u", [member("a"), member("b")], {1: 0, 2: 0})]
         assert await events_of(c, "w1", wait_s=0.2) == []  # the settle timer, past, seals nothing again
+
+    run(body)
+
+
+def test_a_group_that_expired_while_its_copies_settled_is_not_led_afterwards():
+    async def body(c):
+        settings = GroupConfig(timeout_s=0.05, settle_s=0.3, result_timeout_s=30.0, batch_window_s=0.0)
+        assert join(c, "w1", "u", 2, (1, "a"), (2, "a"), settings=settings) == []
+        assert [e.kind for e in await events_of(c, "w1")] == [INCOMPLETE, INCOMPLETE]
+        assert await events_of(c, "w1", wait_s=0.6) == []  # past settle_s: no lead for the failed group
+
+    run(body)
+
+
+def test_sealing_a_group_cancels_its_timeout_and_only_the_result_timeout_remains():
+    async def body(c):
+        join(c, "w1", "u", 2, (1, "a"))
+        timeout = c.open["u"].timer
+        join(c, "w2", "u", 2, (2, "b"))
+        assert timeout.cancelled() and not c.open["u"].timer.cancelled()
+        c.send("w1", SETTINGS, published=[("u", {response_key("a"): {}, response_key("b"): {}}, True)])
+        assert c.open == {}
 
     run(body)

@@ -127,7 +127,6 @@ class _Group:
     arrivals: list[Arrival] = field(default_factory=list)
     members: list[int] | None = None  # arrival numbers of the members, once sealed
     served: set[int] = field(default_factory=set)  # arrivals the leader's worker answers itself
-    partial: bool = False
     settling: bool = False
     claimed: bool = False  # a worker holds the whole group and scores it: arrivals here are copies
     timer: asyncio.TimerHandle | None = None
@@ -228,7 +227,6 @@ class GroupCollector:
     def _seal(self, uid: str, group: _Group, partial: bool = False) -> None:
         texts = group.texts()
         group.members = choose_members(texts, group.expected)
-        group.partial = partial
         leader = group.arrivals[group.members[0]]
         mine = {}
         for number, arrival in enumerate(group.arrivals):
