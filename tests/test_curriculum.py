@@ -440,7 +440,11 @@ def test_a_second_run_on_the_same_state_dir_fails_at_start_naming_the_holder(tmp
             ReferenceScheduler(CurriculumConfig(state_dir=str(state_dir)), run="run-two")
         message = str(info.value)
         assert "run run-one" in message and f"pid {holder.pid}" in message
-        assert "its own reward.reward_kwargs.curriculum.state_dir" in message
+        assert message.startswith("curriculum: ") and message.endswith(
+            "; two training runs cannot share one state dir (each would overwrite the other's levels): give this "
+            "run its own reward.reward_kwargs.curriculum.state_dir (by default {trainer.default_local_dir}/curriculum"
+            "), or stop the other run"
+        )
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)

@@ -11,7 +11,7 @@ import pytest
 from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
 from writing_rl.curriculum import scheduler as scheduler_module
-from writing_rl.curriculum.log import WALWriteError, read_state
+from writing_rl.curriculum.log import LATEST, WALWriteError, read_state
 from writing_rl.curriculum.scheduler import ReferenceScheduler, exit_if_actor
 
 from waiting import until
@@ -373,3 +373,102 @@ def test_the_scheduler_is_one_named_restartable_actor_per_run(monkeypatch, tmp_p
         },
         "args": (config, f"run-of-{config.state_dir}"),
     }
+
+
+def test_snapshot_shows_the_levels_their_source_the_checkpoint_and_the_seq(tmp_path):
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path))
+        await s.pin("k", 2)
+        assert s.snapshot() == {"levels": {"k": 0}, "source": s.source, "checkpoint": s.checkpoint, "seq": 1}
+
+    run(body)
+
+
+def test_a_rollout_of_an_open_group_is_answered_at_once_and_writes_nothing_while_its_id_is_being_written(tmp_path):
+    gate = threading.Event()
+    gate.set()
+
+    def fsync(fd):
+        assert gate.wait(30), "the test never opened the gate"
+        os.fsync(fd)
+
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path), fsync=fsync)
+        assert await s.batch([("pin", "k", 3, "g1", 4, 60.0), ("pin", "k", 3, "g0", 1, 60.0)]) == [0, 0]
+        await s.flush()
+        gate.clear()
+        moved = asyncio.ensure_future(s.batch([("report", "g0", 1, 0.5)]))  # g0 moves k: its write waits
+        for _ in range(3):
+            await asyncio.sleep(0)
+        seq = s.seq
+        assert await s.batch([("pin", "k", 3, "g1", 4, 60.0)]) == [0]  # g1's own level, not the write's
+        assert s.seq == seq and not moved.done()
+        gate.set()
+        assert await moved == [True]
+
+    run(body)
+
+
+def test_a_checkpoint_seen_is_cut_into_the_wal_and_a_step_snapshot_of_the_state_before(tmp_path):
+    from writing_rl.curriculum.log import WAL, load_snapshot, read_wal, step_path
+
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path), run="r1")
+        await s.pin("a", 3)
+        await s.advance("a", 0)
+        tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
+        tracker.parent.mkdir()
+        tracker.write_text("3")
+        await s.pin("b", 3)  # sees checkpoint 3 first
+        await s.flush()
+        mtime = tracker.stat().st_mtime_ns
+        records, _ = read_wal(tmp_path / "state" / WAL)
+        assert {"seq": 3, "ckpt": 3, "checkpoint": 3, "mtime_ns": mtime} in records
+        table, meta = load_snapshot(step_path(tmp_path / "state", 3))
+        assert table.as_dict() == {"a": 1}  # before b
+        assert (meta.seq, meta.checkpoint, meta.marker, meta.run) == (3, 3, (3, mtime), "r1")
+        assert s.seq == 4 and s.checkpoint == 3
+
+    run(body)
+
+
+def test_a_step_snapshot_that_cannot_be_written_is_logged_naming_its_step(tmp_path, logged):
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path))
+        (tmp_path / "state" / "levels.step_5.npz").mkdir()  # a directory where the snapshot goes
+        tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
+        tracker.parent.mkdir()
+        tracker.write_text("5")
+        await s.pin("a", 3)
+        await s.flush()
+
+    run(body)
+    assert any(m.startswith("curriculum: could not write the snapshot of step 5: ") for m in logged), logged
+
+
+def test_a_compaction_that_cannot_be_written_fails_and_is_logged(tmp_path, logged):
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path))
+        await s.pin("a", 3)
+        latest = tmp_path / "state" / LATEST
+        latest.unlink()
+        latest.mkdir()
+        with pytest.raises(OSError):
+            await s.compact()
+
+    run(body)
+    assert any(m.startswith("curriculum: could not write a compaction: ") for m in logged), logged
+
+
+def test_the_wal_is_compacted_once_it_holds_compact_records(tmp_path):
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path, compact_records=2))
+        for key in ("a", "b"):
+            await s.pin(key, 3)
+            await s.flush()
+        assert s.log.since_truncation == 2
+        await s.pin("c", 3)  # the WAL holds 2: this record is followed by a compaction
+        await s.flush()
+        assert s.log.since_truncation == 0
+
+    run(body)
