@@ -342,3 +342,17 @@ def test_sealing_a_group_cancels_its_timeout_and_only_the_result_timeout_remains
         assert c.open == {}
 
     run(body)
+
+
+def test_a_response_key_is_16_bytes_for_any_text_lone_surrogates_included():
+    assert len(response_key("x")) == len(response_key("x" * 100_000)) == 16
+    assert response_key("\ud800") != response_key("\ud801")  # text verl decoded with errors kept
+
+
+def test_with_settle_s_0_identical_arrivals_are_sealed_in_the_call_that_completes_them():
+    async def body(c):
+        join(c, "w2", "u", 2, (2, "a"))
+        join(c, "w1", "u", 2, (1, "a"))  # 2 arrivals, 1 distinct response: nothing to wait for
+        assert [type(e) for e in c.mailboxes["w2"].events] == [Lead]
+
+    run(body)

@@ -472,3 +472,26 @@ def test_the_wal_is_compacted_once_it_holds_compact_records(tmp_path):
         assert s.log.since_truncation == 0
 
     run(body)
+
+
+def test_a_resume_from_a_checkpoint_whose_snapshot_was_lost_writes_it_from_the_wal_with_its_meta(tmp_path):
+    from writing_rl.curriculum.log import load_snapshot, step_path
+
+    async def body():
+        s = ReferenceScheduler(settings(tmp_path), run="r1")
+        await s.pin("a", 3)
+        await s.advance("a", 0)
+        tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
+        tracker.parent.mkdir()
+        tracker.write_text("3")
+        await s.pin("b", 3)
+        await s.flush()
+        s.close()
+
+    run(body)
+    snapshot = step_path(tmp_path / "state", 3)
+    snapshot.unlink()  # the run died before the snapshot of step 3 was written
+    resumed = ReferenceScheduler(settings(tmp_path), run="r2")
+    assert resumed.table.as_dict() == {"a": 1}  # the state at step 3: b came after
+    table, meta = load_snapshot(snapshot)
+    assert table.as_dict() == {"a": 1} and meta is not None and meta.checkpoint == 3
