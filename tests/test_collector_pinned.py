@@ -5,6 +5,7 @@ import asyncio
 import types
 
 import pytest
+from ray_standin import recording_actor_factory
 
 from writing_rl.reward_loop.config import GroupConfig
 from writing_rl.reward_loop.contract import Member
@@ -244,27 +245,10 @@ def test_a_worker_silent_for_an_hour_loses_its_mailbox():
 
 
 def test_the_collector_is_one_named_restartable_actor_per_job_and_shard(monkeypatch):
-    made = {}
-
-    class Remote:
-        def __init__(self, cls):
-            made["cls"] = cls
-
-        def options(self, **options):
-            made["options"] = options
-            return self
-
-        def remote(self, *args):
-            made["args"] = args
-            return "handle"
-
+    made, Remote, placement_options = recording_actor_factory()
     context = types.SimpleNamespace(get_job_id=lambda: "07000000")
     fake_ray = types.SimpleNamespace(remote=Remote, get_runtime_context=lambda: context)
     monkeypatch.setattr(collector_module, "ray", fake_ray)
-
-    def placement_options(name, resources, key):
-        made["placement"] = (name, resources, key)
-        return {"resources": resources}
 
     monkeypatch.setattr(collector_module, "placement_options", placement_options)
     settings = GroupConfig(finished_cache=77, actor_resources={"node:__internal_head__": 0.01})

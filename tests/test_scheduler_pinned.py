@@ -9,6 +9,7 @@ import types
 
 import pytest
 from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
+from ray_standin import recording_actor_factory
 
 from writing_rl.curriculum import scheduler as scheduler_module
 from writing_rl.curriculum.log import LATEST, WALWriteError, read_state
@@ -19,6 +20,24 @@ from waiting import until
 
 def run(body):
     return asyncio.run(body())
+
+
+def gated_fsync():
+    """An fsync that waits while the returned gate is closed (it starts open)."""
+    gate = threading.Event()
+    gate.set()
+
+    def fsync(fd):
+        assert gate.wait(30), "the test never opened the gate"
+        os.fsync(fd)
+
+    return gate, fsync
+
+
+async def settle(turns: int = 3) -> None:
+    """A few turns of the event loop: what can run without a write finishing, has."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
 
 
 class Records(logging.Handler):
@@ -78,12 +97,7 @@ def test_advance_moves_one_step_only_from_the_pinned_level_and_never_past_the_la
 
 
 def test_a_pin_waits_for_the_advance_being_written_and_advance_returns_once_it_is(tmp_path):
-    gate = threading.Event()
-    gate.set()
-
-    def fsync(fd):
-        assert gate.wait(30), "the test never opened the gate"
-        os.fsync(fd)
+    gate, fsync = gated_fsync()
 
     async def body():
         s = ReferenceScheduler(settings(tmp_path), fsync=fsync)
@@ -91,11 +105,9 @@ def test_a_pin_waits_for_the_advance_being_written_and_advance_returns_once_it_i
         await s.flush()
         gate.clear()
         advance = asyncio.ensure_future(s.advance("k", 0))
-        for _ in range(3):
-            await asyncio.sleep(0)
+        await settle()
         pin = asyncio.ensure_future(s.pin("k", 3))
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await settle(10)
         assert not advance.done() and not pin.done()
         gate.set()
         assert await advance is True and await pin == 1
@@ -330,24 +342,7 @@ def test_exit_if_actor_without_ray_does_nothing(monkeypatch):
 
 
 def test_the_scheduler_is_one_named_restartable_actor_per_run(monkeypatch, tmp_path):
-    made = {}
-
-    class Remote:
-        def __init__(self, cls):
-            made["cls"] = cls
-
-        def options(self, **options):
-            made["options"] = options
-            return self
-
-        def remote(self, *args):
-            made["args"] = args
-            return "handle"
-
-    def placement_options(name, resources, key):
-        made["placement"] = (name, resources, key)
-        return {"resources": resources}
-
+    made, Remote, placement_options = recording_actor_factory()
     monkeypatch.setattr(scheduler_module, "ray", types.SimpleNamespace(remote=Remote))
     monkeypatch.setattr(scheduler_module, "placement_options", placement_options)
     monkeypatch.setattr(scheduler_module, "listener_name", lambda role: f"listener-{role}")
@@ -385,12 +380,7 @@ def test_snapshot_shows_the_levels_their_source_the_checkpoint_and_the_seq(tmp_p
 
 
 def test_a_rollout_of_an_open_group_is_answered_at_once_and_writes_nothing_while_its_id_is_being_written(tmp_path):
-    gate = threading.Event()
-    gate.set()
-
-    def fsync(fd):
-        assert gate.wait(30), "the test never opened the gate"
-        os.fsync(fd)
+    gate, fsync = gated_fsync()
 
     async def body():
         s = ReferenceScheduler(settings(tmp_path), fsync=fsync)
@@ -398,8 +388,7 @@ def test_a_rollout_of_an_open_group_is_answered_at_once_and_writes_nothing_while
         await s.flush()
         gate.clear()
         moved = asyncio.ensure_future(s.batch([("report", "g0", 1, 0.5)]))  # g0 moves k: its write waits
-        for _ in range(3):
-            await asyncio.sleep(0)
+        await settle()
         seq = s.seq
         assert await s.batch([("pin", "k", 3, "g1", 4, 60.0)]) == [0]  # g1's own level, not the write's
         assert s.seq == seq and not moved.done()
@@ -409,18 +398,24 @@ def test_a_rollout_of_an_open_group_is_answered_at_once_and_writes_nothing_while
     run(body)
 
 
+async def a_then_checkpoint_3_then_b(tmp_path):
+    """A scheduler of run r1 that moved "a" to 1, then saw verl's checkpoint 3, then pinned "b"; all written."""
+    s = ReferenceScheduler(settings(tmp_path), run="r1")
+    await s.pin("a", 3)
+    await s.advance("a", 0)
+    tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
+    tracker.parent.mkdir()
+    tracker.write_text("3")
+    await s.pin("b", 3)  # sees checkpoint 3 first
+    await s.flush()
+    return s, tracker
+
+
 def test_a_checkpoint_seen_is_cut_into_the_wal_and_a_step_snapshot_of_the_state_before(tmp_path):
     from writing_rl.curriculum.log import WAL, load_snapshot, read_wal, step_path
 
     async def body():
-        s = ReferenceScheduler(settings(tmp_path), run="r1")
-        await s.pin("a", 3)
-        await s.advance("a", 0)
-        tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
-        tracker.parent.mkdir()
-        tracker.write_text("3")
-        await s.pin("b", 3)  # sees checkpoint 3 first
-        await s.flush()
+        s, tracker = await a_then_checkpoint_3_then_b(tmp_path)
         mtime = tracker.stat().st_mtime_ns
         records, _ = read_wal(tmp_path / "state" / WAL)
         assert {"seq": 3, "ckpt": 3, "checkpoint": 3, "mtime_ns": mtime} in records
@@ -478,14 +473,7 @@ def test_a_resume_from_a_checkpoint_whose_snapshot_was_lost_writes_it_from_the_w
     from writing_rl.curriculum.log import load_snapshot, step_path
 
     async def body():
-        s = ReferenceScheduler(settings(tmp_path), run="r1")
-        await s.pin("a", 3)
-        await s.advance("a", 0)
-        tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
-        tracker.parent.mkdir()
-        tracker.write_text("3")
-        await s.pin("b", 3)
-        await s.flush()
+        s, _ = await a_then_checkpoint_3_then_b(tmp_path)
         s.close()
 
     run(body)
