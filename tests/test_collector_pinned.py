@@ -340,3 +340,25 @@ def test_with_settle_s_0_identical_arrivals_are_sealed_in_the_call_that_complete
         assert [type(e) for e in c.mailboxes["w2"].events] == [Lead]
 
     run(body)
+
+
+def test_a_member_whose_response_the_leader_did_not_score_is_led_alone_as_late():
+    async def body(c):
+        join(c, "w1", "u", 2, (1, "a"))
+        join(c, "w2", "u", 2, (2, "b"))
+        await events_of(c, "w1")
+        c.send("w1", SETTINGS, published=[("u", {response_key("a"): {"s": 1}}, True)])  # nothing for "b"
+        assert await events_of(c, "w2") == [Lead(2, "u", [member("b")], {2: 0}, late=True)]
+
+    run(body)
+
+
+def test_an_event_for_a_worker_gone_for_an_hour_does_not_keep_its_mailbox():
+    async def body(c):
+        c.send("gone", SETTINGS)
+        c.mailboxes["gone"].seen -= collector_module.MAILBOX_IDLE_S + 1
+        c._post("gone", Result(1, {}))  # what the collector sends does not say the worker is there
+        c.send("w1", SETTINGS)
+        assert "gone" not in c.mailboxes
+
+    run(body)
