@@ -362,3 +362,9 @@ def test_an_event_for_a_worker_gone_for_an_hour_does_not_keep_its_mailbox():
         assert "gone" not in c.mailboxes
 
     run(body)
+
+
+def test_a_shard_is_in_range_for_any_uid_lone_surrogates_included():
+    uids = ["u", "\ud800", "x" * 10_000]
+    assert all(0 <= collector_module.shard_of(uid, 3) < 3 for uid in uids)
+    assert collector_module.shard_of("\ud800", 1) == 0
