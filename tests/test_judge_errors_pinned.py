@@ -144,3 +144,15 @@ def test_a_context_refusal_quotes_the_judges_own_words_on_one_line():
 )
 def test_a_context_refusal_quotes_the_message_else_the_whole_body(body, said):
     assert JudgeContextLengthError("http://judge/v1", 413, body).said == said
+
+
+def test_a_context_length_error_keeps_its_attempts_and_says_how_to_make_room():
+    from writing_rl.judge.errors import JudgeContextLengthError
+
+    err = JudgeContextLengthError("http://judge/v1", 400, '{"error": {"message": "too long"}}', attempts=3)
+    assert err.attempts == 3
+    assert (
+        "Lower actor_rollout_ref.rollout.response_length / data.max_response_length, lower "
+        "reward.reward_kwargs.judge.max_tokens, or serve the judge with a longer max_model_len. "
+        "The judge said: 'too long'"
+    ) in str(err)
