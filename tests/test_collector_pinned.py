@@ -53,6 +53,13 @@ def join(collector, worker, uid, expected, *tickets_texts, settings=SETTINGS):
     return events
 
 
+async def a_sealed_pair(c) -> None:
+    """Group "u" of 2: "a" from w1 (ticket 1, so w1 leads, its lead taken) and "b" from w2 (ticket 2)."""
+    join(c, "w1", "u", 2, (1, "a"))
+    join(c, "w2", "u", 2, (2, "b"))
+    await events_of(c, "w1")
+
+
 def test_the_leaders_worker_answers_its_own_members_copies_included_and_the_others_wait():
     async def body(c):
         assert join(c, "w2", "u", 3, (20, "b")) == []
@@ -100,9 +107,7 @@ def test_a_copy_arriving_at_a_sealed_group_waits_for_its_members_result():
 
 def test_a_new_response_at_a_sealed_group_is_led_alone_as_late_and_left_out_of_the_group():
     async def body(c):
-        join(c, "w1", "u", 2, (1, "a"))
-        join(c, "w2", "u", 2, (2, "b"))
-        await events_of(c, "w1")
+        await a_sealed_pair(c)
         assert join(c, "w3", "u", 2, (3, "z")) == [Lead(3, "u", [member("z")], {3: 0}, late=True)]
         c.send("w1", SETTINGS, published=[("u", {response_key("a"): {"s": 1}, response_key("b"): {"s": 2}}, True)])
         assert await events_of(c, "w2") == [Result(2, {"s": 2})]
@@ -209,9 +214,7 @@ def test_a_claimed_group_fails_its_copies_after_result_timeout_not_timeout():
 
 def test_results_published_without_final_are_kept_for_late_copies_only():
     async def body(c):
-        join(c, "w1", "u", 2, (1, "a"))
-        join(c, "w2", "u", 2, (2, "b"))
-        await events_of(c, "w1")
+        await a_sealed_pair(c)
         c.send("w3", SETTINGS, published=[("u", {response_key("z"): {"s": 9}}, False)])  # a late member's
         assert c.stats()["open"] == 1  # the group still waits for its leader
         assert c.finished["u"] == {response_key("z"): {"s": 9}}
@@ -344,9 +347,7 @@ def test_with_settle_s_0_identical_arrivals_are_sealed_in_the_call_that_complete
 
 def test_a_member_whose_response_the_leader_did_not_score_is_led_alone_as_late():
     async def body(c):
-        join(c, "w1", "u", 2, (1, "a"))
-        join(c, "w2", "u", 2, (2, "b"))
-        await events_of(c, "w1")
+        await a_sealed_pair(c)
         c.send("w1", SETTINGS, published=[("u", {response_key("a"): {"s": 1}}, True)])  # nothing for "b"
         assert await events_of(c, "w2") == [Lead(2, "u", [member("b")], {2: 0}, late=True)]
 
