@@ -372,6 +372,13 @@ def test_the_options_read_are_kept_up_to_a_bound():
     assert [o.size for o in read] == list(range(1, 3 * fn_options._READ_MAX))
     assert 0 < len(fn_options._READ) <= fn_options._READ_MAX
     assert read_options(Options, {"size": 3 * fn_options._READ_MAX - 1}) is read[-1]  # the latest are kept
+    # full at exactly the bound: the next new options start it afresh
+    fn_options._READ.clear()
+    for n in range(1, fn_options._READ_MAX + 1):
+        read_options(Options, {"size": n})
+    assert len(fn_options._READ) == fn_options._READ_MAX
+    read_options(Options, {"size": fn_options._READ_MAX + 1})
+    assert len(fn_options._READ) == 1
 
 
 def test_a_fn_with_declared_options_is_checked_against_them():

@@ -5,7 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from reward_fns.ranking_accuracy import compute_score, margin_score, ranking_agreement, read_gold_ranking
+from reward_fns.ranking_accuracy import (
+    compute_score,
+    margin_score,
+    preflight_row,
+    ranking_agreement,
+    read_gold_ranking,
+)
 
 TRUTH = {"A": 8, "B": 7, "C": 6, "D": 2}  # A > B > C > D
 TRUTH_JSON = json.dumps(TRUTH)
@@ -108,6 +114,11 @@ def test_ground_truth_forms_and_prompt_type_from_extra_info():
     scores_only = f"{WHY}\n### Scores:\nA: 8, B: 7, C: 6, D: 2"
     assert compute_score("gqm", scores_only, TRUTH, {"prompt_type": "score"})["score"] == 2.0
     assert compute_score("gqm", scores_only, TRUTH)["valid_answer"] == 0  # expects ranking_score by default
+    # the option wins over the row's prompt_type and over the default of a score-dict truth
+    assert compute_score("gqm", scores_only, TRUTH, prompt_type="score")["score"] == 2.0
+    assert (
+        compute_score("gqm", scores_only, TRUTH, {"prompt_type": "ranking_score"}, prompt_type="score")["score"] == 2.0
+    )
     # what verl's naive manager adds when it hosts a reward model is accepted and ignored
     assert (
         compute_score("gqm", perfect, TRUTH, reward_router_address="x:1", reward_model_tokenizer=None)["score"] == 2.0
@@ -130,6 +141,19 @@ def test_bad_ground_truth_is_a_data_error_naming_the_sample(truth, match):
     with pytest.raises(ValueError, match=match) as info:
         compute_score("gqm", "anything", truth, {"index": 42})
     assert "sample index=42" in str(info.value)
+
+
+def test_min_reasoning_chars_sets_how_much_reasoning_the_zero_variant_requires():
+    short = answer("A > B > C > D", "A: 8, B: 7, C: 6, D: 2")  # 76 characters of reasoning: too few by default
+    assert compute_score("gqm", short, TRUTH, variant="zero")["valid_answer"] == 0
+    assert compute_score("gqm", short, TRUTH, variant="zero", min_reasoning_chars=10)["score"] == 2.0
+
+
+def test_preflight_accepts_a_good_truth_and_names_the_row_of_a_bad_one():
+    assert preflight_row(TRUTH_JSON, {"index": 1}) is None
+    assert preflight_row("B > A = C") is None
+    with pytest.raises(ValueError, match="sample index=9: ground truth scores must be keyed A, B"):
+        preflight_row({"A": 1, "C": 2}, {"index": 9})
 
 
 def test_pair_math():

@@ -8,11 +8,12 @@ import asyncio
 
 import pytest
 
-from reward_fns.tournament import compute_score
+from reward_fns.tournament import Games, compute_score
 from writing_rl.judge import JudgeReply, SampleJudge
 from writing_rl.protocols.comparison import comparison_messages
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.contract import Member
+from writing_rl.tournament import Result
 
 from judge_server import quality
 
@@ -103,3 +104,9 @@ def test_an_unreadable_game_is_blamed_on_the_answer_that_failed_against_more_opp
     assert [r["failed_games"] for r in results] == [2, 4, 2]
     # the others are scored on the one game they played: the good toast won it
     assert (results[0]["score"], results[2]["score"], results[1]["score"]) == (1.0, 0.0, 0.0)
+
+
+def test_a_swiss_player_with_no_game_read_yet_stands_with_those_who_won_nothing():
+    # Swiss pairs by standings; a player whose games all failed (or who had a bye) has earned nothing yet.
+    games = Games(players=3, results=[Result(0, 1, 1.0)])
+    assert games.standings() == [1.0, 0.0, 0.0]
