@@ -7,8 +7,9 @@ verl entry point: ``reward.custom_reward_function.path=pkg://reward_fns.tourname
 
 Per group: the responses are stripped of closed ``<think>`` blocks and identical answers are one player
 (judged once, the copies share its reward). ``schedule`` says who meets whom: ``round_robin`` (every pair),
-``k_opponents`` (each player ``opponents`` seeded siblings, balanced) or ``swiss`` (``rounds`` rounds, each
-pairing players of similar standing who have not met). Each game is judged in both orders (``orders: 2``)
+``k_opponents`` (each player ``opponents`` seeded siblings, balanced), ``swiss`` (``rounds`` rounds, each
+pairing players of similar standing who have not met) or ``single_elimination`` (ArenaRL's: a bracket of
+drawn seeds, the winners going on, d-1 games; a tied or unread game sends the better seed on). Each game is judged in both orders (``orders: 2``)
 or in one (``orders: 1``, who is shown first drawn per game, so that a position bias averages out).
 ``aggregation`` turns the games into a reward in [0, 1]: ``win_rate`` (the mean score, a tie half a win),
 ``copeland`` (pairs won, a tied pair half) or ``bradley_terry`` (the expected score against the group's
@@ -23,12 +24,13 @@ A failed game never pays more than losing it. Each is counted (``failed_games``)
 - a call that failed after its retries is blamed on both: it counts as a tie (the method's neutral result)
   with ``judge_error=1``, and the manager then pays ``on_judge_error`` (by default the loss).
 A game counted for one answer is counted as if that answer had played it and got that result, in the same
-aggregation. Under ``swiss`` with ``on_parse_error: loss`` an answer blamed for an unreadable game is paid the
-loss outright: a Swiss round pairs on the results so far, so a failed game changes whom the answer meets next,
-and no score of the games it went on to play can promise it would not have done worse by losing. Each verdict is read for the answer shown first, so no answer is favoured by its place in the
+aggregation. Under ``swiss`` and ``single_elimination`` with ``on_parse_error: loss`` an answer blamed for an
+unreadable game is paid the loss outright: their rounds pair on the results so far, so a failed game changes
+whom the answer meets next, and no score of the games it went on to play can promise it would not have done
+worse by losing. Each verdict is read for the answer shown first, so no answer is favoured by its place in the
 group. A rollout without an answer gets ``format_error_reward`` (at most the loss).
-Judge calls per group: round robin d(d-1)/2, k_opponents ceil(d k / 2), swiss rounds * floor(d/2) games for
-d distinct answers, times ``orders``.
+Judge calls per group: round robin d(d-1)/2, k_opponents ceil(d k / 2), swiss rounds * floor(d/2),
+single_elimination d-1 games for d distinct answers, times ``orders``.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ SCORE = {"win": 1.0, "tie": 0.5, "loss": 0.0}  # the first-named player's score 
 class RewardOptions:
     """``reward.custom_reward_function.reward_kwargs`` of ``pkg://reward_fns.tournament``."""
 
-    # Who meets whom: round_robin (every pair), k_opponents (each answer `opponents` seeded siblings) or
-    # swiss (`rounds` rounds pairing answers of similar standing).
+    # Who meets whom: round_robin (every pair), k_opponents (each answer `opponents` seeded siblings), swiss
+    # (`rounds` rounds pairing answers of similar standing) or single_elimination (a seeded bracket: n-1 games).
     schedule: str = option("round_robin", choices=tournament.SCHEDULES)
     # The reward from the games: win_rate, copeland or bradley_terry (each in [0, 1]).
     aggregation: str = option("bradley_terry", choices=tournament.AGGREGATIONS)
@@ -116,6 +118,11 @@ class Games:
 
     def failed_games_of(self, player: int) -> int:
         return sum(player in pair for pair in [*self.errors, *(pair for pair, _ in self.unreadable)])
+
+    def mean_score(self, pair: tuple[int, int]) -> float | None:
+        """The pair's first player's mean score over the game's results; None when none could be read."""
+        scores = self.both_orders.get(pair)
+        return sum(scores) / len(scores) if scores else None
 
     def standings(self) -> list[float]:
         return [0.0 if w is None else w for w in tournament.win_rate(self.players, self.results)]
@@ -176,13 +183,19 @@ async def compute_score(
 
 
 def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
-    """The schedule's games, a round at a time: one round for a fixed schedule, Swiss rounds after each other."""
+    """The schedule's games, a round at a time: one round for a fixed schedule; Swiss rounds, or a bracket's,
+    after each other."""
     if n < 2:
         return
     if options.schedule == "round_robin":
         yield tournament.round_robin(n)
     elif options.schedule == "k_opponents":
         yield tournament.k_opponents(n, options.opponents, rng)
+    elif options.schedule == "single_elimination":
+        bracket = tournament.Bracket(n, rng)
+        while not bracket.finished:
+            yield bracket.games()
+            bracket.advance(games.mean_score)
     else:
         for _ in range(options.rounds or tournament.swiss_rounds_default(n)):
             pairs = tournament.swiss_round(n, games.standings(), games.played, rng)
@@ -241,7 +254,7 @@ def _rewards(answers, players: list[str], games: Games, options: RewardOptions, 
     for player, counted in blame.counted.items():  # as if it had played its failed games with those results
         with_failures = games.results + [tournament.Result(player, opponent, s) for opponent, s in counted]
         scores[player] = tournament.aggregate(options.aggregation, n, with_failures, **extra)[player]
-    if options.schedule == "swiss" and blame.fallback == SCORE["loss"]:
+    if options.schedule in tournament.ADAPTIVE and blame.fallback == SCORE["loss"]:
         for player in blame.unreadable:  # its later pairings were not a loss's
             scores[player] = SCORE["loss"]
     group = _group_metrics(n, games)

@@ -691,6 +691,17 @@ BREAKS = [
         "swiss rounds repeat games they could avoid",
     ),
     _break(
+        "tournament-bracket-loser-goes-on",
+        "writing_rl/tournament/schedules.py",
+        "return first if mean > 0.5 else second",
+        "return second if mean > 0.5 else first",
+        (
+            TOURNAMENT_MATH + "test_a_bracket_plays_n_minus_1_games_everyone_once_a_round_and_the_strongest_wins",
+            TOURNAMENT + "test_single_elimination_plays_n_minus_one_games_and_the_best_answer_wins_every_round",
+        ),
+        "a single-elimination bracket sends each game's loser on",
+    ),
+    _break(
         "tournament-copeland-counts-results",
         "writing_rl/tournament/aggregation.py",
         "for (a, b), outcome in pair_outcomes(n, results).items():",

@@ -39,11 +39,13 @@ OPTION_SETS = st.fixed_dictionaries(
 
 
 def schedule_games(schedule: str, n: int, k: int, rng: random.Random) -> list[tuple[int, int]]:
-    """A fixed schedule's games (Swiss: its first round, from level standings)."""
+    """A fixed schedule's games (Swiss and a bracket: the first round)."""
     if schedule == "round_robin":
         return tournament.round_robin(n)
     if schedule == "k_opponents":
         return tournament.k_opponents(n, k, rng)
+    if schedule == "single_elimination":
+        return tournament.Bracket(n, rng).games()
     return tournament.swiss_round(n, [0.0] * n, set(), rng)
 
 
@@ -172,8 +174,8 @@ def recomputed(texts, judge: TableJudge, aggregation: str, prior: float) -> list
 def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_losing_them(data, options):
     """The exploit a policy would look for, under every schedule, aggregation and order, against any judge: text
     that makes the judge's replies unreadable in a chosen set of its games. Under the fixed schedules those games
-    are counted exactly as losses; under Swiss, whose later rounds pair on the results so far (so a failed game
-    changes the answer's later opponents), an answer blamed for one is paid the loss outright."""
+    are counted exactly as losses; under Swiss and a bracket, whose later rounds pair on the results so far (so a
+    failed game changes the answer's later opponents), an answer blamed for one is paid the loss outright."""
     texts = texts_of(data.draw(st.integers(2, 6)))
     table = data.draw(verdict_tables(texts))
     me = data.draw(st.sampled_from(texts))
@@ -187,7 +189,7 @@ def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_l
     assert failed[mine]["score"] <= lost[mine]["score"] + 1e-9, (failed[mine], lost[mine])
     met = {b if a == me else a for a, b in judge.asked if me in (a, b)} & chosen
     assert failed[mine]["parse_error"] == int(bool(met))
-    if options["schedule"] == "swiss":
+    if options["schedule"] in tournament.ADAPTIVE:
         assert failed[mine]["score"] == 0.0 or not met
     else:
         assert failed[mine]["score"] == pytest.approx(lost[mine]["score"], abs=1e-6)
@@ -236,7 +238,7 @@ def test_under_any_failure_pattern_each_answer_is_paid_for_the_failures_blamed_o
         assert results[i]["judge_error"] == int(text in called_off)
         assert results[i]["parse_error"] == int(bool(blamed[text]))
     assert failure_score() == 0.0  # what the manager pays a judge_error under on_judge_error=loss: the floor
-    if options["schedule"] == "swiss":
+    if options["schedule"] in tournament.ADAPTIVE:
         return
     me = data.draw(st.sampled_from(texts))
     if not blamed[me]:
@@ -293,6 +295,8 @@ def test_the_seed_and_the_uid_only_draw_the_games_and_the_order_shown(data, opti
         elif options["schedule"] == "k_opponents":
             assert len(per_game) == math.ceil(n * k / 2)
             assert {sum(t in g for g in per_game) for t in texts} <= {k, k + 1}
+        elif options["schedule"] == "single_elimination":
+            assert len(per_game) == n - 1
         else:
             assert len(per_game) <= tournament.swiss_rounds_default(n) * (n // 2)
         assert [r["score"] for r in results] == pytest.approx(recomputed(texts, judge, options["aggregation"], 1.0))

@@ -106,6 +106,35 @@ def test_swiss_rounds_pair_the_leaders_and_never_repeat_a_game():
     assert frozenset(eight[i] for i in top_two) in games  # the leaders met
 
 
+@pytest.mark.parametrize("orders", [1, 2])
+def test_single_elimination_plays_n_minus_one_games_and_the_best_answer_wins_every_round(orders):
+    seven = [*TEXTS, "good good good good toast"]
+    results, judge = run(members(*seven), schedule="single_elimination", orders=orders, aggregation="win_rate")
+    games = [frozenset(p) for p in judge.asked]
+    assert len(games) == orders * (len(seven) - 1) and len(set(games)) == len(seven) - 1
+    by_quality = sorted(range(len(seven)), key=lambda i: -quality(seven[i]))
+    best = by_quality[0]
+    assert results[best]["score"] == 1.0 and results[best]["games"] == orders * 3  # three rounds, all won
+    # each answer's reward is its wins over its games: knocked out in round r after r-1 wins
+    for r in results:
+        assert r["score"] in (0.0, 0.5, 2 / 3, 1.0)
+    assert sum(r["games"] for r in results) == 2 * orders * (len(seven) - 1)
+    assert METHOD.calls_per_rollout(None, len(seven), {"schedule": "single_elimination", "orders": orders}) == (
+        len(judge.asked) / len(seven)
+    )
+
+
+def test_single_elimination_is_reproducible_in_any_arrival_order_and_drawn_by_seed_and_uid():
+    _, judge = run(members(*TEXTS), schedule="single_elimination")
+    _, again = run(members(*reversed(TEXTS)), schedule="single_elimination")
+    assert sorted(judge.asked) == sorted(again.asked)
+    drawn = set()
+    for seed in range(8):
+        _, other = run(members(*TEXTS), schedule="single_elimination", seed=seed)
+        drawn.add(frozenset(frozenset(p) for p in other.asked))
+    assert len(drawn) > 1
+
+
 def test_identical_answers_are_one_player_judged_once_and_share_its_reward():
     results, judge = run(members("good toast", "bad toast", "good toast", "<think>x</think>good toast"))
     assert len(judge.asked) == 2  # one game (two orders) between the two distinct answers
@@ -225,6 +254,7 @@ def test_calls_per_rollout_counts_the_schedules_games_and_orders():
     assert METHOD.calls_per_rollout(None, 8, {}) == 2 * 28 / 8
     assert METHOD.calls_per_rollout(None, 8, {"schedule": "swiss", "orders": 1}) == 3 * 4 / 8
     assert METHOD.calls_per_rollout(None, 8, {"schedule": "k_opponents", "opponents": 3}) == 2 * 12 / 8
+    assert METHOD.calls_per_rollout(None, 8, {"schedule": "single_elimination"}) == 2 * 7 / 8
 
 
 # ---------------------------------------------------------------- verl's real reward loop

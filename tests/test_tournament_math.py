@@ -10,6 +10,7 @@ import pytest
 
 from writing_rl.tournament import (
     AGGREGATIONS,
+    Bracket,
     Result,
     aggregate,
     bradley_terry,
@@ -148,8 +149,63 @@ def test_calls_per_rollout_counts_each_schedules_games():
     assert calls_per_rollout("round_robin", 1) == 0.0
     with pytest.raises(ValueError, match="needs k"):
         calls_per_rollout("k_opponents", 8)
-    with pytest.raises(ValueError, match="round_robin, k_opponents, swiss"):
+    for n in (1, 2, 7, 8):
+        assert calls_per_rollout("single_elimination", n, orders=2) == 2 * (n - 1) / n
+    with pytest.raises(ValueError, match="round_robin, k_opponents, swiss, single_elimination"):
         calls_per_rollout("elimination", 8)
+
+
+def knockout(n: int, seed: int, strength) -> tuple[list[list[tuple[int, int]]], int]:
+    """A bracket played out with the stronger player winning each game: its rounds' games, and the champion."""
+    bracket, rounds = Bracket(n, random.Random(seed)), []
+    while not bracket.finished:
+        rounds.append(bracket.games())
+        bracket.advance(lambda pair: 1.0 if strength(pair[0]) > strength(pair[1]) else 0.0)
+    return rounds, bracket.slots[0] if bracket.slots else None
+
+
+@pytest.mark.parametrize("n", range(1, 18))
+def test_a_bracket_plays_n_minus_1_games_everyone_once_a_round_and_the_strongest_wins(n):
+    for seed in SEEDS:
+        rounds, champion = knockout(n, seed, strength=lambda p: p)
+        assert sum(len(games) for games in rounds) == max(n - 1, 0)
+        assert len(rounds) == (n - 1).bit_length()  # ceil(log2 n) rounds
+        for games in rounds:
+            players = [p for game in games for p in game]
+            assert len(players) == len(set(players)) and all(a < b for a, b in games)
+        assert champion == (n - 1 if n else None)
+        beaten = Counter(min(game) for games in rounds for game in games)  # the weaker of each game is out
+        assert all(count == 1 for count in beaten.values()) and len(beaten) == max(n - 1, 0)
+
+
+def test_a_seeded_bracket_keeps_the_first_seeds_apart_until_the_final():
+    # players drawn into seeds; with the better seed winning every game, seeds 1 and 2 meet in the final and
+    # every first-round game of a full bracket pairs seeds summing to n + 1
+    for n in (4, 8, 16):
+        for seed in SEEDS:
+            bracket = Bracket(n, random.Random(seed))
+            rank = bracket.seed_of
+            first = bracket.games()
+            assert {rank[a] + rank[b] for a, b in first} == {n - 1}  # 0-based seeds: s and n-1-s
+            rounds, champion = knockout(n, seed, strength=lambda p, rank=rank: -rank[p])
+            assert {rank[p] for p in rounds[-1][0]} == {0, 1} and rank[champion] == 0
+            assert {rank[p] for game in rounds[-2] for p in game} == {0, 1, 2, 3}
+
+
+def test_byes_go_to_the_first_seeds_and_a_tied_or_unread_game_sends_the_better_seed_on():
+    bracket = Bracket(5, random.Random(1))
+    rank = bracket.seed_of
+    (game,) = bracket.games()  # 5 players in 8 slots: seeds 4 and 5 play, seeds 1-3 sit out
+    assert sorted(rank[p] for p in game) == [3, 4]
+    for undecided in (None, 0.5):
+        again = Bracket(5, random.Random(1))
+        again.advance(lambda pair, undecided=undecided: undecided)
+        better = min(game, key=rank.__getitem__)
+        assert better in again.slots and max(game, key=rank.__getitem__) not in again.slots
+    decided = Bracket(5, random.Random(1))
+    decided.advance(lambda pair: 0.25)  # the pair's second player won on the mean of its results
+    assert game[1] in decided.slots and game[0] not in decided.slots
+    assert len(decided.slots) == 4 and None not in decided.slots
 
 
 # ---------------------------------------------------------------- aggregations

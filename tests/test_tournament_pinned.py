@@ -95,7 +95,7 @@ def test_the_seed_draws_who_is_shown_first_when_each_game_is_judged_in_one_order
     assert len({tuple(shown_first(seed)) for seed in range(6)}) > 1
 
 
-@pytest.mark.parametrize("schedule", ["k_opponents", "swiss"])
+@pytest.mark.parametrize("schedule", ["k_opponents", "swiss", "single_elimination"])
 def test_under_any_seed_the_reward_is_the_aggregation_of_the_games_drawn(schedule):
     """The seed changes the draws and nothing else: whatever it draws, each answer is paid what the
     aggregation makes of the games played."""
@@ -290,6 +290,7 @@ def test_a_criteria_string_reaches_the_judge_as_written():
     [
         ({"schedule": "swiss", "rounds": 2, "orders": 1}, 2 * 3),
         ({"schedule": "k_opponents", "opponents": 1, "orders": 2}, 3 * 2),
+        ({"schedule": "single_elimination", "orders": 2}, 5 * 2),
         ({"orders": 1}, 15),
     ],
 )

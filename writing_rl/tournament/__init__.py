@@ -13,7 +13,9 @@ from writing_rl.tournament.aggregation import (
 )
 from writing_rl.tournament.metrics import intransitive_triples, position_consistency
 from writing_rl.tournament.schedules import (
+    ADAPTIVE,
     SCHEDULES,
+    Bracket,
     calls_per_rollout,
     k_opponents,
     round_robin,
@@ -22,8 +24,10 @@ from writing_rl.tournament.schedules import (
 )
 
 __all__ = [
+    "ADAPTIVE",
     "AGGREGATIONS",
     "SCHEDULES",
+    "Bracket",
     "Result",
     "aggregate",
     "bradley_terry",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-SCHEDULES = ("round_robin", "k_opponents", "swiss")
+SCHEDULES = ("round_robin", "k_opponents", "swiss", "single_elimination")
+ADAPTIVE = ("swiss", "single_elimination")  # schedules whose later games depend on the results so far
 SEARCH_BUDGET = 20_000  # pairing steps a Swiss round may spend looking for a rematch-free pairing
 
 
@@ -95,9 +96,51 @@ def swiss_round(
     return pairs
 
 
+class Bracket:
+    """A single-elimination bracket (ArenaRL's schedule): n-1 games, each eliminating one player.
+
+    The players are drawn into seeds 1..n at random and placed as a seeded bracket places them: seed 1 against
+    the last seed, and the first seeds on opposite sides, so that they could meet only late. With n not a power
+    of two the first seeds sit out the first round (a bye). A game the judge could not decide (a tie, or no
+    result that could be read) sends the better seed on."""
+
+    def __init__(self, n: int, rng: random.Random):
+        seeds = list(range(n))
+        rng.shuffle(seeds)
+        self.seed_of = {player: seed for seed, player in enumerate(seeds)}
+        order = [0]
+        while len(order) < n:  # seed positions: [0], [0, 1], [0, 3, 1, 2], [0, 7, 3, 4, 1, 6, 2, 5], ...
+            last = 2 * len(order) - 1
+            order = [s for seed in order for s in (seed, last - seed)]
+        self.slots: list[int | None] = [seeds[s] if s < n else None for s in order]  # None: a bye
+
+    @property
+    def finished(self) -> bool:
+        return len(self.slots) <= 1
+
+    def games(self) -> list[tuple[int, int]]:
+        """This round's games (a bye plays none)."""
+        return [ordered(a, b) for a, b in zip(self.slots[::2], self.slots[1::2]) if a is not None and b is not None]
+
+    def advance(self, score: Callable[[tuple[int, int]], float | None]) -> None:
+        """The next round: each game's winner goes on, by ``score(game)``, the game's first player's mean result
+        (None: none could be read)."""
+        self.slots = [self._winner(a, b, score) for a, b in zip(self.slots[::2], self.slots[1::2])]
+
+    def _winner(self, a: int | None, b: int | None, score: Callable[[tuple[int, int]], float | None]) -> int:
+        if a is None or b is None:  # a bye
+            return b if a is None else a
+        first, second = ordered(a, b)
+        mean = score((first, second))
+        if mean is None or mean == 0.5:
+            return min(a, b, key=self.seed_of.__getitem__)
+        return first if mean > 0.5 else second
+
+
 def calls_per_rollout(schedule: str, n: int, k: int | None = None, rounds: int | None = None, orders: int = 1) -> float:
     """Judge calls per rollout when every call succeeds: the schedule's games times the orders each game is
-    judged in, over n. round_robin n(n-1)/2, k_opponents ceil(n*k/2), swiss rounds*floor(n/2) games."""
+    judged in, over n. round_robin n(n-1)/2, k_opponents ceil(n*k/2), swiss rounds*floor(n/2) games,
+    single_elimination n-1."""
     if schedule == "round_robin":
         games = n * (n - 1) // 2
     elif schedule == "k_opponents":
@@ -106,6 +149,8 @@ def calls_per_rollout(schedule: str, n: int, k: int | None = None, rounds: int |
         games = math.ceil(n * min(k, n - 1) / 2)
     elif schedule == "swiss":
         games = (swiss_rounds_default(n) if rounds is None else rounds) * (n // 2)
+    elif schedule == "single_elimination":
+        games = max(n - 1, 0)
     else:
         raise ValueError(f"unknown tournament schedule {schedule!r}: choose one of {', '.join(SCHEDULES)}")
     return games * orders / n if n > 0 else 0.0
