@@ -71,5 +71,7 @@ setup(
         # verl imports them in every process: BRPO's advantage estimator once verl imports core_algos; the
         # CPU backend only when VERL_PLATFORM=cpu.
         "verl.plugins": ["writing_rl=writing_rl.plugin", "writing_rl_cpu=writing_rl.cpu_backend.plugin"],
+        # The packages whose modules hold reward methods (writing_rl/reward_loop/registry.py).
+        "writing_rl.methods": ["writing_rl=reward_fns"],
     },
 )

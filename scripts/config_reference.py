@@ -46,9 +46,6 @@ class Section:
     title: str = ""  # the heading; default: the prefix
 
 
-REWARD_FNS = ("pairwise", "brpo", "tournament", "group_ranking", "rubric", "preference", "ranking_accuracy")
-
-
 def code_sections() -> list[Section]:
     from writing_rl.judge.config import JudgeBudget, JudgeConfig, JudgePrice
     from writing_rl.judge.ensemble_config import EnsembleConfig
@@ -70,13 +67,14 @@ def code_sections() -> list[Section]:
 
 
 def reward_fn_sections() -> list[Section]:
-    """Each shipped reward fn's options, from its ``METHOD.options`` (``RewardOptions`` in ours)."""
-    import importlib
+    """Each registered method's options (``RewardMethod.options``; ``RewardOptions`` in ours), by module."""
+    from writing_rl.reward_loop.registry import methods
 
     sections = []
-    for name in REWARD_FNS:
-        section = section_of(FN_PREFIX, importlib.import_module(f"reward_fns.{name}").METHOD.options)
-        sections.append(dataclasses.replace(section, title=f"pkg://reward_fns.{name}"))
+    for method in sorted(methods().values(), key=lambda m: m.module):
+        if method.method.options is not None:
+            section = section_of(FN_PREFIX, method.method.options)
+            sections.append(dataclasses.replace(section, title=method.path))
     return sections
 
 

@@ -86,16 +86,6 @@ def test_a_module_that_declares_a_method_but_never_registers_it_is_told_how(tmp_
         check_config(config)
 
 
-def test_every_shipped_method_is_registered_under_its_name():
-    from reward_fns import brpo, group_ranking, pairwise, preference, ranking_accuracy, rubric
-
-    modules = (brpo, group_ranking, pairwise, preference, ranking_accuracy, rubric)
-    names = {module.__name__: module.compute_score.reward_method.name for module in modules}
-    assert len(set(names.values())) == len(modules), names
-    assert pairwise.compute_group_score.reward_method is pairwise.METHOD
-    assert [extra.name for extra in pairwise.METHOD.extras] == ["curriculum"]
-
-
 def test_the_generic_reward_loop_imports_no_method():
     """Nothing under writing_rl/reward_loop/ imports a method's code: reward_fns/ or the curriculum."""
     offenders = []

@@ -49,6 +49,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from writing_rl.reward_loop import registry
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, fallback_outcome, raise_if_asked, unreadable_flags
 from writing_rl.reward_loop.fn_options import read_options
 from writing_rl.settings import option
@@ -120,11 +121,13 @@ class MethodExtra(Protocol):
 
 def register(fn: Callable, method: RewardMethod) -> RewardMethod:
     """Declares ``method`` as ``fn``'s: the managers, ``check-config`` and the preflight read it from the fn
-    verl loads (``reward.custom_reward_function``). Returns ``method``, for ``METHOD = register(fn, ...)``."""
+    verl loads (``reward.custom_reward_function``), and the registry (reward_loop/registry.py) lists it by name
+    for the tools that iterate over every method. Returns ``method``, for ``METHOD = register(fn, ...)``."""
     if not isinstance(method, RewardMethod):
         raise TypeError(f"register({fn.__qualname__}, ...): expected a RewardMethod, got {type(method).__name__}")
     target = getattr(fn, "__func__", fn)
     target.reward_method = method if method.name else dataclasses.replace(method, name=fn.__module__)
+    registry.record(target, target.reward_method)
     return target.reward_method
 
 
