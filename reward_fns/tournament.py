@@ -9,7 +9,9 @@ Per group: the responses are stripped of closed ``<think>`` blocks and identical
 (judged once, the copies share its reward). ``schedule`` says who meets whom: ``round_robin`` (every pair),
 ``k_opponents`` (each player ``opponents`` seeded siblings, balanced), ``swiss`` (``rounds`` rounds, each
 pairing players of similar standing who have not met) or ``single_elimination`` (ArenaRL's: a bracket of
-drawn seeds, the winners going on, d-1 games; a tied or unread game sends the better seed on). Each game is judged in both orders (``orders: 2``)
+drawn seeds, the winners going on, d-1 games; a tied game sends the better seed on; after a reply that could
+not be read each of the two answers plays one more game, against a witness, so that the one that breaks the
+judge's reading is told apart and knocked out). Each game is judged in both orders (``orders: 2``)
 or in one (``orders: 1``, who is shown first drawn per game, so that a position bias averages out).
 ``aggregation`` turns the games into a reward in [0, 1]: ``win_rate`` (the mean score, a tie half a win),
 ``copeland`` (pairs won, a tied pair half) or ``bradley_terry`` (the expected score against the group's
@@ -77,7 +79,8 @@ class RewardOptions:
     # bradley_terry: virtual games each answer plays against an average one (half won): keeps an unbeaten
     # answer's score finite.
     prior: float = option(1.0, minimum=0.01)
-    # With the group's uid, draws the opponents, the order shown and the Swiss tie-breaks reproducibly.
+    # With the group's uid, draws the opponents, the order shown, the Swiss tie-breaks and the bracket's seeds
+    # reproducibly.
     seed: int = 0
     # The reward of a rollout with no answer (an unclosed <think> block, or empty): at most the loss.
     format_error_reward: float = option(0.0, maximum=0.0)
@@ -119,8 +122,21 @@ class Games:
     def failed_games_of(self, player: int) -> int:
         return sum(player in pair for pair in [*self.errors, *(pair for pair, _ in self.unreadable)])
 
-    def mean_score(self, pair: tuple[int, int]) -> float | None:
-        """The pair's first player's mean score over the game's results; None when none could be read."""
+    def unread_in(self, pair: tuple[int, int]) -> bool:
+        return any(p == pair for p, _ in self.unreadable)
+
+    def unread_against(self, player: int) -> set[int]:
+        """The opponents ``player`` had a reply fail to read against."""
+        return {j if i == player else i for (i, j), _ in self.unreadable if player in (i, j)}
+
+    def knockout_score(self, pair: tuple[int, int]) -> float | None:
+        """Who goes on from a bracket game, as the pair's first player's score: the mean of the game's results
+        read; after a reply that could not be read, the answer that failed against fewer opponents wins (as
+        Blame blames the other); None when nothing tells them apart."""
+        if self.unread_in(pair):
+            first, second = (len(self.unread_against(player)) for player in pair)
+            if first != second:
+                return 1.0 if first < second else 0.0
         scores = self.both_orders.get(pair)
         return sum(scores) / len(scores) if scores else None
 
@@ -182,6 +198,23 @@ async def compute_score(
     return _rewards(answers, players, games, options, Blame.of(games, on_parse_error))
 
 
+def _witness_games(unread: list[tuple[int, int]], bracket: tournament.Bracket, games: Games) -> list:
+    """A bracket game that could not be read is the only game its loser plays, so the blame (the answer that
+    failed against more opponents) could not tell its two answers apart: each meets a witness, the best seed
+    that has not met both (an answer that already met the witness does not meet it again). The answer that
+    breaks the judge's reading fails against the witness too."""
+    taken = set(games.played)
+    witnessed = []
+    for a, b in unread:
+        for witness in sorted(range(games.players), key=bracket.seed_of.__getitem__):
+            meets = [(min(p, witness), max(p, witness)) for p in (a, b) if frozenset((p, witness)) not in taken]
+            if witness not in (a, b) and meets:
+                taken.update(frozenset(m) for m in meets)
+                witnessed += meets
+                break
+    return witnessed
+
+
 def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
     """The schedule's games, a round at a time: one round for a fixed schedule; Swiss rounds, or a bracket's,
     after each other."""
@@ -194,8 +227,12 @@ def _rounds(options: RewardOptions, n: int, games: Games, rng: random.Random):
     elif options.schedule == "single_elimination":
         bracket = tournament.Bracket(n, rng)
         while not bracket.finished:
-            yield bracket.games()
-            bracket.advance(games.mean_score)
+            pairs = bracket.games()
+            yield pairs
+            witnessed = _witness_games([pair for pair in pairs if games.unread_in(pair)], bracket, games)
+            if witnessed:
+                yield witnessed
+            bracket.advance(games.knockout_score)
     else:
         for _ in range(options.rounds or tournament.swiss_rounds_default(n)):
             pairs = tournament.swiss_round(n, games.standings(), games.played, rng)

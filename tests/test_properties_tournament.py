@@ -195,6 +195,30 @@ def test_breaking_the_judge_in_any_of_its_games_never_pays_an_answer_more_than_l
         assert failed[mine]["score"] == pytest.approx(lost[mine]["score"], abs=1e-6)
 
 
+@FEW
+@given(st.data(), OPTION_SETS, st.integers(0, 10**6))
+def test_an_answer_that_breaks_every_reading_is_the_only_one_blamed_and_costs_no_other_its_games(data, options, seed):
+    """With three answers or more, the answer whose every game fails to read is blamed and paid at most what
+    losing every game pays. Under a round robin and a bracket every other answer meets another opponent and is
+    not blamed: a bracket's unread game is followed by a game of each of its two answers against a witness, so
+    the breaker is told apart. (Under k_opponents and Swiss an answer may fail to read only against the breaker
+    as often as the breaker fails: both are blamed.)"""
+    texts = texts_of(data.draw(st.integers(3, 7)))
+    breaker = data.draw(st.sampled_from(texts))
+    table = data.draw(verdict_tables(texts))
+    broken = {pair: "garbled" if breaker in pair else verdict for pair, verdict in table.items()}
+    results, judge = run(texts, broken, seed=seed, **options)
+    lost, _ = run(texts, losing(table, breaker, texts), seed=seed, **options)
+    mine = texts.index(breaker)
+    assert results[mine]["parse_error"] == 1 and results[mine]["score"] <= lost[mine]["score"] + 1e-9
+    if options["schedule"] not in ("round_robin", "single_elimination"):
+        return  # (k_opponents and Swiss may leave an answer whose failed games all were against the breaker)
+    for text, result in zip(texts, results):
+        met = {a if b == text else b for a, b in judge.asked if text in (a, b)}
+        if text != breaker:
+            assert met - {breaker} and result["parse_error"] == 0, (text, met, result)
+
+
 def test_under_swiss_breaking_the_judge_in_a_game_it_would_lose_pays_no_more_than_losing_it():
     """Three answers, the judge preferring 0 to 1 to 2 in both orders: 1 breaks the judge's reading against 0."""
     texts = texts_of(3)

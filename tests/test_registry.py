@@ -12,7 +12,6 @@ import yaml
 
 import reward_fns
 from writing_rl.reward_loop import registry
-from writing_rl.reward_loop.contract import RewardMethod, register
 
 from conftest import REPO_DIR
 
@@ -38,56 +37,73 @@ def test_every_overlays_reward_fn_is_a_registered_method():
             assert fn["path"] in paths, overlay.name
 
 
-def test_a_package_under_the_entry_point_group_adds_its_methods(tmp_path, monkeypatch):
+METHOD_SOURCE = (
+    "from writing_rl.reward_loop.contract import RewardMethod, register\n"
+    "async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **given):\n"
+    "    return {{'score': 0.0}}\n"
+    "METHOD = register(compute_score, RewardMethod(name={name!r}, failure_score=lambda **_: 0.0))\n"
+)
+
+
+@pytest.fixture
+def their_package(tmp_path, monkeypatch):
+    """A package of someone else's, declared under the entry-point group beside ours: files(name=method name)."""
     package = tmp_path / "their_methods"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "coin.py").write_text(
-        "from writing_rl.reward_loop.contract import RewardMethod, register\n"
-        "async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **given):\n"
-        "    return {'score': 0.0}\n"
-        "METHOD = register(compute_score, RewardMethod(name='coin', failure_score=lambda **_: 0.0))\n"
-    )
     monkeypatch.syspath_prepend(str(tmp_path))
     theirs = EntryPoint(name="theirs", value="their_methods", group=registry.ENTRY_POINTS)
     ours = list(registry.entry_points(group=registry.ENTRY_POINTS))
     monkeypatch.setattr(registry, "entry_points", lambda group: [*ours, theirs])
-    try:
-        found = registry.methods()
-        assert found["coin"].module == "their_methods.coin" and found["coin"].path == "pkg://their_methods.coin"
-        assert registry.registered("coin") is found["coin"]
-        assert "brpo" in found  # ours still there
-    finally:
-        registry._BY_NAME.pop("coin", None)
-        for name in ("their_methods.coin", "their_methods"):
-            sys.modules.pop(name, None)
+
+    def add(**files):
+        for module, name in files.items():
+            (package / f"{module}.py").write_text(METHOD_SOURCE.format(name=name))
+
+    yield add
+    for module in [m for m in sys.modules if m.startswith("their_methods")]:
+        sys.modules.pop(module)
+        registry._BY_MODULE.pop(module, None)
 
 
-def test_two_modules_may_not_register_one_name():
-    async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **given):
-        return {"score": 0.0}
+def test_a_package_under_the_entry_point_group_adds_its_methods(their_package):
+    their_package(coin="coin")
+    found = registry.methods()
+    assert found["coin"].module == "their_methods.coin" and found["coin"].path == "pkg://their_methods.coin"
+    assert registry.registered("coin") is found["coin"]
+    assert "brpo" in found  # ours still there
 
-    compute_score.__module__ = "somewhere_else"
-    with pytest.raises(ValueError, match="two reward methods are named 'brpo': reward_fns.brpo and somewhere_else"):
-        register(compute_score, RewardMethod(name="brpo", failure_score=lambda **_: 0.0))
+
+def test_two_installed_modules_may_not_register_one_name(their_package):
+    their_package(coin="coin", other_coin="coin")
+    with pytest.raises(
+        ValueError, match="two reward methods are named 'coin': their_methods.coin and their_methods.other_coin"
+    ):
+        registry.methods()
+
+
+def test_a_fn_loaded_from_a_file_runs_registered_but_is_not_an_installed_method(tmp_path):
+    from verl.utils.import_utils import load_extern_object
+
+    for copy in ("one", "two"):  # two files, one name: each loads (a run loads one)
+        (tmp_path / f"{copy}.py").write_text(METHOD_SOURCE.format(name="brpo"))
+        fn = load_extern_object(module_path=str(tmp_path / f"{copy}.py"), object_name="compute_score")
+        assert fn.reward_method.name == "brpo"
     assert registry.registered("brpo").module == "reward_fns.brpo"
+    assert all(m.module.startswith("reward_fns.") for m in registry.methods().values())
 
 
-def test_a_module_imported_again_replaces_its_registration_and_an_unknown_name_lists_the_choices(tmp_path, monkeypatch):
-    (tmp_path / "twice.py").write_text(
-        "from writing_rl.reward_loop.contract import RewardMethod, register\n"
-        "async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **given):\n"
-        "    return {'score': 0.0}\n"
-        "METHOD = register(compute_score, RewardMethod(name='twice', failure_score=lambda **_: 0.0))\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        first = importlib.import_module("twice")
-        again = importlib.reload(first)
-        assert registry.registered("twice").method is again.METHOD
-        assert registry.registered("twice").fns == ("compute_score",)
-    finally:
-        registry._BY_NAME.pop("twice", None)
-        sys.modules.pop("twice", None)
+def test_a_module_imported_again_replaces_its_registration_and_an_unknown_name_lists_the_choices(their_package):
+    their_package(coin="coin")
+    first = importlib.import_module("their_methods.coin")
+    again = importlib.reload(first)
+    assert registry.registered("coin").method is again.METHOD
+    assert registry.registered("coin").fns == ("compute_score",)
     with pytest.raises(KeyError, match="no reward method is named 'nope': choose one of brpo, "):
         registry.registered("nope")
+
+
+def test_without_the_entry_points_it_says_the_package_is_not_installed(monkeypatch):
+    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    with pytest.raises(RuntimeError, match="writing-rl is not installed in this environment; run pip install -e ."):
+        registry.methods()

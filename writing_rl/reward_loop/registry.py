@@ -1,9 +1,11 @@
-"""Every reward method, by name: what the config reference, ``probe-judge``, the preflight and the tests iterate
-over, so that no list of methods is kept anywhere else.
+"""Every reward method we and other installed packages ship, by name: what the config reference iterates over,
+so that no list of methods is kept anywhere else.
 
 A method's module registers itself when it is imported (``register`` in reward_loop/contract.py). ``methods()``
-first imports every module of the packages named under the entry-point group ``writing_rl.methods`` (ours:
-``reward_fns``, in setup.py; a package of yours adds its own entry), so a new method is one module there.
+imports every module of the packages declared under the entry-point group ``writing_rl.methods`` (ours:
+``reward_fns``, in setup.py; a package of yours adds its own entry), so a new method is one module there, and
+returns the methods those modules registered. A fn loaded from a file path (verl's loader gives it a module
+name of its own) is registered for its run but is not one of them.
 """
 
 from __future__ import annotations
@@ -28,38 +30,51 @@ class Registered:
         return f"pkg://{self.module}"
 
 
-_BY_NAME: dict[str, Registered] = {}
+_BY_MODULE: dict[str, Registered] = {}
 
 
 def record(fn: Callable, method: Any) -> None:
-    """``method`` (named) is ``fn``'s. A module imported again replaces what it registered; two modules may
-    not register one name."""
-    known = _BY_NAME.get(method.name)
-    if known is not None and known.module != fn.__module__:
-        raise ValueError(
-            f"two reward methods are named {method.name!r}: {known.module} and {fn.__module__}; "
-            "give one another RewardMethod(name=...)"
-        )
+    """``method`` is ``fn``'s; a module imported again replaces what it registered."""
+    module = getattr(fn, "__module__", None) or "?"
+    known = _BY_MODULE.get(module)
     fns = known.fns if known is not None and known.method == method else ()
-    _BY_NAME[method.name] = Registered(method, fn.__module__, tuple(dict.fromkeys((*fns, fn.__name__))))
+    name = getattr(fn, "__name__", None) or repr(fn)
+    _BY_MODULE[module] = Registered(method, module, tuple(dict.fromkeys((*fns, name))))
 
 
 def method_modules() -> list[str]:
-    """Every module of the packages (or the modules) registered under the entry-point group."""
+    """Every module of the packages (or the modules) declared under the entry-point group."""
+    points = sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name)
+    if not points:
+        raise RuntimeError(
+            f"no package declares reward methods (entry-point group {ENTRY_POINTS}): writing-rl is not installed "
+            "in this environment; run pip install -e . in the checkout"
+        )
     modules = []
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
-        package = importlib.import_module(point.value)
+    for point in points:
+        package = importlib.import_module(point.module)
         modules.append(package.__name__)
         if hasattr(package, "__path__"):
-            modules += [info.name for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}.")]
+            modules += [info.name for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
     return modules
 
 
 def methods() -> dict[str, Registered]:
-    """Every method, by name (sorted), its module imported."""
+    """Every installed method, by name (sorted). Two modules registering one name are refused here."""
+    found: dict[str, Registered] = {}
     for module in method_modules():
         importlib.import_module(module)
-    return dict(sorted(_BY_NAME.items()))
+        if module not in _BY_MODULE:
+            continue
+        known = _BY_MODULE[module]
+        other = found.get(known.method.name)
+        if other is not None:
+            raise ValueError(
+                f"two reward methods are named {known.method.name!r}: {other.module} and {module}; "
+                "give one another RewardMethod(name=...)"
+            )
+        found[known.method.name] = known
+    return dict(sorted(found.items()))
 
 
 def registered(name: str) -> Registered:
