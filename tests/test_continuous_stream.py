@@ -11,7 +11,7 @@ Checked: every complete group is judged once per rollout and paid what batch mod
 is a named, counted one paid no more than a loss; every incomplete group is a named failure (group
 methods) or never moves the curriculum (Writing-RL); every sample carries the same extra-info keys with
 the same types (verl builds its columns from the first sample); nothing is left open at the scheduler
-or the collector once the stream has drained. 800 rollouts per method in CI, 4,000 in the release suite."""
+or the collector once the stream has drained. 500 rollouts per method in CI, 4,000 in the release suite."""
 
 import collections
 import os
@@ -40,8 +40,8 @@ TERMS_ON = [f"reward.reward_kwargs.terms.{t}.weight=0.1" for t in ("overlong", "
 # A rollout showing one of these words gets that failure from the judge, every time it is shown.
 FAULTS = {"poison": "judge_error", "garble": "parse_error", "cutoff": "judge_truncated", "refuse": "judge_refusal"}
 FAILURE_KEYS = set(FAULTS.values()) | {"group_incomplete"}
-# 4,000 rollouts per method in the release suite, 800 in CI (WRITING_RL_RELEASE: tests/conftest.py)
-STEPS, GROUPS_PER_STEP = (40 if os.environ.get(RELEASE_SUITE) == "1" else 8), 25
+# 4,000 rollouts per method in the release suite, 500 in CI (WRITING_RL_RELEASE: tests/conftest.py)
+STEPS, GROUPS_PER_STEP = (40 if os.environ.get(RELEASE_SUITE) == "1" else 5), 25
 
 
 def faulty(request, index):

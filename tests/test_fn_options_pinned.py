@@ -391,10 +391,15 @@ def test_a_fn_with_declared_options_is_checked_against_them():
 
 
 def test_a_failure_setting_under_the_fns_options_is_refused_naming_its_key():
-    with pytest.raises(ConfigError, match="this setting is now reward.reward_kwargs.on_parse_error"):
+    refused = r"reward_kwargs\.on_parse_error: the manager passes on_parse_error to the reward fn; not an option \(set reward\.reward_kwargs\.on_parse_error\)"
+    with pytest.raises(ConfigError, match=refused):
         check_fn_options(lambda **kw: 0.0, {"on_parse_error": "tie"}, "my_fn", Options)
-    with pytest.raises(ConfigError, match="this setting is now reward.reward_kwargs.on_parse_error"):
+    with pytest.raises(ConfigError, match=refused):  # a fn taking **kwargs would otherwise get it silently
         check_fn_options(lambda **kw: 0.0, {"on_parse_error": "tie"}, "my_fn", None)
+    with pytest.raises(
+        ConfigError, match=r"reward_kwargs\.uid: the manager passes uid to the reward fn; not an option$"
+    ):
+        check_fn_options(lambda **kw: 0.0, {"uid": "x"}, "my_fn", None)
 
 
 def plain_fn(data_source, solution_str, ground_truth, extra_info=None, *, judge=None, uid=None, weight=1.0):

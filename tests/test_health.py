@@ -154,10 +154,6 @@ def test_the_overlays_report_judge_health_to_the_tracker():
     assert reports_health(composed())
     assert not reports_health(composed("trainer.use_v1=false"))  # v0: verl never builds the sampler
     assert not reports_health(composed("trainer.v1.sampler.custom_sampler.path=null"))
-    # The sampler's old path (before reward_loop/health/) still counts.
-    assert reports_health(
-        composed("trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health_sampler")
-    )
 
 
 @pytest.mark.parametrize(

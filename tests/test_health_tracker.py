@@ -153,14 +153,6 @@ def test_verl_builds_the_sampler_from_the_config(tokenizer_dir, mode, expected):
     assert buffer.trainer_mode == mode and buffer.refill_fn(3) == 3
 
 
-def test_the_old_sampler_path_loads_the_same_sampler():
-    """Configs written before reward_loop/health/ name pkg://writing_rl.reward_loop.health_sampler."""
-    from verl.utils.import_utils import load_extern_type
-
-    old = load_extern_type("pkg://writing_rl.reward_loop.health_sampler", "JudgeHealthSampler")
-    assert old is JudgeHealthSampler
-
-
 def put_group(uid: str, status: str, judge_calls: list[int], tokenizer, global_steps: int = 1) -> None:
     """A prompt group as verl's v1 agent loop leaves it in the TransferQueue: its status, its scored rollouts."""
     tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": status, "global_steps": global_steps})

@@ -475,7 +475,7 @@ def test_watches_measure_every_sample_and_the_first_failure_alone_is_logged(work
 
 
 def test_a_sample_log_gets_each_sample_with_its_uid_prompt_response_reward_and_numbers(worker, tmp_path):
-    from writing_rl.reward_loop.sample_log import read_sample_logs
+    from trainer_runs import read_sample_logs
 
     scoring = worker({"reward.reward_kwargs.sample_log_dir": str(tmp_path / "log")})
     finish(scoring, sample_of("a story", uid=7), 0.25, CLEAN)

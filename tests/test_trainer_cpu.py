@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from writing_rl.curriculum.log import read_state
-from writing_rl.reward_loop.sample_log import read_sample_logs
 
 from conftest import REPO_DIR
 from trainer_runs import (
@@ -32,6 +31,7 @@ from trainer_runs import (
     REAL_JUDGED,
     SEPARATE_ASYNC,
     SMOLLM2_RUNS,
+    read_sample_logs,
     tiny_train,
     uses,
 )
@@ -139,6 +139,7 @@ def test_the_tournament_trains_on_its_rewards_and_a_failed_game_is_left_out_and_
     assert played and all(0.0 <= r["reward"] - 0.5 * r["term/repetition"] <= 1.0 for r in played)
 
 
+@pytest.mark.release
 @uses(ENSEMBLE)
 def test_a_judge_ensemble_trains_and_every_judges_calls_reach_the_tracker(runs):
     """Writing-RL judged by a three-judge ensemble through verl's trainer, its judges failing one request in four:
@@ -406,6 +407,7 @@ def test_a_genrm_preset_serves_the_tiny_genrm_on_the_cpu_rollout(method, preset,
         assert all(record["parse_error"] == 0 or record["reward"] <= 0 for record in records)
 
 
+@pytest.mark.release
 @uses(DEAD_JUDGE)
 def test_a_judge_that_fails_every_call_is_paid_a_loss_until_the_guard_stops_the_run(runs):
     (output,), out = runs.get(DEAD_JUDGE)

@@ -7,6 +7,7 @@ start-up per run overlaps the rest of the suite instead of adding to it. A test 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -98,18 +99,18 @@ RUNS = {
     "brpo-standalone": Run("brpo", TERM, genrm="standalone"),
     # The tournament (a plug-in method) with its terms and a judge that fails now and then.
     "tournament": Run("tournament", TERM, faults=FAULTS),
+    "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
+    # The release suite.
     # A three-judge ensemble (the stand-in judge three times) whose judges fail now and then.
     ENSEMBLE: Run(
         "writing_rl",
         ("reward.reward_kwargs.judge.ensemble.members=[{name: one}, {name: two}, {name: three}]",),
         faults=FAULTS,
     ),  # fmt: skip
-    "grrm_mt_grpo-colocated": Run("grrm_mt_grpo", genrm="colocated"),
     # Step 1 holds 16 failures, under failure_min_samples: paid a loss; step 2 reaches 24: the guard stops it.
     DEAD_JUDGE: Run(
         "writing_rl", ("reward.reward_kwargs.judge.max_retries=1", "reward.reward_kwargs.failure_min_samples=24")
     ),
-    # The release suite.
     "grrm_rlvr": Run("grrm_rlvr"),
     "genrm_pairwise_rl": Run("genrm_pairwise_rl"),
     # A policy learns the stand-in judge's taste (LEARN=1; in CI the quickstart's Writing-RL run learns).
@@ -278,6 +279,16 @@ class Runs:
             print(f"\ntrainer runs kept in {self.root}")
         else:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def read_sample_logs(directory: str | Path) -> list[dict]:
+    """Every record the reward workers logged under ``directory`` (reward.reward_kwargs.sample_log_dir), oldest
+    first."""
+    records = []
+    for path in sorted(Path(directory).glob("rewards-*.jsonl")):
+        with open(path, encoding="utf-8") as lines:
+            records.extend(json.loads(line) for line in lines if line.strip())
+    return sorted(records, key=lambda record: record["time"])
 
 
 def stop(process: subprocess.Popen) -> None:

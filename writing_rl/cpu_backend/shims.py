@@ -1,8 +1,8 @@
 """The four places where verl 0.9.1 cannot run on a CPU through its plugin points alone.
 
 Each shim changes one name in one verl module, in CPU runs only (``VERL_PLATFORM=cpu``): nothing here
-runs on a GPU cluster. Each has a ``needed()`` that reads verl's own code; ``tests/test_cpu_backend.py``
-fails once verl no longer needs a shim, so that it is removed then.
+runs on a GPU cluster. ``tests/test_cpu_backend.py`` reads verl's own code and fails once verl no longer
+needs a shim, so that it is removed then.
 
 1. ``engine_workers``: the training worker's process group backend is built as
    ``cpu:gloo,{device}:{backend}``, which for the CPU is ``cpu:gloo,cpu:gloo``, refused by torch
@@ -18,54 +18,11 @@ fails once verl no longer needs a shim, so that it is removed then.
 
 from __future__ import annotations
 
-import ast
 import functools
-import inspect
 import os
 from datetime import timedelta
 
 ADAPTER = "writing_rl.cpu_backend.rollout.TransformersServerAdapter"
-
-
-def _source(module) -> str:
-    return inspect.getsource(module)
-
-
-def _function_source(module, name: str) -> str:
-    """The source of ``module.name`` as verl's file has it (not as a shim may have replaced it)."""
-    text = _source(module)
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return ast.get_source_segment(text, node) or ""
-    return ""
-
-
-MIXED_BACKEND = 'f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"'
-
-
-def process_group_needed() -> bool:
-    from verl.utils import distributed
-
-    return MIXED_BACKEND in _function_source(distributed, "initialize_global_process_group_ray")
-
-
-def sft_process_group_needed() -> bool:
-    from verl.utils import distributed
-
-    source = _function_source(distributed, "initialize_global_process_group")
-    return MIXED_BACKEND in source and "backend=None" not in source
-
-
-def rollout_registry_needed() -> bool:
-    from verl.workers.rollout import base
-
-    return not any(name.startswith("register") for name in dir(base)) and hasattr(base, "_ROLLOUT_REGISTRY")
-
-
-def pin_memory_needed() -> bool:
-    from verl.workers.engine.fsdp import transformer_impl
-
-    return "CPUOffloadPolicy(pin_memory=True)" in _source(transformer_impl)
 
 
 def gloo_process_group(engine_workers) -> None:

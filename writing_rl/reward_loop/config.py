@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.reward_loop.failures import ON_PARSE_ERROR, refuse_moved
+from writing_rl.reward_loop.failures import ON_PARSE_ERROR
 from writing_rl.settings import ConfigError, build, check_bounds, get, option, plain, require
 from writing_rl.terms import RewardTerms, Watches
 
@@ -60,7 +60,8 @@ class GroupConfig:
         kwargs = get(get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
         prefix = "reward.reward_kwargs.groups"
         raw = plain(get(kwargs, "groups", {}) or {})
-        refuse_moved(prefix, raw)
+        if "on_incomplete" in raw:  # filled from on_group_incomplete below: set here, it would be overwritten
+            raise ConfigError(f"{prefix}.on_incomplete is not a setting: set reward.reward_kwargs.on_group_incomplete")
         on_incomplete = get(kwargs, "on_group_incomplete", "fail")
         declared = ManagerConfig.__dataclass_fields__["on_group_incomplete"]
         check_bounds("reward.reward_kwargs.on_group_incomplete", on_incomplete, declared)
@@ -289,7 +290,6 @@ class ManagerConfig:
         """Read ``config.reward.reward_kwargs`` from verl's full config, filling GenRM defaults."""
         reward = get(config, "reward", {}) or {}
         raw = plain(get(reward, "reward_kwargs", {}) or {})
-        refuse_moved("reward.reward_kwargs", raw)
         judge_raw = dict(raw.pop("judge", None) or {})
         raw_terms = raw.pop("terms", None)
         raw_watch = raw.pop("watch", None)

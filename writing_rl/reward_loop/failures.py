@@ -16,24 +16,6 @@ from writing_rl.protocols import Unreadable
 from writing_rl.settings import ConfigError
 
 ON_PARSE_ERROR = ("loss", "tie", "raise")
-# Every failure setting lives under reward.reward_kwargs, named after its failure kind (on_<kind>,
-# max_<kind>_rate). The keys they had before, refused with the new name.
-MOVED_KEYS = {
-    "reward.custom_reward_function.reward_kwargs.on_parse_error": "reward.reward_kwargs.on_parse_error",
-    "reward.reward_kwargs.groups.on_incomplete": "reward.reward_kwargs.on_group_incomplete",
-    "reward.reward_kwargs.max_incomplete_rate": "reward.reward_kwargs.max_group_incomplete_rate",
-}
-
-
-def refuse_moved(section: str, given) -> None:
-    """A ``ConfigError`` when ``given`` (the settings under ``section``) holds a key that moved."""
-    for key in given or {}:
-        new = MOVED_KEYS.get(f"{section}.{key}")
-        if new is not None:
-            raise ConfigError(
-                f"{section}.{key}={given[key]!r}: this setting is now {new} (every failure setting lives under "
-                f"reward.reward_kwargs, named after its failure kind); set {new}={given[key]} instead"
-            )
 
 
 class UnreadableJudgeReply(RuntimeError):

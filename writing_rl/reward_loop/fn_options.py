@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from writing_rl.reward_loop.failures import refuse_moved
-from writing_rl.settings import build, check_keywords, plain
+from writing_rl.settings import ConfigError, build, check_keywords, plain
 
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"
 # Passed by verl (when it hosts a reward model) or by our managers, not set in reward_kwargs.
@@ -53,7 +52,10 @@ def check_fn_options(fn: Callable, reward_kwargs: Any, where: str, declared: typ
     """Raise ``ConfigError`` for a reward_kwargs entry ``fn`` would refuse; return what was checked.
     ``declared``: the fn's options (its ``METHOD.options``); None: checked against its signature."""
     given = plain(reward_kwargs or {})
-    refuse_moved(FN_PREFIX, given)
+    for key in given:
+        if key in PASSED_BY_THE_CALLER:  # (a fn taking **kwargs would get it silently in place of the manager's)
+            setting = " (set reward.reward_kwargs.on_parse_error)" if key == "on_parse_error" else ""
+            raise ConfigError(f"{FN_PREFIX}.{key}: the manager passes {key} to the reward fn; not an option{setting}")
     if declared is not None:
         read_options(declared, given)
         return f"reward fn options: {len(given)} set, checked against {where}'s declared options"

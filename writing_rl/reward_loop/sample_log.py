@@ -29,12 +29,3 @@ class SampleLog:
         record.update(prompt=prompt, response=response)
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._file.flush()
-
-
-def read_sample_logs(directory: str | Path) -> list[dict]:
-    """Every record under ``directory``, oldest first."""
-    records = []
-    for path in sorted(Path(directory).glob("rewards-*.jsonl")):
-        with open(path, encoding="utf-8") as lines:
-            records.extend(json.loads(line) for line in lines if line.strip())
-    return sorted(records, key=lambda record: record["time"])

@@ -223,8 +223,8 @@ def rows_from_columns(columns: Mapping[str, Sequence[Any]], size: int) -> list[d
 
 
 SAMPLER_PATH = "pkg://writing_rl.reward_loop.health.sampler"
-# What a sampler path holding ours contains: the module (dotted or as a file), or its old path (health_sampler).
-SAMPLER_NAMES = ("health.sampler", "health/sampler", "health_sampler")
+# What a sampler path holding ours contains: the module, dotted or as a file.
+SAMPLER_NAMES = ("health.sampler", "health/sampler")
 
 
 def reports_health(config: Any) -> bool:

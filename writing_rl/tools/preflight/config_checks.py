@@ -26,25 +26,6 @@ PATH_KEYS = {
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-# Reward-manager modules users name in their configs, renamed when writing_rl/ was split into parts.
-RENAMED_MODULES = {
-    "writing_rl.manager": "writing_rl.reward_loop.manager",
-    "writing_rl.group_manager": "writing_rl.reward_loop.group_manager",
-}
-
-
-def check_renamed_modules(config) -> None:
-    """An old module path fails inside verl with a bare ModuleNotFoundError; say what it is called now."""
-    path = str(config.reward.reward_manager.get("module", {}).get("path") or "")
-    old = path.removeprefix("pkg://").removesuffix(".py").replace("/", ".")
-    if old in RENAMED_MODULES:
-        from writing_rl.settings import ConfigError
-
-        raise ConfigError(
-            f"reward.reward_manager.module.path={path}: that module is now pkg://{RENAMED_MODULES[old]} (CHANGELOG.md)"
-        )
-
-
 # The name our verl plugin is declared under (setup.py, entry point group verl.plugins).
 PLUGIN = "writing_rl"
 # Modules verl's trainer imports at start that plain `verl` does not install (its verl-core extra does):
@@ -213,7 +194,6 @@ def check_reward_settings(config) -> list[str]:
     from writing_rl.tools.shared.trainers import judge_health_route
 
     checked = []
-    check_renamed_modules(config)
     manager_cls = resolve_reward_manager_cls(config)
     checked.append(f"reward manager {manager_cls.__module__}.{manager_cls.__name__}")
     reward_fn = load_reward_fn(config) if get_custom_reward_fn(config) is not None else None
