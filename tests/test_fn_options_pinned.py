@@ -411,8 +411,12 @@ def test_a_fn_without_declared_options_is_checked_against_its_signature():
         check_fn_options(plain_fn, {"weight": 2.0}, "my_fn", None) == "reward fn options: 1 set, each one my_fn takes"
     )
     assert check_fn_options(plain_fn, None, "my_fn", None) == "reward fn options: 0 set, each one my_fn takes"
-    with pytest.raises(ConfigError, match=rf"{FN_PREFIX}\.wieght: my_fn has no such parameter; did you mean"):
+    with pytest.raises(ConfigError) as refused:
         check_fn_options(plain_fn, {"wieght": 2.0}, "my_fn", None)
+    # the parameters named are the options: not what the manager passes (the sample, the judge, the uid)
+    assert str(refused.value) == (
+        f"{FN_PREFIX}.wieght: my_fn has no such parameter; did you mean {FN_PREFIX}.weight? (its parameters: weight)"
+    )
 
 
 @pytest.mark.parametrize("name", PASSED_BY_THE_CALLER)

@@ -135,6 +135,54 @@ def test_single_elimination_is_reproducible_in_any_arrival_order_and_drawn_by_se
     assert len(drawn) > 1
 
 
+@pytest.mark.parametrize("breaker", range(5))
+def test_in_a_bracket_the_answer_that_breaks_every_reading_meets_a_witness_and_is_blamed_alone(breaker):
+    five = TEXTS[:5]
+    judge = PreferenceJudge(garble_on=lambda a, b: five[breaker] in (a, b))
+    results, _ = run(members(*five), judge, schedule="single_elimination", orders=1, aggregation="win_rate")
+    mine = results[breaker]
+    assert mine["parse_error"] == 1 and mine["score"] == 0.0
+    assert mine["failed_games"] == 2  # its bracket game and the witness's: then it is out, whatever its seed
+    for i, result in enumerate(results):
+        if i != breaker:
+            assert result["parse_error"] == 0 and result["games"] >= 1, (i, result)
+    assert results[max(set(range(5)) - {breaker}, key=lambda i: quality(five[i]))]["score"] == 1.0
+
+
+def drawn_bracket(texts, seed=0, uid="group-1"):
+    """The bracket compute_score draws for these answers (players: the sorted distinct answers)."""
+    from writing_rl.tournament import Bracket
+
+    return Bracket(len(texts), random.Random(f"{seed}:{uid}")), sorted(texts)
+
+
+def test_a_bracket_game_split_between_its_two_orders_sends_the_better_seed_on():
+    """A judge that always names the answer shown first splits every game judged in both orders: each game is a
+    tie, so the first seed wins the bracket."""
+    for uid in (f"group-{k}" for k in range(6)):  # draws where the first seed is, or is not, the lower-numbered
+        results, _ = run(members(*TEXTS[:4], uid=uid), PreferenceJudge(always_a=True), schedule="single_elimination")
+        bracket, players = drawn_bracket(TEXTS[:4], uid=uid)
+        finalists = [players[p] for p in sorted(range(4), key=bracket.seed_of.__getitem__)[:2]]
+        assert [TEXTS[i] for i, r in enumerate(results) if r["games"] == 2 * 2] == sorted(
+            finalists, key=TEXTS.index
+        )  # the two first seeds played both rounds, both orders
+
+
+def test_the_witness_is_the_best_seed_that_has_not_met_both_and_each_unread_game_gets_one():
+    eight = [*TEXTS, "good good good good toast", "bad bad bad toast"]
+    bracket, players = drawn_bracket(eight)
+    first_round = bracket.games()
+    breakers = {players[first_round[0][0]], players[first_round[1][0]]}  # in two different first-round games
+    judge = PreferenceJudge(garble_on=lambda a, b: bool(breakers & {a, b}))
+    run(members(*eight), judge, schedule="single_elimination", orders=1)
+    asked = [frozenset(p) for p in judge.asked]
+    by_seed = sorted(range(8), key=bracket.seed_of.__getitem__)
+    for game in first_round[:2]:
+        witness = next(w for w in by_seed if w not in game)
+        for player in game:  # each of the unread game's answers met that witness right after the first round
+            assert frozenset((players[player], players[witness])) in asked[4:8], (game, witness)
+
+
 def test_identical_answers_are_one_player_judged_once_and_share_its_reward():
     results, judge = run(members("good toast", "bad toast", "good toast", "<think>x</think>good toast"))
     assert len(judge.asked) == 2  # one game (two orders) between the two distinct answers

@@ -202,6 +202,14 @@ def test_byes_go_to_the_first_seeds_and_a_tied_or_unread_game_sends_the_better_s
         again.advance(lambda pair, undecided=undecided: undecided)
         better = min(game, key=rank.__getitem__)
         assert better in again.slots and max(game, key=rank.__getitem__) not in again.slots
+    # the better seed goes on whatever the players' numbers: draws where it is the game's higher-numbered player
+    brackets = [Bracket(4, random.Random(s)) for s in range(20)]
+    upsets = [b for b in brackets if min(b.games()[0], key=b.seed_of.__getitem__) == b.games()[0][1]]
+    assert upsets
+    for tied in upsets:
+        lower, higher = tied.games()[0]
+        tied.advance(lambda pair: 0.5)
+        assert higher in tied.slots and lower not in tied.slots
     decided = Bracket(5, random.Random(1))
     decided.advance(lambda pair: 0.25)  # the pair's second player won on the mean of its results
     assert game[1] in decided.slots and game[0] not in decided.slots

@@ -127,9 +127,9 @@ class Bracket:
         (None: none could be read)."""
         self.slots = [self._winner(a, b, score) for a, b in zip(self.slots[::2], self.slots[1::2])]
 
-    def _winner(self, a: int | None, b: int | None, score: Callable[[tuple[int, int]], float | None]) -> int:
-        if a is None or b is None:  # a bye
-            return b if a is None else a
+    def _winner(self, a: int, b: int | None, score: Callable[[tuple[int, int]], float | None]) -> int:
+        if b is None:  # a bye (a seed past n sits second in its game)
+            return a
         first, second = ordered(a, b)
         mean = score((first, second))
         if mean is None or mean == 0.5:
