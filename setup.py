@@ -72,6 +72,6 @@ setup(
         # CPU backend only when VERL_PLATFORM=cpu.
         "verl.plugins": ["writing_rl=writing_rl.plugin", "writing_rl_cpu=writing_rl.cpu_backend.plugin"],
         # The packages whose modules hold reward methods (writing_rl/reward_loop/registry.py).
-        "writing_rl.methods": ["writing_rl=reward_fns"],
+        "writing-rl.methods": ["writing_rl=reward_fns"],
     },
 )

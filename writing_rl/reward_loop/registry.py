@@ -2,7 +2,7 @@
 so that no list of methods is kept anywhere else.
 
 A method's module registers itself when it is imported (``register`` in reward_loop/contract.py). ``methods()``
-imports every module of the packages declared under the entry-point group ``writing_rl.methods`` (ours:
+imports every module of the packages declared under the entry-point group ``writing-rl.methods`` (ours:
 ``reward_fns``, in setup.py; a package of yours adds its own entry), so a new method is one module there, and
 returns the methods those modules registered. A fn loaded from a file path (verl's loader gives it a module
 name of its own) is registered for its run but is not one of them.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-ENTRY_POINTS = "writing_rl.methods"
+ENTRY_POINTS = "writing-rl.methods"
 
 
 @dataclass(frozen=True)
