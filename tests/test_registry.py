@@ -107,3 +107,28 @@ def test_without_the_entry_points_it_says_the_package_is_not_installed(monkeypat
     monkeypatch.setattr(registry, "entry_points", lambda group: [])
     with pytest.raises(RuntimeError, match="writing-rl is not installed in this environment; run pip install -e ."):
         registry.methods()
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "import verl",  # what a reward worker does: verl loads our plugin, which adds them when verl's registry loads
+        "import writing_rl.reward_loop.group_manager",  # a manager imported first registers itself as it finishes
+    ],
+)
+def test_our_reward_managers_are_in_verls_registry_by_name(first):
+    import subprocess
+
+    script = (
+        f"{first}\n"
+        "from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls\n"
+        "for name in ('ParallelRewardManager', 'GroupRewardManager', 'naive'):\n"
+        "    cls = get_reward_manager_cls(name)\n"
+        "    print(name, cls.__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:2] == [
+        "ParallelRewardManager writing_rl.reward_loop.manager",
+        "GroupRewardManager writing_rl.reward_loop.group_manager",
+    ]

@@ -1,11 +1,19 @@
 """verl's plugin entry point (group ``verl.plugins``), imported at the end of ``import verl`` in every process
-of a run: what verl must know of in processes that never import our reward managers.
+of a run: what verl must know of in processes that never import our reward managers, and the managers' names.
+
+Our reward managers join verl's registry of reward managers (``ParallelRewardManager``,
+``GroupRewardManager``) once verl imports it, so an overlay names one as verl's own are named
+(``reward.reward_manager.name=GroupRewardManager``, ``source: register``). A manager module imported first,
+by importlib, registers itself when it finishes (reward_loop/manager.py, ``register_with_verl``).
 
 BRPO's advantage estimator (``algorithm.adv_estimator=brpo``, reward_loop/advantage.py) is registered when
 verl imports ``core_algos``: fully-async's trainer computes advantages in an actor of its own that never
 loads the reward manager, and verl looks the estimator up by name there. Nothing else changes: an estimator
 no config names is never used. (The CPU backend has its own entry point, cpu_backend/plugin.py.)
 """
+
+import importlib
+import sys
 
 from writing_rl.import_hooks import after_import
 
@@ -14,4 +22,19 @@ def _register_estimator(core_algos) -> None:
     from writing_rl.reward_loop import advantage  # noqa: F401  (registers itself)
 
 
-after_import({"verl.trainer.ppo.core_algos": _register_estimator})
+MANAGER_MODULES = ("writing_rl.reward_loop.manager", "writing_rl.reward_loop.group_manager")
+
+
+def _register_managers(reward_managers) -> None:
+    if any(name in sys.modules for name in MANAGER_MODULES):
+        return  # one is being imported (and imported verl's registry): each registers itself as it finishes
+    for name in MANAGER_MODULES:
+        importlib.import_module(name)  # (registers itself)
+
+
+after_import(
+    {
+        "verl.trainer.ppo.core_algos": _register_estimator,
+        "verl.experimental.reward_loop.reward_manager": _register_managers,
+    }
+)

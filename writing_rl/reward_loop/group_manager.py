@@ -1,10 +1,8 @@
 """GroupRewardManager: verl's reward-loop manager for rewards that score a rollout against its siblings.
 
-verl loads it with::
+verl finds it by name in its registry of reward managers (writing_rl/plugin.py)::
 
-    reward.reward_manager.source=importlib
     reward.reward_manager.name=GroupRewardManager
-    reward.reward_manager.module.path=pkg://writing_rl.reward_loop.group_manager
 
 A sample's path: decode the response -> the worker's ``GroupRendezvous`` gathers its group
 (``reward_loop/group/rendezvous.py``: at once when this worker holds the whole group, else through the
@@ -42,7 +40,7 @@ from writing_rl.judge import NO_CALLS, NoJudge
 from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.group.collector import GroupError
 from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
-from writing_rl.reward_loop.manager import JudgeRewardManager, in_ray_actor
+from writing_rl.reward_loop.manager import JudgeRewardManager, in_ray_actor, register_with_verl
 from writing_rl.reward_loop.results import merge_info
 from writing_rl.reward_loop.scoring import prompt_text
 from writing_rl.reward_loop.shadow.scoring import scored_cleanly
@@ -183,5 +181,7 @@ def check_results(raw: Any, members: int) -> None:
             f"; expected a list with one result per member ({members})"
         )
 
+
+register_with_verl("GroupRewardManager", GroupRewardManager)
 
 __all__ = ["GroupRewardManager", "GroupCollectorLost", "GroupError", "check_streaming_capacity", "prompt_text"]

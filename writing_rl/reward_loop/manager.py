@@ -1,10 +1,9 @@
 """ParallelRewardManager: verl's reward-loop manager for judge-based rewards.
 
-verl loads it with::
+verl finds it by name in its registry of reward managers, which our verl plugin (writing_rl/plugin.py) adds it
+to, as it finds its own (``reward.reward_manager.source`` is verl's default, ``register``)::
 
-    reward.reward_manager.source=importlib
     reward.reward_manager.name=ParallelRewardManager
-    reward.reward_manager.module.path=pkg://writing_rl.reward_loop.manager
 
 Each verl ``RewardLoopWorker`` builds one manager, and with it one pooled judge client; verl then
 calls ``run_single`` once per sample, many at a time on the worker's event loop. A sample's path:
@@ -102,6 +101,17 @@ class ParallelRewardManager(JudgeRewardManager):
         return [merge_info(result, measured=judge.metrics())]
 
 
+def register_with_verl(name: str, cls: type) -> None:
+    """``cls`` in verl's registry of reward managers under ``name`` (writing_rl/plugin.py). A module loaded a
+    second time (from a file path) keeps the class registered first."""
+    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls, register
+
+    try:
+        get_reward_manager_cls(name)
+    except ValueError:  # not registered yet
+        register(name)(cls)
+
+
 def in_ray_actor() -> bool:
     """Whether this runs in a Ray actor (verl's reward worker), not in a driver or a test's process."""
     return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
@@ -115,5 +125,7 @@ def out_of_the_collectors_sight() -> None:
     gc.collect()
     gc.freeze()
 
+
+register_with_verl("ParallelRewardManager", ParallelRewardManager)
 
 __all__ = ["JudgeFailure", "ParallelRewardManager"]
