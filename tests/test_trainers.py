@@ -82,7 +82,7 @@ def test_an_entry_point_adds_what_verls_own_config_adds(entry, verl_config):
 def test_every_trainer_composes_onto_every_judged_overlay_and_is_recognised(overlay, trainer):
     config = composed(overlay, trainer)
     assert trainer_of(config) == trainer
-    assert config.reward.reward_manager.module.path.startswith("pkg://writing_rl.")  # our overlay on top
+    assert config.reward.reward_manager.name in ("ParallelRewardManager", "GroupRewardManager")  # our overlay on top
     if trainer == "fully-async":
         assert int(config.data.train_batch_size) == 0
     if trainer in ("fully-async", "one-step-off"):
