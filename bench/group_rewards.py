@@ -54,31 +54,26 @@ def make_step(tokenizer, prompts: int, n: int):
 VARIANTS = {
     "brpo": (
         "GroupRewardManager",
-        "pkg://writing_rl.reward_loop.group_manager",
         "pkg://reward_fns.brpo",
         "compute_score",
     ),
     "round-robin": (
         "GroupRewardManager",
-        "pkg://writing_rl.reward_loop.group_manager",
         str(REPO / "bench/group_baselines.py"),
         "round_robin",
     ),
     "ranking": (
         "GroupRewardManager",
-        "pkg://writing_rl.reward_loop.group_manager",
         "pkg://reward_fns.group_ranking",
         "compute_score",
     ),
     "group-noop": (
         "GroupRewardManager",
-        "pkg://writing_rl.reward_loop.group_manager",
         str(REPO / "bench/group_baselines.py"),
         "group_noop",
     ),
     "sample-noop": (
         "ParallelRewardManager",
-        "pkg://writing_rl.reward_loop.manager",
         str(REPO / "bench/group_baselines.py"),
         "sample_noop",
     ),
@@ -88,7 +83,7 @@ VARIANTS = {
 def config_for(variant: str, tokenizer_dir, judge_url: str):
     from writing_rl.tools.shared.verl_config import compose
 
-    manager, module, fn_path, fn_name = VARIANTS[variant]
+    manager, fn_path, fn_name = VARIANTS[variant]
     overrides = [
         f"actor_rollout_ref.model.path={tokenizer_dir}",
         "reward.num_workers=2",
@@ -96,7 +91,6 @@ def config_for(variant: str, tokenizer_dir, judge_url: str):
         "reward.reward_kwargs.judge.model=sim",
         "reward.reward_kwargs.judge.max_concurrency=64",
         f"reward.reward_manager.name={manager}",
-        f"reward.reward_manager.module.path={module}",
         f"reward.custom_reward_function.path={fn_path}",
         f"reward.custom_reward_function.name={fn_name}",
     ]

@@ -97,7 +97,6 @@ def fresh_groups(batch, group_size: int = 8):
 
 PER_SAMPLE = [
     "reward.reward_manager.name=ParallelRewardManager",
-    "reward.reward_manager.module.path=pkg://writing_rl.reward_loop.manager",
     "reward.custom_reward_function.name=compute_score",
     "~reward.custom_reward_function.reward_kwargs.advance_threshold",
     "reward.reward_kwargs.curriculum.enable=false",

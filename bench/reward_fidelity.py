@@ -37,10 +37,7 @@ BRPO, GRRM, PAIRWISE = "pkg://reward_fns.brpo", "pkg://reward_fns.group_ranking"
 TOURNAMENT = "pkg://reward_fns.tournament"
 # The reward fn each hydra config ships: a row with that fn keeps the config's options and sets its own on top.
 CONFIG_FN = {"brpo": BRPO, "grrm_mt_grpo": GRRM, "writing_rl": PAIRWISE, "tournament": TOURNAMENT}
-MANAGERS = {
-    "group": ("GroupRewardManager", "pkg://writing_rl.reward_loop.group_manager"),
-    "parallel": ("ParallelRewardManager", "pkg://writing_rl.reward_loop.manager"),
-}
+MANAGERS = {"group": "GroupRewardManager", "parallel": "ParallelRewardManager"}  # by name, in verl's registry
 # Writing-RL per sample, curriculum off (tests/conftest.py's PER_SAMPLE).
 NO_CURRICULUM = ("~reward.custom_reward_function.reward_kwargs.advance_threshold", "reward.reward_kwargs.curriculum.enable=false")  # fmt: skip
 
@@ -178,7 +175,7 @@ def declared_calls(row: Row, n: int, fn_kwargs: dict) -> float:
 
 
 def row_overrides(row: Row, tokenizer_dir, urls: list[str], workers: int) -> list[str]:
-    name, module = MANAGERS[row.manager]
+    name = MANAGERS[row.manager]
     keep = CONFIG_FN.get(row.config) == row.fn
     fn_kwargs = [f"++reward.custom_reward_function.reward_kwargs.{k}={v}" for k, v in row.kwargs.items()]
     members = "[" + ",".join(f"{{name:judge{i},base_url:'{u}'}}" for i, u in enumerate(urls)) + "]"
@@ -190,7 +187,6 @@ def row_overrides(row: Row, tokenizer_dir, urls: list[str], workers: int) -> lis
         "reward.reward_kwargs.judge.max_concurrency=64",
         "reward.reward_kwargs.judge.hedge_after=0",  # no hedged copies: the server counts the method's calls
         f"reward.reward_manager.name={name}",
-        f"reward.reward_manager.module.path={module}",
         f"reward.custom_reward_function.path={row.fn}",
         f"reward.custom_reward_function.name={row.fn_name}",
         *([] if keep else ["~reward.custom_reward_function.reward_kwargs"]),

@@ -117,7 +117,6 @@ def reward_loop(config):
 # The per-sample Writing-RL reward (no curriculum): ParallelRewardManager + reward_fns.pairwise.compute_score.
 PER_SAMPLE = [
     "reward.reward_manager.name=ParallelRewardManager",
-    "reward.reward_manager.module.path=pkg://writing_rl.reward_loop.manager",
     "reward.custom_reward_function.name=compute_score",
     "~reward.custom_reward_function.reward_kwargs.advance_threshold",
     "reward.reward_kwargs.curriculum.enable=false",

@@ -38,7 +38,6 @@ def reporter_config(tmp_path, tokenizer_dir, base_url: str, *overrides: str):
             "actor_rollout_ref.rollout.val_kwargs.n=2",
             "reward.num_workers=1",
             "reward.reward_manager.name=ParallelRewardManager",
-            "reward.reward_manager.module.path=pkg://writing_rl.reward_loop.manager",
             f"reward.custom_reward_function.path={path}",
             "reward.custom_reward_function.name=reporter",
             "~reward.custom_reward_function.reward_kwargs",

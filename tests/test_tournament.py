@@ -316,8 +316,13 @@ def server():
         yield s
 
 
+@pytest.fixture(scope="module", params=["round_robin", "single_elimination"])
+def schedule(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def manager(ray_cluster, server, tokenizer_dir):
+def manager(ray_cluster, server, tokenizer_dir, schedule):
     config = compose(
         "tournament",
         [
@@ -329,6 +334,7 @@ def manager(ray_cluster, server, tokenizer_dir):
             "actor_rollout_ref.rollout.val_kwargs.n=1",
             "reward.reward_kwargs.groups.timeout_s=30",
             "reward.reward_kwargs.groups.settle_s=60",
+            f"reward.custom_reward_function.reward_kwargs.schedule={schedule}",
         ],
     )
     with reward_loop(config) as m:
@@ -353,27 +359,28 @@ def new_groups(count, seed):
     return [(str(uuid.uuid4()), rng.sample(TEXTS, N)) for _ in range(count)]
 
 
-def expected(groups) -> list[float]:
+def expected(groups, schedule) -> list[float]:
     rewards = []
-    for _, texts in groups:
-        results, _ = run(members(*texts))
+    for uid, texts in groups:
+        results, _ = run(members(*texts, uid=uid), schedule=schedule)
         rewards += [r["score"] for r in results]
     return rewards
 
 
-def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer):
+def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer, schedule):
     groups = new_groups(3, seed=1)
     before = len(server.requests)
     output = manager.compute_rm_score(tournament_batch(tokenizer, groups))
-    assert output.batch["rm_scores"].sum(-1).tolist() == pytest.approx(expected(groups))
-    assert len(server.requests) - before == 3 * N * (N - 1)  # every pair of each group, both orders
+    assert output.batch["rm_scores"].sum(-1).tolist() == pytest.approx(expected(groups, schedule))
+    games = N * (N - 1) // 2 if schedule == "round_robin" else N - 1  # every pair, or a bracket's games
+    assert len(server.requests) - before == 3 * 2 * games  # each game in both orders
     extra = output.non_tensor_batch
-    assert extra["games"].tolist() == [2 * (N - 1)] * (3 * N)
+    assert sum(extra["games"].tolist()) == 3 * 2 * 2 * games  # each game's two results counted for both
     assert set(extra["intransitive_triples"].tolist()) == {0.0}
     assert {"games", "failed_games", "position_consistency"} <= set(output.meta_info["reward_extra_keys"])
 
 
-def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokenizer):
+def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokenizer, schedule):
     groups = new_groups(3, seed=2)
     batch = tournament_batch(tokenizer, groups)
     order = list(range(len(batch)))
@@ -383,4 +390,4 @@ def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokeniz
     for i in order:
         refs[i] = rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1])
         time.sleep(rng.random() * 0.02)  # rollouts finish at different times
-    assert [ray.get(refs[i])["reward_score"] for i in range(len(batch))] == pytest.approx(expected(groups))
+    assert [ray.get(refs[i])["reward_score"] for i in range(len(batch))] == pytest.approx(expected(groups, schedule))
