@@ -73,5 +73,7 @@ setup(
         "verl.plugins": ["writing_rl=writing_rl.plugin", "writing_rl_cpu=writing_rl.cpu_backend.plugin"],
         # The packages whose modules hold reward methods (writing_rl/reward_loop/registry.py).
         "writing-rl.methods": ["writing_rl=reward_fns"],
+        # Commands a method's package adds to `writing-rl` (writing_rl/tools/cli.py): add_commands(subparsers).
+        "writing-rl.commands": ["curriculum=writing_rl.curriculum.cli:add_commands"],
     },
 )

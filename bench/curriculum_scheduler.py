@@ -36,9 +36,9 @@ def main() -> None:
 
     import ray
 
+    from writing_rl.curriculum.config import CurriculumConfig
     from writing_rl.curriculum.log import LATEST, LevelTable, load_levels, read_state, save_levels
     from writing_rl.curriculum.scheduler import ReferenceScheduler
-    from writing_rl.reward_loop.config import CurriculumConfig
 
     state = Path(tempfile.mkdtemp(prefix="bench-curriculum-"))
     rng = np.random.default_rng(0)

@@ -118,8 +118,8 @@ def table(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> str:
-    from writing_rl.tools.shared.plot import PALETTE
-    from writing_rl.tools.shared.plot import plot as draw_png
+    from writing_rl.plot import PALETTE
+    from writing_rl.plot import plot as draw_png
 
     def draw(axes) -> None:
         for color, ((name, trainer), runs) in zip(PALETTE * 3, results.items()):

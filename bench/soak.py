@@ -311,7 +311,7 @@ def run_soak(
                     failed = [flag for flag in FAILURE_FLAGS if info.get(flag)]
                     for flag in failed:
                         minute.failures[flag] += 1
-                    expected = clean_reward(text, prompt_id, int(info["reference_level"]))
+                    expected = clean_reward(text, prompt_id, int(info["curriculum/level"]))
                     if result["reward_score"] != expected and not failed:
                         minute.silent += 1
                 step += 1
@@ -388,7 +388,7 @@ def report(history: list[Minute]) -> dict:
 
 def plot(result: dict, path: Path) -> str:
     """Throughput (left axis) and the actors' RSS (right axis) per minute; the line to print about it."""
-    from writing_rl.tools.shared.plot import PALETTE, legend_above, plot
+    from writing_rl.plot import PALETTE, legend_above, plot
 
     minutes = result["minutes"]
     xs = list(range(1, len(minutes) + 1))

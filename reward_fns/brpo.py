@@ -2,7 +2,7 @@
 
 verl entry point: ``reward.custom_reward_function.path=pkg://reward_fns.brpo`` under
 ``writing_rl.reward_loop.group_manager.GroupRewardManager`` (hydra_configs/brpo.yaml, which also sets
-``algorithm.adv_estimator=brpo``: the reward is the advantage, writing_rl/reward_loop/advantage.py). Options
+``algorithm.adv_estimator=brpo``: the reward is the advantage, declared below, writing_rl/reward_loop/advantage.py). Options
 under ``reward.custom_reward_function.reward_kwargs``.
 
 Per group: the responses are stripped of closed ``<think>`` blocks; identical answers are one
@@ -34,14 +34,21 @@ from typing import Any, Mapping
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria, pairwise_messages
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria
 from writing_rl.reward_loop.contract import (
+    PROBE_FIRST,
     Member,
+    ProbePlacement,
     RewardMethod,
+    by_sign,
     fallback_outcome,
     option,
+    probe_failure,
+    probe_group,
     read_options,
     register,
+    reward_as_advantage,
+    uid_where,
     unreadable_flags,
 )
 
@@ -264,14 +271,13 @@ def _result(
 
 
 def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
-    """One BRPO call: two rollouts of this row's prompt."""
+    """One BRPO call: two rollouts of this row's prompt, as training sends it (the run's template, system prompt
+    and output)."""
     truth = row.ground_truth if isinstance(row.ground_truth, dict) else {}
-    criteria = truth.get("criteria")
-    criteria = format_criteria(criteria)  # a string, one checklist entry, or a list (or parquet's array) of them
-    system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
-    return pairwise_messages(
-        row.prompt, response, response, criteria=criteria, template=reward_kwargs.get("template"), system=system
-    )
+    criteria = format_criteria(truth.get("criteria"))  # a string, a checklist entry, or a list (parquet's array)
+    options = read_options(RewardOptions, dict(reward_kwargs))
+    return comparison_messages(row.prompt, response, response, "A", criteria=criteria, template=options.template,
+                               system=options.system_prompt, output=options.output)  # fmt: skip
 
 
 def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
@@ -282,6 +288,22 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return comparisons / max(1, group_size)
 
 
+async def probe_outcome(c, judge: SampleJudge, options: dict, on_parse_error: str) -> str:
+    """probe-judge: a group of two, the honest answer and the probe, under a uid for which ``choose_references``
+    draws the honest answer as the bootstrap reference; ``strategy`` shows the probe at A or B. The probe's
+    reward (+1, 0, -1) is its outcome."""
+    options = {**options, "strategy": PROBE_FIRST[c.slot]}
+    answers, seed = [strip_think(c.row.honest), strip_think(c.reply)], int(options.get("seed", 0))
+    uid = "probe-unplaced"
+    if None not in answers and answers[0] != answers[1]:
+        uid = uid_where(lambda u: choose_references(answers, 1, seed, u) == [answers[0]], f"{c.probe}-{c.slot}")
+    group = probe_group(c.row, uid, [c.row.honest, c.reply])
+    honest, probe = await compute_score(group, judge=judge, on_parse_error=on_parse_error, **options)
+    if probe.get("is_reference"):  # the fn drew the probe as the reference after all: no comparison
+        return "unjudged"
+    return probe_failure(probe, judge) or by_sign(probe["score"])
+
+
 METHOD = register(
     compute_score,
     RewardMethod(
@@ -290,5 +312,9 @@ METHOD = register(
         failure_score=failure_score,
         judge_messages=preflight_judge_messages,
         calls_per_rollout=calls_per_rollout,
+        probe=ProbePlacement(probe_outcome, overlay="brpo"),
+        # algorithm.adv_estimator=brpo: the reward (+1 / 0 / -1 against the bootstrap reference) is the advantage;
+        # grpo would subtract the group mean again and move the reference (docs/methods/brpo.md).
+        advantage_estimators=(("brpo", reward_as_advantage),),
     ),
 )

@@ -42,11 +42,16 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import Unreadable, gqm, gqm_prompt, strip_think
 from writing_rl.reward_loop.contract import (
     Member,
+    ProbePlacement,
     RewardMethod,
+    by_sign,
     option,
+    probe_failure,
+    probe_group,
     raise_if_asked,
     read_options,
     register,
+    uid_where,
     unreadable_flags,
 )
 
@@ -332,6 +337,25 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return 1.0 / max(1, group_size)
 
 
+async def probe_outcome(c, judge: SampleJudge, options: dict, on_parse_error: str) -> str:
+    """probe-judge: a group of two under a uid for which ``shuffled_order`` shows the probe as candidate A (or
+    B); the judge's scores (``rank_score``) decide."""
+    extraction, seed = options.get("extraction", "full"), int(options.get("seed", 0))
+    answers = [extract_answer(c.row.honest, extraction), extract_answer(c.reply, extraction)]
+    shown_first = 1 if c.slot == "A" else 0  # the candidate at label A
+    uid = "probe-unplaced"
+    if None not in answers and answers[0] != answers[1]:
+        uid = uid_where(lambda u: shuffled_order(answers, seed, u)[0] == shown_first, f"{c.probe}-{c.slot}")
+    group = probe_group(c.row, uid, [c.row.honest, c.reply])
+    honest, probe = await compute_score(group, judge=judge, on_parse_error=on_parse_error, **options)
+    found = probe_failure(probe, judge) or probe_failure(honest, judge)
+    if found:
+        return found
+    if probe.get("nothing_to_rank"):
+        return "unjudged"
+    return by_sign(probe["rank_score"] - honest["rank_score"])
+
+
 METHOD = register(
     compute_score,
     RewardMethod(
@@ -341,5 +365,6 @@ METHOD = register(
         check_row=preflight_row,
         judge_messages=preflight_judge_messages,
         calls_per_rollout=calls_per_rollout,
+        probe=ProbePlacement(probe_outcome, overlay="grrm_mt_grpo"),
     ),
 )

@@ -25,13 +25,16 @@ from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
 from writing_rl.protocols.comparison import STRATEGIES, comparison_messages, consistency, read_outcome
 from writing_rl.protocols.pairwise_task import WritingRLTask, read_writing_rl_task
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, pairwise_messages
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM
 from writing_rl.reward_loop.contract import (
+    PROBE_FIRST,
     Member,
+    ProbePlacement,
     RewardMethod,
     fallback_outcome,
     is_validation,
     option,
+    probe_failure,
     read_options,
     register,
     unreadable_flags,
@@ -142,7 +145,7 @@ async def compute_score(
     group's last report moves the level up one when at least one rollout won and the group's win rate
     reaches ``advance_threshold`` (writing_rl/curriculum/groups.py): Writing-RL's rule,
     with no rollout waiting for its siblings. Without it (or for validation rows, or one reference):
-    the first reference. ``reference_level`` reports the level judged at."""
+    the first reference. ``curriculum/level`` reports the level judged at."""
     task = read_writing_rl_task(ground_truth, extra_info)
     how = read_options(RewardOptions, given)
     scheduled = curriculum is not None and uid is not None and len(task.references) > 1
@@ -152,7 +155,7 @@ async def compute_score(
     result = await judge_against(solution_str, task, task.references[level], judge, how, on_parse_error)
     if scheduled:
         await curriculum.report(uid, result["win"] == 1.0, how.advance_threshold)
-    return {**result, "reference_level": level}
+    return {**result, "curriculum/level": level}
 
 
 async def compute_group_score(
@@ -169,7 +172,7 @@ async def compute_group_score(
     moves up one when at least one rollout won and the group's win rate (share of its rollouts that won
     in every judged order) is at least ``advance_threshold`` (0: any win, as in Writing-RL). Validation rows
     (``extra_info.split`` test/val/validation) are judged against their first reference and never
-    move a level. ``reference_level`` reports the pinned level.
+    move a level. ``curriculum/level`` reports the pinned level.
     """
     first = members[0]
     task = read_writing_rl_task(first.ground_truth, first.extra_info)
@@ -191,7 +194,7 @@ async def compute_group_score(
     if curriculum is not None and level + 1 < len(task.references) and not validation:
         if win_rate > 0 and win_rate >= how.advance_threshold:
             await curriculum.advance(key, level, first.uid)
-    return [{**r, "reference_level": level} for r in results]
+    return [{**r, "curriculum/level": level} for r in results]
 
 
 def failure_score(loss_score: float = 0.0, **_: Any) -> float:
@@ -234,18 +237,29 @@ def preflight_row(ground_truth: Any, extra_info: Mapping | None = None) -> None:
 
 
 def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
-    """The judge call of this row with the response against its longest reference."""
+    """The judge call of this row with the response against its longest reference, as training sends it (the
+    run's template, system prompt and output)."""
     task = read_writing_rl_task(row.ground_truth, row.extra_info)
-    reference = max(task.references, key=len)
-    system = reward_kwargs.get("system_prompt", PAIRWISE_SYSTEM)
-    return pairwise_messages(
-        task.prompt, response, reference, task.criteria, template=reward_kwargs.get("template"), system=system
-    )
+    options = read_options(RewardOptions, dict(reward_kwargs))
+    return comparison_messages(task.prompt, response, max(task.references, key=len), "A", criteria=task.criteria,
+                               template=options.template, system=options.system_prompt, output=options.output)  # fmt: skip
 
 
 def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     """One call per judged order."""
     return float(len(STRATEGIES[read_options(RewardOptions, dict(reward_kwargs)).strategy]))
+
+
+async def probe_outcome(c, judge: SampleJudge, options: dict, on_parse_error: str) -> str:
+    """probe-judge: the row's target is the honest answer and the probe is the policy's response; ``strategy``
+    shows the probe at A (position-advantage) or at B (position-disadvantage)."""
+    options = {**options, "strategy": PROBE_FIRST[c.slot]}
+    result = await compute_score(c.row.data_source, c.reply, c.row.ground_truth, c.row.extra_info, judge=judge,
+                                 on_parse_error=on_parse_error, **options)  # fmt: skip
+    found = probe_failure(result, judge)
+    if found:
+        return found
+    return "win" if result["win"] == 1 else "tie" if result["tie"] == 1 else "loss"
 
 
 METHOD = register(
@@ -258,6 +272,7 @@ METHOD = register(
         check_row=preflight_row,
         judge_messages=preflight_judge_messages,
         calls_per_rollout=calls_per_rollout,
+        probe=ProbePlacement(probe_outcome, overlay="writing_rl", rows_hold_answer=True),
     ),
 )
 register(compute_group_score, METHOD)  # the same method under GroupRewardManager

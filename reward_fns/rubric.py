@@ -26,8 +26,11 @@ from writing_rl.protocols.rubric import (
     rubric_reward,
 )
 from writing_rl.reward_loop.contract import (
+    ProbePlacement,
     RewardMethod,
+    by_sign,
     option,
+    probe_failure,
     raise_if_asked,
     read_options,
     register,
@@ -127,6 +130,18 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     return float(len(read_rubric(row.ground_truth))) if reward_kwargs.get("per_criterion") else 1.0
 
 
+async def probe_outcome(c, judge: SampleJudge, options: dict, on_parse_error: str) -> str:
+    """probe-judge: the probe and the honest answer scored alone; the higher rubric reward wins (no positions:
+    position bias does not apply)."""
+    row = c.row
+    probe, honest = [
+        await compute_score(row.data_source, text, row.ground_truth, row.extra_info, judge=judge,
+                            on_parse_error=on_parse_error, **options)
+        for text in (c.reply, row.honest)
+    ]  # fmt: skip
+    return probe_failure(probe, judge) or probe_failure(honest, judge) or by_sign(probe["score"] - honest["score"])
+
+
 METHOD = register(
     compute_score,
     RewardMethod(
@@ -138,5 +153,6 @@ METHOD = register(
         check_row=preflight_row,
         judge_messages=preflight_judge_messages,
         calls_per_rollout=calls_per_rollout,
+        probe=ProbePlacement(probe_outcome, overlay="rubric", slots=("-",)),
     ),
 )

@@ -42,23 +42,25 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from reward_fns.brpo import preflight_judge_messages  # one game: two rollouts of the row's prompt
 from writing_rl import tournament
 from writing_rl.judge import JudgeError, SampleJudge
 from writing_rl.protocols import PAIRWISE_OUTPUTS, Unreadable, strip_think
-from writing_rl.protocols.comparison import comparison_messages, read_outcome
+from writing_rl.protocols.comparison import POINTS, comparison_messages, read_outcome
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria
 from writing_rl.reward_loop.contract import (
     Member,
+    ProbePlacement,
     RewardMethod,
+    by_sign,
     option,
+    probe_failure,
+    probe_group,
     raise_if_asked,
     read_options,
     register,
+    uid_where,
     unreadable_flags,
 )
-
-SCORE = {"win": 1.0, "tie": 0.5, "loss": 0.0}  # the first-named player's score in a game
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,11 @@ class Blame:
     counted: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
     unreadable: dict[int, list[Unreadable]] = field(default_factory=dict)  # its blamed unreadable replies
     judge_error: set[int] = field(default_factory=set)
-    fallback: float = SCORE["loss"]  # what a blamed unreadable game counts as
+    fallback: float = POINTS["loss"]  # what a blamed unreadable game counts as
 
     @classmethod
     def of(cls, games: Games, on_parse_error: str) -> Blame:
-        blame = cls(fallback=SCORE["tie"] if on_parse_error == "tie" else SCORE["loss"])  # (never a win)
+        blame = cls(fallback=POINTS["tie"] if on_parse_error == "tie" else POINTS["loss"])  # (never a win)
         against: dict[int, set[int]] = {}  # player -> the opponents it had a game fail to read against
         for (i, j), failure in games.unreadable:
             raise_if_asked(failure, on_parse_error)
@@ -169,9 +171,18 @@ class Blame:
                     blame.unreadable.setdefault(player, []).append(failure)
         for i, j in games.errors:
             for player, opponent in ((i, j), (j, i)):
-                blame.counted.setdefault(player, []).append((opponent, SCORE["tie"]))
+                blame.counted.setdefault(player, []).append((opponent, POINTS["tie"]))
                 blame.judge_error.add(player)
         return blame
+
+
+def preflight_judge_messages(row, response: str, group_size: int, reward_kwargs: Mapping) -> list:
+    """One game: two rollouts of this row's prompt, as training sends it (the run's template, system prompt and
+    output)."""
+    options = read_options(RewardOptions, dict(reward_kwargs))
+    criteria = format_criteria(row.ground_truth.get("criteria") if isinstance(row.ground_truth, dict) else None)
+    return comparison_messages(row.prompt, response, response, "A", criteria=criteria, template=options.template,
+                               system=options.system_prompt, output=options.output)  # fmt: skip
 
 
 def failure_score(**_) -> float:
@@ -281,7 +292,7 @@ class _Referee:
         outcome = judge.read(reply, read_outcome, "A", options.output, options.tie_margin)
         if isinstance(outcome, Unreadable):
             return outcome
-        return SCORE[outcome] if first == pair[0] else 1.0 - SCORE[outcome]
+        return POINTS[outcome] if first == pair[0] else 1.0 - POINTS[outcome]
 
 
 def _rewards(answers, players: list[str], games: Games, options: RewardOptions, blame: Blame) -> list:
@@ -291,9 +302,9 @@ def _rewards(answers, players: list[str], games: Games, options: RewardOptions, 
     for player, counted in blame.counted.items():  # as if it had played its failed games with those results
         with_failures = games.results + [tournament.Result(player, opponent, s) for opponent, s in counted]
         scores[player] = tournament.aggregate(options.aggregation, n, with_failures, **extra)[player]
-    if options.schedule in tournament.ADAPTIVE and blame.fallback == SCORE["loss"]:
+    if options.schedule in tournament.ADAPTIVE and blame.fallback == POINTS["loss"]:
         for player in blame.unreadable:  # its later pairings were not a loss's
-            scores[player] = SCORE["loss"]
+            scores[player] = POINTS["loss"]
     group = _group_metrics(n, games)
     by_answer = {answer: index for index, answer in enumerate(players)}
     results = []
@@ -321,7 +332,7 @@ def _group_metrics(n: int, games: Games) -> dict[str, float]:
     )
     return {
         "intransitive_triples": float(tournament.intransitive_triples(n, games.results)),
-        "position_consistency": -1.0 if consistency is None else consistency,
+        "position_consistent": -1.0 if consistency is None else consistency,
     }
 
 
@@ -357,6 +368,25 @@ def calls_per_rollout(row, group_size: int, reward_kwargs: Mapping) -> float:
     )
 
 
+async def probe_outcome(c, judge: SampleJudge, options: dict, on_parse_error: str) -> str:
+    """probe-judge: a group of two, the honest answer and the probe, playing one game judged in one order,
+    under a uid for which the game's seeded draw shows the probe at A (or B); the probe's reward decides."""
+    options = {**options, "schedule": "round_robin", "orders": 1}
+    answers = [strip_think(c.row.honest), strip_think(c.reply)]
+    uid = "probe-unplaced"
+    if None not in answers and answers[0] != answers[1]:
+        probe_player = sorted(answers).index(answers[1])  # players are the sorted distinct answers
+        seed = int(options.get("seed", 0))
+        uid = uid_where(lambda u: (random.Random(f"{seed}:{u}").choice((0, 1)) == probe_player) == (c.slot == "A"),
+                        f"{c.probe}-{c.slot}")  # fmt: skip
+    group = probe_group(c.row, uid, [c.row.honest, c.reply])
+    honest, probe = await compute_score(group, judge=judge, on_parse_error=on_parse_error, **options)
+    found = probe_failure(probe, judge) or probe_failure(honest, judge)
+    if found:
+        return found
+    return "unjudged" if answers[0] == answers[1] else by_sign(probe["score"] - honest["score"])
+
+
 METHOD = register(
     compute_score,
     RewardMethod(
@@ -365,5 +395,6 @@ METHOD = register(
         failure_score=failure_score,
         judge_messages=preflight_judge_messages,
         calls_per_rollout=calls_per_rollout,
+        probe=ProbePlacement(probe_outcome, overlay="tournament"),
     ),
 )

@@ -25,8 +25,8 @@ PAGE = REPO / "docs" / "reference" / "config.md"
 OVERLAYS = REPO / "hydra_configs"
 CODE_PREFIX = "reward.reward_kwargs"  # documented from the dataclasses, not from judge_base.yaml
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"  # each reward fn's RewardOptions
-# ManagerConfig's (and JudgeConfig's) fields documented as sections of their own
-SECTIONS = ("judge", "groups", "curriculum", "terms", "price", "budget", "ensemble", "shadow")
+# ManagerConfig's (and JudgeConfig's) fields documented as sections of their own (extras: one section per extra)
+SECTIONS = ("judge", "groups", "extras", "terms", "price", "budget", "ensemble", "shadow")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Setting:
     default: str
     note: str
     allowed: str = ""  # the field's option() bounds: "≥ 1", "> 0", "0–1", "one of: a, b"
+    section_note: str = ""  # an overlay's key: the nearest comment above its section (when it has none of its own)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Section:
 def code_sections() -> list[Section]:
     from writing_rl.judge.config import JudgeBudget, JudgeConfig, JudgePrice
     from writing_rl.judge.ensemble_config import EnsembleConfig
-    from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig, ShadowConfig
+    from writing_rl.reward_loop.config import GroupConfig, ManagerConfig, ShadowConfig
+    from writing_rl.reward_loop.registry import extras
     from writing_rl.terms.builtin import BUILTIN
 
     classes = [
@@ -59,7 +61,7 @@ def code_sections() -> list[Section]:
         (f"{CODE_PREFIX}.judge.budget", JudgeBudget),
         (f"{CODE_PREFIX}.judge.ensemble", EnsembleConfig),
         (f"{CODE_PREFIX}.groups", GroupConfig),
-        (f"{CODE_PREFIX}.curriculum", CurriculumConfig),
+        *((f"{CODE_PREFIX}.{name}", e.settings) for name, e in extras().items() if getattr(e, "settings", None)),
         (f"{CODE_PREFIX}.shadow", ShadowConfig),
         *((f"{CODE_PREFIX}.terms.{name}", cls) for name, cls in BUILTIN.items()),
     ]
@@ -79,6 +81,7 @@ def reward_fn_sections() -> list[Section]:
 
 
 def section_of(prefix: str, cls: type) -> Section:
+    from writing_rl.reward_loop.registry import extras
     from writing_rl.settings import allowed
 
     notes = field_comments(cls)
@@ -88,6 +91,10 @@ def section_of(prefix: str, cls: type) -> Section:
             continue
         if cls.__name__ == "ShadowConfig" and f.name == "judge":  # a JudgeConfig of its own
             default, note = "", f"the keys of `{CODE_PREFIX}.judge` above (max_concurrency 16 by default)"
+        elif f.name == "extras":  # one section per method extra, each under its own name
+            for name in (name for name, e in extras().items() if getattr(e, "settings", None)):
+                settings.append(Setting(name, "", f"the section `{prefix}.{name}` below (a method's extra)", ""))
+            continue
         elif f.name in SECTIONS:
             default, note = "", f"the section `{prefix}.{f.name}` below"
         elif f.name == "watch":  # a mapping of names to functions, none by default
@@ -172,11 +179,12 @@ def overlay_settings(path: Path) -> tuple[str, list[Setting]]:
         value, _, inline = (match["rest"] or "").partition(" #")
         note = " ".join(pending + ([inline.strip()] if inline.strip() else []))
         pending = []
+        section = next((n for _, _, n in reversed(stack) if n), "")  # the nearest comment above its section
         stack.append((indent, match["key"], note))
         if key == "defaults" or key.startswith("hydra"):
             continue
         if value.strip() or note:
-            settings.append(Setting(key, value.strip() or "(section)", note))
+            settings.append(Setting(key, value.strip() or "(section)", note, section_note=section))
     while header and not header[0]:
         header.pop(0)
     first_paragraph = " ".join(header[: header.index("")] if "" in header else header)
@@ -193,13 +201,21 @@ def documented_in_code() -> dict[str, str]:
 
 
 def described(settings: list[Setting], code: dict[str, str]) -> list[Setting]:
-    """A key the overlay sets without a comment of its own is described by its field's comment in the code."""
-    fn = next(
-        (s.default for s in settings if s.key == "reward.custom_reward_function.path"), "pkg://reward_fns.pairwise"
-    )
+    """A key the overlay sets without a comment of its own is described by its field's comment in the code, else
+    by the nearest comment above its section."""
+    fn = next((s.default for s in settings if s.key == "reward.custom_reward_function.path"), None)
     return [
-        s if s.note else dataclasses.replace(s, note=code.get(f"{s.key}@{fn}", code.get(s.key, ""))) for s in settings
+        s if s.note else dataclasses.replace(s, note=_code_note(code, s.key, fn) or s.section_note) for s in settings
     ]
+
+
+def _code_note(code: dict[str, str], key: str, fn: str | None) -> str:
+    """The comment of ``key`` in the code: the fn's option (an overlay without a fn of its own, a preset: the
+    option's comment where every method that has it agrees), else a setting's."""
+    if f"{key}@{fn}" in code:
+        return code[f"{key}@{fn}"]
+    options = {note for name, note in code.items() if name.startswith(f"{key}@")}
+    return options.pop() if fn is None and len(options) == 1 else code.get(key, "")
 
 
 def overlay_sections() -> list[Section]:

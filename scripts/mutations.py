@@ -402,10 +402,10 @@ BREAKS = [
     _break(
         "curriculum-level-not-reported",
         "writing_rl/reward_loop/health/metrics.py",
-        'metrics["curriculum/level_mean"] = float(levels.mean())',
-        'metrics["curriculum/level_mean"] = 0.0',
+        'metrics[f"{key}_mean"] = float(values.mean())\n            metrics[f"{key}_max"]',
+        'metrics[f"{key}_mean"] = 0.0\n            metrics[f"{key}_max"]',
         "tests/test_health.py::test_watches_and_the_curriculum_level_reach_the_step_metrics",
-        "the tracker's curriculum/level_mean is not the samples' reference level",
+        "a method's own <area>/<name> keys (the curriculum's level) do not reach the tracker as their mean",
     ),
     # ---------------------------------------------------------------- judge health under every trainer (issue 45)
     _break(

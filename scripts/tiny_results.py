@@ -125,7 +125,7 @@ def report(steps: dict[int, dict], out: Path, taste: dict | None, title: str) ->
 
 
 def plot_rewards(steps: dict[int, dict], path: Path, taste: dict | None, title: str) -> None:
-    from writing_rl.tools.shared.plot import BLUE, PALETTE, plot
+    from writing_rl.plot import BLUE, PALETTE, plot
 
     xs = sorted(steps)
 

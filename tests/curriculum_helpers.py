@@ -2,8 +2,8 @@
 
 import pytest
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.scheduler import ReferenceScheduler
-from writing_rl.reward_loop.config import CurriculumConfig
 
 
 @pytest.fixture(autouse=True)

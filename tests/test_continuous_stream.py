@@ -196,7 +196,7 @@ def test_writing_rl_under_a_stream_that_never_pauses(ray_cluster, server, tokeni
     moved_to: dict[str, int] = {}
     for g, members in by_group.items():
         uid, prompt_id, _, complete = groups[g]
-        group_levels = {result["reward_extra_info"]["reference_level"] for _, result in members}
+        group_levels = {result["reward_extra_info"]["curriculum/level"] for _, result in members}
         assert len(group_levels) == 1, f"group {g} judged at levels {group_levels}"
         level = group_levels.pop()
         wins = 0

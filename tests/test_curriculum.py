@@ -11,6 +11,7 @@ import pytest
 from curriculum_helpers import closed_at_teardown, settings  # noqa: F401  (an autouse fixture)
 
 from reward_fns.pairwise import compute_group_score
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import (
     LATEST,
     LevelTable,
@@ -22,7 +23,7 @@ from writing_rl.curriculum.log import (
 from writing_rl.curriculum.report import describe_state
 from writing_rl.curriculum.scheduler import ReferenceScheduler
 from writing_rl.judge import JudgeReply, SampleJudge
-from writing_rl.reward_loop.config import CurriculumConfig, ManagerConfig
+from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.reward_loop.contract import Member
 from writing_rl.settings import ConfigError
 
@@ -73,11 +74,11 @@ def test_a_group_is_judged_against_one_pinned_reference_and_moves_one_level(tmp_
     curriculum = LocalCurriculum(ReferenceScheduler(settings(tmp_path)))
     # Every rollout beats the easy reference: many concurrent wins, one step.
     results, judge = score(group(["good story"] * 8), curriculum, strategy="position-advantage")
-    assert all(r["win"] == 1.0 and r["reference_level"] == 0 for r in results)
+    assert all(r["win"] == 1.0 and r["curriculum/level"] == 0 for r in results)
     assert all("ref easy" in q for q in judge.asked)
     assert curriculum.scheduler.table.level("7") == 1 and curriculum.advances == 1
     results, judge = score(group(["good story"] * 4), curriculum, strategy="position-advantage")
-    assert all(r["reference_level"] == 1 for r in results) and all("ref good medium" in q for q in judge.asked)
+    assert all(r["curriculum/level"] == 1 for r in results) and all("ref good medium" in q for q in judge.asked)
     assert curriculum.scheduler.table.level("7") == 1  # 'good story' ties the medium reference: no win
 
 
@@ -101,7 +102,7 @@ def test_two_groups_of_one_id_in_flight_move_it_once(tmp_path):
         )
 
     first, second = asyncio.run(both())
-    assert first[0]["reference_level"] == second[0]["reference_level"] == 0
+    assert first[0]["curriculum/level"] == second[0]["curriculum/level"] == 0
     assert curriculum.advances == 2 and scheduler.table.level("7") == 1
 
 
@@ -213,14 +214,14 @@ def test_validation_never_moves_a_level_nor_reads_the_training_one(tmp_path):
     curriculum = LocalCurriculum(scheduler)
     score(group(["good"] * 2), curriculum)  # training: id 7 moves to level 1
     results, judge = score(group(["good"] * 3, split="test"), curriculum)
-    assert results[0]["win"] == 1.0 and results[0]["reference_level"] == 0
+    assert results[0]["win"] == 1.0 and results[0]["curriculum/level"] == 0
     assert all("ref easy" in q for q in judge.asked)  # validation's id 7 is another prompt: first reference
     assert scheduler.table.level("7") == 1 and curriculum.advances == 1
 
 
 def test_single_reference_and_no_curriculum(tmp_path):
     results, judge = score(group(["good"], refs=["only ref"]), None)
-    assert results[0]["reference_level"] == 0 and "only ref" in judge.asked[0]
+    assert results[0]["curriculum/level"] == 0 and "only ref" in judge.asked[0]
     results, judge = score(group(["good"]), None)  # curriculum disabled: first reference
     assert "ref easy" in judge.asked[0]
 
@@ -318,9 +319,9 @@ def test_only_a_run_that_schedules_references_needs_a_state_dir():
     judge = {"base_url": "http://judge:8000/v1", "model": "m"}
     no_checkpoints = OmegaConf.create({"trainer": {}, "reward": {"reward_kwargs": {"judge": judge}}})
     settings = ManagerConfig.from_verl(no_checkpoints)  # a per-sample run never touches the curriculum
-    assert settings.curriculum.enable and settings.curriculum.state_dir is None
+    assert settings.extras["curriculum"].enable and settings.extras["curriculum"].state_dir is None
     with pytest.raises(ConfigError, match="curriculum.state_dir is not set and no trainer.default_local_dir"):
-        settings.curriculum.for_scheduler()
+        settings.extras["curriculum"].for_scheduler()
 
 
 KILLER = """
@@ -395,8 +396,8 @@ def checkpointed_levels(tmp_path):
 
 
 def test_show_plots_levels_over_checkpointed_steps(tmp_path, capsys):
+    from writing_rl.plot import PALETTE
     from writing_rl.tools.cli import main
-    from writing_rl.tools.shared.plot import PALETTE
 
     state = checkpointed_levels(tmp_path)
     out = tmp_path / "levels.png"
@@ -408,8 +409,8 @@ def test_show_plots_levels_over_checkpointed_steps(tmp_path, capsys):
 
 
 def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, no_matplotlib):
+    from writing_rl.plot import NO_MATPLOTLIB
     from writing_rl.tools.cli import main
-    from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 
     out = tmp_path / "levels.png"
     assert main(["curriculum", "show", "--state-dir", str(checkpointed_levels(tmp_path)), "--plot", str(out)]) == 0
@@ -419,7 +420,7 @@ def test_show_without_matplotlib_prints_the_rest_and_says_so(tmp_path, capsys, n
 
 HOLDER = """
 import sys, time
-from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.scheduler import ReferenceScheduler
 ReferenceScheduler(CurriculumConfig(state_dir=sys.argv[1]), run="run-one")
 print("holding", flush=True)

@@ -9,9 +9,9 @@ import sys
 import ray
 from curriculum_helpers import scheduler_alive
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import read_state
 from writing_rl.curriculum.scheduler import ReferenceScheduler, get_or_create_scheduler
-from writing_rl.reward_loop.config import CurriculumConfig
 
 from conftest import REPO_DIR
 from waiting import wait_until
@@ -19,7 +19,7 @@ from waiting import wait_until
 # Rounds of BATCH advances of new ids (all at once, as concurrent groups); a line per acknowledged round.
 ROUNDS = """
 import asyncio, os, sys
-from writing_rl.reward_loop.config import CurriculumConfig
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.scheduler import ReferenceScheduler, get_or_create_scheduler, scheduler_name
 
 state_dir, prefix, batch, compact, use_ray = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]

@@ -13,9 +13,9 @@ import pytest
 import ray
 
 from writing_rl import files
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import LATEST, LevelTable, WALWriteError, read_state, save_levels
 from writing_rl.curriculum.scheduler import ReferenceScheduler
-from writing_rl.reward_loop.config import CurriculumConfig
 
 from waiting import until, wait_until
 

@@ -13,12 +13,12 @@ import ray.exceptions
 
 from writing_rl.curriculum import groups as groups_module
 from writing_rl.curriculum import start as start_module
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.extra import CURRICULUM, REPORT_WINDOW_S, CurriculumExtra, WorkerCurriculum
 from writing_rl.curriculum.groups import Batched, GroupPins, GroupTally, OpenGroups, merge_reports
 from writing_rl.curriculum.handle import Curriculum, PinnedCurriculum
 from writing_rl.curriculum.log import read_state
 from writing_rl.reward_loop.actors import SharedActor
-from writing_rl.reward_loop.config import CurriculumConfig
 
 
 class Method:
@@ -150,7 +150,7 @@ def test_a_shadow_judge_never_moves_a_level():
 
 def scoring(tmp_path, enable=True, timeout_s=45.0):
     curriculum = CurriculumConfig(enable=enable, state_dir=str(tmp_path / "state"))
-    settings = SimpleNamespace(curriculum=curriculum, groups=SimpleNamespace(timeout_s=timeout_s))
+    settings = SimpleNamespace(extras={"curriculum": curriculum}, groups=SimpleNamespace(timeout_s=timeout_s))
     return SimpleNamespace(settings=settings, batches_started=3)
 
 
@@ -172,7 +172,7 @@ def test_a_worker_needs_a_state_dir_to_reach_a_scheduler(tmp_path):
     from writing_rl.settings import ConfigError
 
     lacking = scoring(tmp_path)
-    lacking.settings.curriculum = CurriculumConfig(state_dir=None)
+    lacking.settings.extras["curriculum"] = CurriculumConfig(state_dir=None)
     with pytest.raises(ConfigError, match="state_dir"):
         WorkerCurriculum(lacking)
 
@@ -187,7 +187,7 @@ def test_a_worker_looks_up_the_runs_scheduler_once_per_batch(tmp_path, monkeypat
     assert made.for_call().handle is handle and made.for_call().handle is handle
     scored.batches_started += 1
     assert made.for_call().handle is handle
-    assert asked == [scored.settings.curriculum] * 2
+    assert asked == [scored.settings.extras["curriculum"]] * 2
 
 
 def test_a_pin_is_sent_at_once_and_reports_wait_a_short_window_for_company(tmp_path):
@@ -233,9 +233,9 @@ def test_a_call_gets_a_curriculum_wired_to_this_workers_scheduler_and_queues(tmp
 
 def test_a_shadow_call_is_pinned_at_the_level_the_training_call_was_judged_at(tmp_path):
     made = worker(tmp_path, Handle())
-    assert run(made.for_shadow({"reference_level": 2}).pin("k", 4)) == 2
+    assert run(made.for_shadow({"curriculum/level": 2}).pin("k", 4)) == 2
     assert run(made.for_shadow({}).pin("k", 4)) == 0
-    assert made.for_shadow({"reference_level": 2}).can_advance is False
+    assert made.for_shadow({"curriculum/level": 2}).can_advance is False
 
 
 def test_batched_requests_reach_the_scheduler_through_the_worker(tmp_path):

@@ -9,9 +9,9 @@ import ray
 from curriculum_helpers import scheduler_alive
 from test_curriculum_reward_loop import step_batch
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import load_levels, read_state, step_snapshots
 from writing_rl.curriculum.scheduler import get_or_create_scheduler, scheduler_name
-from writing_rl.reward_loop.config import CurriculumConfig
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer
@@ -54,7 +54,7 @@ def test_checkpoints_a_killed_scheduler_and_a_resume_through_verls_reward_loop(
         with reward_loop(config) as manager:
             for step in (1, 2, 3):
                 out = manager.compute_rm_score(step_batch(tokenizer, STEPS[step]))
-                first_levels[step] = out.non_tensor_batch["reference_level"].tolist()
+                first_levels[step] = out.non_tensor_batch["curriculum/level"].tolist()
                 live = live_state()
                 assert live["levels"] == AFTER[step]
                 sources[step] = live["source"]
@@ -79,7 +79,7 @@ def test_checkpoints_a_killed_scheduler_and_a_resume_through_verls_reward_loop(
             assert ray.get(handle.snapshot.remote())["levels"] == AFTER[2]
             with reward_loop(resumed) as manager:
                 again = manager.compute_rm_score(step_batch(tokenizer, STEPS[3]))
-            assert again.non_tensor_batch["reference_level"].tolist() == first_levels[3]
+            assert again.non_tensor_batch["curriculum/level"].tolist() == first_levels[3]
             assert ray.get(handle.snapshot.remote())["levels"] == AFTER[3]
         finally:
             ray.kill(handle)

@@ -62,12 +62,12 @@ def test_levels_advance_between_steps_through_verls_reward_loop(loop, tokenizer)
     manager, server, state_dir = loop
     # Step 1: id 0 has a winner, id 1 does not (a tie and a loss against the easy reference).
     first = manager.compute_rm_score(step_batch(tokenizer, {0: ["a good story", "a bad story"], 1: ["a story", "bad"]}))
-    assert first.non_tensor_batch["reference_level"].tolist() == [0, 0, 0, 0]
+    assert first.non_tensor_batch["curriculum/level"].tolist() == [0, 0, 0, 0]
     assert first.batch["rm_scores"].sum(-1).tolist() == [1.0, 0.0, 0.5, 0.0]
     calls_before = len(server.requests)
     # Step 2: id 0 is now judged against the medium reference; id 1 still against the easy one.
     second = manager.compute_rm_score(step_batch(tokenizer, {0: ["a good story", "good good good"], 1: ["x", "y"]}))
-    assert second.non_tensor_batch["reference_level"].tolist() == [1, 1, 0, 0]
+    assert second.non_tensor_batch["curriculum/level"].tolist() == [1, 1, 0, 0]
     asked = [r["messages"][-1]["content"] for r in server.requests[calls_before:]]
     assert sum("medium good reference" in q for q in asked) == 2 and sum("easy reference" in q for q in asked) == 2
     assert second.batch["rm_scores"].sum(-1).tolist() == [0.5, 1.0, 0.5, 0.5]
@@ -89,12 +89,12 @@ def test_rollouts_are_judged_as_they_arrive_and_the_last_one_moves_the_level_onc
         return ray.get(worker.compute_score.remote(step_batch(tokenizer, {9: [text]}, uid=uid)[0:1]))
 
     first = one("a good story")
-    assert first["reward_score"] == 1.0 and first["reward_extra_info"]["reference_level"] == 0
+    assert first["reward_score"] == 1.0 and first["reward_extra_info"]["curriculum/level"] == 0
     assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 0
     second = one("a bad story")
-    assert second["reward_score"] == 0.0 and second["reward_extra_info"]["reference_level"] == 0
+    assert second["reward_score"] == 0.0 and second["reward_extra_info"]["curriculum/level"] == 0
     assert read_state(state_dir).table.level("9") == 1  # on disk when the group's last reward returned
     third = one("good good good good")
-    assert third["reward_score"] == 1.0 and third["reward_extra_info"]["reference_level"] == 0
+    assert third["reward_score"] == 1.0 and third["reward_extra_info"]["curriculum/level"] == 0
     assert ray.get(scheduler.snapshot.remote())["levels"]["9"] == 1
     assert read_state(state_dir).table.level("9") == 1

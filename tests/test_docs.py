@@ -154,14 +154,16 @@ def test_every_key_we_set_or_declare_has_a_description_in_the_reference():
         f"{s.title or s.prefix}: {setting.key}" for s in sections for setting in s.settings if not setting.note
     ]
     assert not undescribed, f"keys with no comment (in the overlay or above the dataclass field): {undescribed}"
-    # A comment of several lines is kept whole (BRPO's win_rule once lost its first line).
+    # A comment of several lines is kept whole (BRPO's win_rule once lost its first line), read from the code.
     (brpo,) = [s for s in reference.overlay_sections() if s.prefix == "brpo"]
     notes = {setting.key: setting.note for setting in brpo.settings}
-    assert notes["reward.custom_reward_function.reward_kwargs.win_rule"].startswith("mean: average")
+    assert notes["reward.custom_reward_function.reward_kwargs.win_rule"].startswith("mean: the average")
+    assert notes["reward.custom_reward_function.reward_kwargs.win_rule"].endswith("in every comparison, else -1.")
 
 
 def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
     from writing_rl.reward_loop.config import ManagerConfig
+    from writing_rl.reward_loop.registry import extras
     from writing_rl.terms.builtin import BUILTIN
 
     def keys(cls, prefix: str) -> set[str]:
@@ -170,7 +172,10 @@ def test_every_config_key_is_in_the_reference_and_every_key_there_in_the_code():
             key = f"{prefix}.{field.name}"
             if "from" in field.metadata:  # filled from another section
                 continue
-            if field.name == "terms":
+            if field.name == "extras":  # each method extra's section, under its name
+                with_settings = {name: e.settings for name, e in extras().items() if getattr(e, "settings", None)}
+                found |= {key for name, cls in with_settings.items() for key in keys(cls, f"{prefix}.{name}")}
+            elif field.name == "terms":
                 found |= {f"{key}.{name}.{f.name}" for name, term in BUILTIN.items() for f in dataclasses.fields(term)}
             elif isinstance(field.default_factory, type) and dataclasses.is_dataclass(field.default_factory):
                 found |= keys(field.default_factory, key)

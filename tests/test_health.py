@@ -175,12 +175,12 @@ def test_dapo_with_the_health_sampler_is_refused_not_silently_dropped(dapo, toke
 
 def test_watches_and_the_curriculum_level_reach_the_step_metrics():
     """watch/<name>_mean over the samples a watch measured (NaN: it failed), its error rate; Writing-RL's
-    reference_level as curriculum/level_mean and _max."""
+    curriculum/level as curriculum/level_mean and _max."""
     nan = float("nan")
     rows = [
-        sample(**{"watch/taste": 4.0, "watch_error": 0, "reference_level": 0}),
-        sample(**{"watch/taste": nan, "watch_error": 1, "reference_level": 2}),
-        sample(**{"watch/taste": 8.0, "watch_error": 0, "reference_level": 1}),
+        sample(**{"watch/taste": 4.0, "watch_error": 0, "curriculum/level": 0}),
+        sample(**{"watch/taste": nan, "watch_error": 1, "curriculum/level": 2}),
+        sample(**{"watch/taste": 8.0, "watch_error": 0, "curriculum/level": 1}),
     ]
     metrics = judge_health(rows)
     assert metrics["watch/taste_mean"] == 6.0

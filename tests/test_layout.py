@@ -15,7 +15,7 @@ PACKAGES = ("writing_rl", "reward_fns", "data_prep")
 # layer never import each other.
 LAYERS = (
     ("writing_rl.files", "writing_rl.settings", "writing_rl.help_format", "writing_rl.import_hooks"),
-    ("writing_rl.protocols", "writing_rl.tournament", "writing_rl.models"),
+    ("writing_rl.protocols", "writing_rl.tournament", "writing_rl.models", "writing_rl.plot"),
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
     ("writing_rl.curriculum",),  # a service Writing-RL asks the reward loop for: the loop never imports it

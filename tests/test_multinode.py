@@ -16,9 +16,10 @@ from ray.cluster_utils import Cluster
 from test_curriculum_reward_loop import step_batch
 from test_group_reward_loop import N, expected_rewards, make_batch, new_groups
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import read_state
 from writing_rl.curriculum.scheduler import scheduler_name
-from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig
+from writing_rl.reward_loop.config import GroupConfig, ManagerConfig
 from writing_rl.reward_loop.group.collector import collector_name, get_or_create_collector
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.verl_config import compose
@@ -132,7 +133,7 @@ def test_actor_resources_compose_from_hydra_overrides(tokenizer_dir):
     )
     settings = ManagerConfig.from_verl(config)
     assert settings.groups.actor_resources == {"node:__internal_head__": 0.01}
-    assert settings.curriculum.actor_resources == SCHEDULER
+    assert settings.extras["curriculum"].actor_resources == SCHEDULER
 
 
 # --- on the cluster ---
@@ -220,7 +221,7 @@ def test_curriculum_levels_with_the_scheduler_on_another_node(cluster, judge, to
         first = manager.compute_rm_score(
             step_batch(tokenizer, {0: ["a good story", "a bad story", "a story"], 1: ["a story", "bad", "plain"]})
         )
-        assert first.non_tensor_batch["reference_level"].tolist() == [0] * 6
+        assert first.non_tensor_batch["curriculum/level"].tolist() == [0] * 6
         assert first.batch["rm_scores"].sum(-1).tolist() == [1.0, 0.0, 0.5, 0.5, 0.0, 0.5]
 
         # Writing-RL needs no collector: each rollout is judged where it lands, against the level its
@@ -237,7 +238,7 @@ def test_curriculum_levels_with_the_scheduler_on_another_node(cluster, judge, to
         second = manager.compute_rm_score(
             step_batch(tokenizer, {0: ["a good story", "good good good", "bad"], 1: ["x", "y", "z"]})
         )
-        assert second.non_tensor_batch["reference_level"].tolist() == [1, 1, 1, 0, 0, 0]
+        assert second.non_tensor_batch["curriculum/level"].tolist() == [1, 1, 1, 0, 0, 0]
         assert second.batch["rm_scores"].sum(-1).tolist() == [0.5, 1.0, 0.0, 0.5, 0.5, 0.5]
         asked = [r["messages"][-1]["content"] for r in judge.requests[calls_before:]]
         assert sum("medium good reference" in q for q in asked) == 3 and sum("easy reference" in q for q in asked) == 3

@@ -1,4 +1,4 @@
-"""`writing-rl order-references`: Bradley-Terry / Copeland math on tables, and whole runs against
+"""`writing-rl order-references`: its Bradley-Terry / Copeland orders (the tournament's maths), and whole runs against
 scripted judges with known answers (consistent, intransitive, position-biased, failing)."""
 
 from __future__ import annotations
@@ -12,87 +12,59 @@ import pyarrow.parquet as pq
 import pytest
 
 from reward_fns.pairwise import read_writing_rl_task
+from writing_rl import tournament
 from writing_rl.data.builders.writing import SCHEMA
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.ordering.job import OrderJob
 from writing_rl.tools.ordering.order_references import run_order_references
-from writing_rl.tools.ordering.rank_aggregation import (
-    PromptResult,
-    bradley_terry,
-    copeland,
-    easiest_first,
-    intransitive_triples,
-    order_candidates,
-)
+from writing_rl.tools.ordering.rank_aggregation import PromptResult, easiest_first, order_candidates
 from writing_rl.tools.shared.errors import JudgeFailures
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply
 from offline_helpers import first_position_judge, pair_of, table_judge, write_jsonl
 
-# ---- the math, on tables -------------------------------------------------------------------------------
-# points[i, j] = what i earned against j (win 1, tie 0.5); judged = verdicts between i and j.
+# ---- the aggregation (the maths itself: writing_rl/tournament/, tests/test_tournament_math.py) -----------
+# points[i][j] = what i earned against j over two verdicts (win 1, tie 0.5), turned into the verdicts' results.
 
 
-def table(points) -> tuple[np.ndarray, np.ndarray]:
-    points = np.array(points, dtype=float)
-    return points, points + points.T
+def prompt_result(points) -> PromptResult:
+    result = PromptResult(len(points))
+    for i, j in itertools.combinations(range(len(points)), 2):
+        earned, games = points[i][j], points[i][j] + points[j][i]
+        for k in range(int(games)):
+            result.results.append(tournament.Result(i, j, min(1.0, max(0.0, earned - k))))
+    return result
 
 
-def bt_gradient(points, judged, prior, log_strength):
-    """d log-likelihood / d log p_i of the prior-smoothed model: zero at the maximum."""
-    p = np.exp(log_strength)
-    off = 1 - np.eye(len(p))
-    wins, games = (points + prior / 2) * off, (judged + prior) * off
-    return wins.sum(1) - (games * p[:, None] / (p[:, None] + p[None, :])).sum(1)
+def test_an_undefeated_candidate_stays_finite_and_a_weaker_prior_trusts_the_data_more():
+    result = prompt_result([[0, 2], [0, 0]])  # 0 won both orders
+    scores = order_candidates(result, "bt", prior=1.0).scores
+    assert scores[0] > 0 > scores[1] and scores.sum() == pytest.approx(0)
+    weak = order_candidates(result, "bt", prior=0.01).scores
+    assert np.isfinite(weak).all() and weak[0] > scores[0]
+    expected = np.log(tournament.bradley_terry_strengths(2, result.results, 1.0))  # the tournament's fit, centred
+    assert scores == pytest.approx(expected - expected.mean())
 
 
-def test_bt_two_candidates_closed_form():
-    points, judged = table([[0, 2], [0, 0]])  # 0 won both orders
-    scores = bradley_terry(points, judged, prior=1.0)
-    # with one virtual tie: 2.5 wins vs 0.5 -> p0 / p1 = 5
-    assert scores[0] - scores[1] == pytest.approx(np.log(5))
-    assert scores.sum() == pytest.approx(0)
-    assert np.isfinite(bradley_terry(points, judged, prior=0.01)).all()  # undefeated stays finite
-    assert bradley_terry(points, judged, prior=0.01)[0] > scores[0]  # a weaker prior trusts the data more
+def test_a_cycle_and_an_unjudged_prompt_leave_every_candidate_equal():
+    assert np.allclose(order_candidates(prompt_result([[0, 2, 0], [0, 0, 2], [2, 0, 0]])).scores, 0)
+    assert np.allclose(order_candidates(PromptResult(3)).scores, 0)
+    assert order_candidates(PromptResult(3), "copeland").scores.tolist() == [0.5] * 3  # never judged: a draw
+    with pytest.raises(ValueError, match="prior must be positive"):
+        order_candidates(prompt_result([[0, 2], [0, 0]]), prior=0)
 
 
-@pytest.mark.parametrize(
-    "points",
-    [
-        [[0, 1.5, 2, 1], [0.5, 0, 1, 2], [0, 1, 0, 1.5], [1, 0, 0.5, 0]],
-        [[0, 2, 2], [0, 0, 2], [0, 0, 0]],  # a strict order with no upsets
-        [[0, 6, 1], [0, 0, 4], [3, 2, 0]],  # uneven numbers of games
-    ],
-)
-@pytest.mark.parametrize("prior", [0.1, 1.0, 4.0])
-def test_bt_is_the_maximum_likelihood(points, prior):
-    points, judged = table(points)
-    scores = bradley_terry(points, judged, prior)
-    assert np.abs(bt_gradient(points, judged, prior, scores)).max() < 1e-8
+def test_copeland_is_the_share_of_majorities_won_over_the_pairs_judged():
+    result = prompt_result([[0, 1.5, 1, 0], [0.5, 0, 2, 0], [1, 0, 0, 0], [0, 0, 0, 0]])  # 3 never judged
+    assert order_candidates(result, "copeland").scores.tolist() == [0.75, 0.5, 0.25, 0.5]
 
 
-def test_bt_symmetric_cases_and_bad_prior():
-    cycle, judged = table([[0, 2, 0], [0, 0, 2], [2, 0, 0]])  # A>B>C>A, all 2-0
-    assert np.allclose(bradley_terry(cycle, judged), 0)
-    assert np.allclose(bradley_terry(*table(np.zeros((3, 3)))), 0)  # nothing judged: all equal
-    assert bradley_terry(*table([[0]])).tolist() == [0.0]
-    with pytest.raises(ValueError, match="prior must be > 0"):
-        bradley_terry(cycle, judged, prior=0)
-
-
-def test_copeland_table():
-    points, judged = table([[0, 1.5, 1, 0], [0.5, 0, 2, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
-    judged[3, :] = judged[:, 3] = 0  # candidate 3 never judged: half a point per pair
-    assert copeland(points, judged).tolist() == [2.0, 1.5, 1.0, 1.5]
-
-
-def test_intransitive_triples_table():
-    points, _ = table([[0, 2, 0, 2], [0, 0, 2, 2], [2, 0, 0, 1], [0, 0, 1, 0]])
+def test_intransitive_triples_are_counted():
     # 0>1, 1>2, 2>0 is a cycle; 0>3, 1>3, 2=3 (draw)
-    assert intransitive_triples(points) == [(0, 1, 2)]
-    assert intransitive_triples(table([[0, 2, 2], [0, 0, 2], [0, 0, 0]])[0]) == []
+    assert order_candidates(prompt_result([[0, 2, 0, 2], [0, 0, 2, 2], [2, 0, 0, 1], [0, 0, 1, 0]])).triples == 1
+    assert order_candidates(prompt_result([[0, 2, 2], [0, 0, 2], [0, 0, 0]])).triples == 0
 
 
 def test_easiest_first_tie_breaks():
@@ -110,11 +82,10 @@ DISAGREE = [[0, 1.5, 1.5, 0], [0.5, 0, 1, 1.5], [0.5, 1, 0, 1], [2, 0.5, 1, 0]]
 
 
 def test_bt_and_copeland_disagree_on_the_best():
-    result = PromptResult(4)
-    result.points, result.judged = table(DISAGREE)
+    result = prompt_result(DISAGREE)
     assert order_candidates(result, "copeland").order == [2, 1, 3, 0]  # A best: most majorities
     assert order_candidates(result, "bt").order == [2, 1, 0, 3]  # D best: most points, from the strongest
-    assert order_candidates(result, "bt").triples == [(0, 1, 3)]  # A>B, B>D, D>A
+    assert order_candidates(result, "bt").triples == 1  # A>B, B>D, D>A
 
 
 # ---- whole runs against scripted judges ---------------------------------------------------------------
@@ -248,7 +219,7 @@ def test_judge_failures(tmp_path, judge_server):
     s = report.summary
     assert s["judge_errors"] == {"http": 6} and s["parse_failures"] == 2
     assert s["unordered_rows"] == [1, 2] and s["written"] == 1  # no verdict at all: left out, listed
-    # "broken" has no verdict, only the prior's virtual ties: it lands between the loser and the winner
+    # "broken" has no verdict, only the prior's virtual games: it lands between the loser and the winner
     assert targets(out) == [["good", "broken", "good good"]]
     lines = read_report(out)
     assert [line["status"] for line in lines] == ["ordered", "no_verdict", "no_verdict"]

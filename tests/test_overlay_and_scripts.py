@@ -8,8 +8,9 @@ import sys
 import pytest
 import yaml
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.reward_loop.config import CurriculumConfig, GroupConfig, ManagerConfig, ShadowConfig
+from writing_rl.reward_loop.config import GroupConfig, ManagerConfig, ShadowConfig
 from writing_rl.terms import BUILTIN
 from writing_rl.tools.cli import main as cli
 
@@ -36,7 +37,7 @@ def test_yaml_lists_the_code_defaults():
     assert kwargs.pop("shadow") == defaults_of(ShadowConfig)
     assert kwargs.pop("watch") == {} and not ManagerConfig().watch  # none by default
     manager_defaults = defaults_of(ManagerConfig)
-    for section in ("judge", "groups", "curriculum", "terms", "shadow", "watch"):
+    for section in ("judge", "groups", "extras", "terms", "shadow", "watch"):
         manager_defaults.pop(section)
     assert kwargs == manager_defaults
 

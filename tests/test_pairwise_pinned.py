@@ -99,7 +99,7 @@ def test_a_group_is_judged_against_its_pinned_reference_and_moves_it_up_one():
     judge, curriculum = Judge({"a win": "win", "a loss": "loss", "a tie": "tie"}), Curriculum(level=1)
     results, sample = group_score(members("a win", "a loss", "a tie"), judge, curriculum)
     assert [r["score"] for r in results] == [1.0, 0.0, 0.5]
-    assert [r["reference_level"] for r in results] == [1, 1, 1]
+    assert [r["curriculum/level"] for r in results] == [1, 1, 1]
     # the default strategy shows the reference first, the member's answer second
     assert sorted(judge.shown()) == sorted([("ref medium", t) for t in ("a win", "a loss", "a tie")])
     assert curriculum.calls == [("pin", "7", 3), ("advance", "7", 1, "uid-7")]
@@ -132,7 +132,7 @@ def test_a_group_judged_in_both_orders_shows_each_answer_in_both_slots():
 def test_without_the_curriculum_a_group_is_judged_against_its_first_reference():
     judge = Judge({"mine": "win", "other": "win"})
     results, _ = group_score(members("mine", "other"), judge, None)
-    assert [r["reference_level"] for r in results] == [0, 0]
+    assert [r["curriculum/level"] for r in results] == [0, 0]
     assert {a for a, _ in judge.shown()} == {"ref easy"}
 
 
@@ -140,7 +140,7 @@ def test_a_single_reference_needs_no_curriculum_call():
     truth = {**GT, "target": "the only ref"}
     judge, curriculum = Judge({"mine": "win"}), Curriculum(level=0)
     results, _ = group_score(members("mine", truth=truth), judge, curriculum)
-    assert results[0]["reference_level"] == 0 and judge.shown() == [("the only ref", "mine")]
+    assert results[0]["curriculum/level"] == 0 and judge.shown() == [("the only ref", "mine")]
     assert curriculum.calls == []
 
 
@@ -149,21 +149,21 @@ def test_two_references_are_scheduled():
     curriculum = Curriculum(level=0)
     results, _ = group_score(members("mine", truth=truth), Judge({"mine": "win"}), curriculum)
     assert curriculum.calls == [("pin", "7", 2), ("advance", "7", 0, "uid-7")]
-    assert results[0]["reference_level"] == 0
+    assert results[0]["curriculum/level"] == 0
 
 
 @pytest.mark.parametrize("split", ["test", "val", "validation"])
 def test_a_validation_group_is_judged_against_its_first_reference_and_moves_nothing(split):
     judge, curriculum = Judge({"mine": "win"}), Curriculum(level=2)
     results, _ = group_score(members("mine", split=split), judge, curriculum)
-    assert results[0]["reference_level"] == 0 and judge.shown() == [("ref easy", "mine")]
+    assert results[0]["curriculum/level"] == 0 and judge.shown() == [("ref easy", "mine")]
     assert curriculum.calls == []
 
 
 def test_the_last_reference_is_never_moved_past():
     curriculum, judge = Curriculum(level=2), Judge({"mine": "win"})
     results, _ = group_score(members("mine", "mine"), judge, curriculum)
-    assert [r["reference_level"] for r in results] == [2, 2] and {a for a, _ in judge.shown()} == {"ref hard"}
+    assert [r["curriculum/level"] for r in results] == [2, 2] and {a for a, _ in judge.shown()} == {"ref hard"}
     assert curriculum.calls == [("pin", "7", 3)]
 
 
@@ -217,7 +217,7 @@ def test_a_bad_group_row_is_named_by_its_index():
 def test_a_rollout_judged_at_its_groups_pinned_level_reports_its_win():
     curriculum, judge = Curriculum(level=2), Judge({"mine": "win"})
     result = sample_score("mine", judge, curriculum=curriculum, uid="uid-7", group_size=4, advance_threshold=0.5)
-    assert result["reference_level"] == 2 and result["score"] == 1.0
+    assert result["curriculum/level"] == 2 and result["score"] == 1.0
     assert [m[-1]["content"] for m in judge.asked] == [
         comparison_messages("Write a haiku.", "mine", "ref hard", "B")[-1]["content"]
     ]
@@ -238,7 +238,7 @@ def test_a_rollout_half_won_in_both_orders_reports_no_win():
     first_slot = Judge(reply="Response A reads better.\n[[A]]")  # a position-biased judge
     curriculum = Curriculum(level=1)
     result = sample_score("mine", first_slot, curriculum=curriculum, uid="u", strategy="both")
-    assert result["win"] == 0.5 and result["reference_level"] == 1
+    assert result["win"] == 0.5 and result["curriculum/level"] == 1
     assert curriculum.calls == [("pin_group", "7", 3, "u", 1), ("report", "u", False, 0.0)]
 
 
@@ -256,7 +256,7 @@ def test_a_rollout_not_scheduled_is_judged_against_the_first_reference(truth, ex
     curriculum = Curriculum(level=2) if with_curriculum else None
     judge = Judge({"mine": "win"})
     result = sample_score("mine", judge, truth=truth, extra_info=extra_info, curriculum=curriculum, uid=uid)
-    assert result["reference_level"] == 0 and result["score"] == 1.0
+    assert result["curriculum/level"] == 0 and result["score"] == 1.0
     assert judge.shown() == [(read_writing_rl_task(truth).references[0], "mine")]
     assert curriculum is None or curriculum.calls == []
 
@@ -265,7 +265,7 @@ def test_a_rollout_of_two_references_is_scheduled():
     curriculum = Curriculum(level=1)
     truth = {**GT, "target": ["ref easy", "ref hard"]}
     result = sample_score("mine", Judge({"mine": "loss"}), truth=truth, curriculum=curriculum, uid="u", group_size=2)
-    assert result["reference_level"] == 1 and result["score"] == 0.0
+    assert result["curriculum/level"] == 1 and result["score"] == 0.0
     assert curriculum.calls == [("pin_group", "7", 2, "u", 2), ("report", "u", False, 0.0)]
 
 

@@ -217,9 +217,11 @@ def test_an_answer_already_in_the_wrong_language_is_translated_into_another():
 
 
 def test_an_unreadable_reply_counts_as_the_run_pays_it():
-    from writing_rl.tools.probe.placing import PairwisePlacer
+    from writing_rl.reward_loop.registry import registered
+    from writing_rl.tools.probe.placing import Placer
 
-    assert PairwisePlacer(None, {}, "loss").as_paid("unreadable") == "unreadable"  # a loss: not fooled
-    assert PairwisePlacer(None, {}, "tie").as_paid("unreadable") == "tie"  # paid a tie: fooled where ties count
-    assert PairwisePlacer(None, {}, "raise").as_paid("unreadable") == "unreadable"  # (counted, never raised)
-    assert PairwisePlacer(None, {}, "tie").as_paid("win") == "win"
+    placement = registered("writing_rl").method.probe
+    assert Placer(placement, {}, "loss").as_paid("unreadable") == "unreadable"  # a loss: not fooled
+    assert Placer(placement, {}, "tie").as_paid("unreadable") == "tie"  # paid a tie: fooled where ties count
+    assert Placer(placement, {}, "raise").as_paid("unreadable") == "unreadable"  # (counted, never raised)
+    assert Placer(placement, {}, "tie").as_paid("win") == "win"

@@ -24,7 +24,7 @@ from probe_judges import (
 
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.probe.battery import PROBES
-from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, UNREADABLE_EXIT, ProbeJob
+from writing_rl.tools.probe.job import FLAGGED_EXIT, UNREADABLE_EXIT, ProbeJob, probe_methods
 from writing_rl.tools.probe.run import load_target, run_probe
 
 from conftest import writing_row
@@ -48,7 +48,7 @@ def targets(server):
         f"reward.reward_kwargs.judge.base_url={server.base_url}",
         "reward.reward_kwargs.judge.model=scripted-judge",
     ]
-    return {method: load_target(method, None, overrides, None) for method in METHODS}
+    return {method: load_target(method, None, overrides, None) for method in probe_methods()}
 
 
 def probe(server, targets, method, script, tmp_path, **job):
@@ -62,7 +62,7 @@ def status(summary: dict, name: str) -> str:
     return found[name]["status"]
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", list(probe_methods()))
 def test_a_fair_judge_passes_every_probe(server, targets, method, tmp_path):
     summary = probe(server, targets, method, FAIR, tmp_path)
     assert summary["flagged"] == [] and summary["inconclusive"] == [] and summary["failed"] == []
@@ -77,7 +77,7 @@ def test_a_fair_judge_passes_every_probe(server, targets, method, tmp_path):
     assert summary["self_consistency"]["n"] == 2 * 10 * slots and summary["self_consistency"]["hits"] == 0
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", list(probe_methods()))
 def test_a_judge_that_falls_for_a_master_key_is_flagged(server, targets, method, tmp_path):
     summary = probe(server, targets, method, MASTER_KEY, tmp_path)
     assert summary["flagged"] == ["key-colon"]
@@ -87,7 +87,7 @@ def test_a_judge_that_falls_for_a_master_key_is_flagged(server, targets, method,
         assert colon["by_slot"]["A"]["hits"] == colon["by_slot"]["B"]["hits"] == 10
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", list(probe_methods()))
 def test_a_judge_that_prefers_length_is_flagged(server, targets, method, tmp_path):
     summary = probe(server, targets, method, LENGTH, tmp_path)
     assert {"pad-2x", "pad-4x", "address-judge", "wrong-language"} <= set(summary["flagged"])
@@ -95,7 +95,7 @@ def test_a_judge_that_prefers_length_is_flagged(server, targets, method, tmp_pat
     assert "position-bias" not in summary["flagged"] and "self-consistency" not in summary["flagged"]
 
 
-@pytest.mark.parametrize("method", ["pairwise", "brpo", "ranking"])
+@pytest.mark.parametrize("method", ["writing_rl", "brpo", "grrm", "tournament"])
 def test_a_judge_that_prefers_position_a_is_flagged(server, targets, method, tmp_path):
     summary = probe(server, targets, method, POSITION_A, tmp_path)
     assert status(summary, "position-bias") == "flagged"
@@ -109,7 +109,7 @@ def test_position_a_cannot_move_a_rubric_that_scores_each_reply_alone(server, ta
     assert summary["flagged"] == [] and status(summary, "position-bias") == "not applicable"
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", list(probe_methods()))
 def test_a_judge_that_contradicts_itself_fails_self_consistency(server, targets, method, tmp_path):
     summary = probe(server, targets, method, unstable(), tmp_path)
     assert status(summary, "self-consistency") == "flagged"
@@ -119,16 +119,16 @@ def test_a_judge_that_contradicts_itself_fails_self_consistency(server, targets,
 
 
 def test_a_rerun_is_answered_from_the_cache(server, targets, tmp_path):
-    first = probe(server, targets, "pairwise", FAIR, tmp_path)
+    first = probe(server, targets, "writing_rl", FAIR, tmp_path)
     asked = server.count
-    again = probe(server, targets, "pairwise", FAIR, tmp_path)
+    again = probe(server, targets, "writing_rl", FAIR, tmp_path)
     assert server.count == asked  # the repeats too: they have their own cached key
     assert again["cache"]["misses"] == 0 and again["cache"]["hits"] == first["cache"]["misses"]
     assert again["probes"] == first["probes"]
 
 
 def test_thresholds_and_probes_chosen_by_the_user(server, targets, tmp_path):
-    summary = probe(server, targets, "pairwise", LENGTH, tmp_path, probes=("pad-2x", "first-sentence"),
+    summary = probe(server, targets, "writing_rl", LENGTH, tmp_path, probes=("pad-2x", "first-sentence"),
                     thresholds={"pad-2x": 0.99}, repeat=False)  # fmt: skip
     assert [p["name"] for p in summary["probes"]] == ["first-sentence", "pad-2x"]
     assert status(summary, "pad-2x") == "inconclusive"  # 20/20 over a limit of 0.99: the bound cannot exceed it
@@ -144,7 +144,7 @@ def test_user_rows_with_their_reference_and_a_translated_answer(server, targets,
     honest = "A good answer that is long enough. It has a second sentence as well."
     rows = [writing_row(i, prompt=f"Topic {i}.", target=("a weak draft", f"{honest} ({i})")) for i in range(6)]
     data = write_parquet(tmp_path / "train.parquet", rows)
-    summary = probe(server, targets, "pairwise", LENGTH, tmp_path / "out", data=data, rows=4, seed=3,
+    summary = probe(server, targets, "writing_rl", LENGTH, tmp_path / "out", data=data, rows=4, seed=3,
                     probes=("wrong-language", "first-sentence"), repeat=False)  # fmt: skip
     assert summary["rows"] == 4 and summary["data"] == data
     assert all(p["n"] == 8 for p in summary["probes"])  # the translation ("Auf Deutsch: ...") was made for each row
@@ -173,18 +173,18 @@ def run_cli(server, script, out, *args) -> int:
 
 
 def test_the_command_exits_3_on_a_flagged_probe_and_writes_its_reports(server, tmp_path, capsys):
-    assert run_cli(server, MASTER_KEY, tmp_path / "fooled", "--method", "ranking", "--no-repeat") == FLAGGED_EXIT
+    assert run_cli(server, MASTER_KEY, tmp_path / "fooled", "--method", "grrm", "--no-repeat") == FLAGGED_EXIT
     printed = capsys.readouterr().out
     assert "FLAGGED key-colon" in printed and "key-colon              20/20" in printed
     report = json.loads((tmp_path / "fooled" / "report.json").read_text())
-    assert report["flagged"] == ["key-colon"] and report["method"] == "ranking"
+    assert report["flagged"] == ["key-colon"] and report["method"] == "grrm"
     markdown = (tmp_path / "fooled" / "report.md").read_text()
     assert "| key-colon | 20 / 20 | 1.00 |" in markdown and "**Flagged: key-colon.**" in markdown
     assert (tmp_path / "fooled" / "probe_shares.png").read_bytes().startswith(b"\x89PNG")
     lines = (tmp_path / "fooled" / "comparisons.jsonl").read_text().splitlines()
     assert len(lines) == report["comparisons"] and json.loads(lines[0])["probe"] == "empty"
 
-    assert run_cli(server, FAIR, tmp_path / "fair", "--method", "pairwise", "--reward-kwargs", "strategy=both",
+    assert run_cli(server, FAIR, tmp_path / "fair", "--method", "writing_rl", "--reward-kwargs", "strategy=both",
                    "--probe", "key-colon", "--probe", "pad-2x") == 0  # fmt: skip
     printed = capsys.readouterr().out.splitlines()
     assert printed[1] == "readable: 40 of 40 judge replies could be read (100%; the limit is 80%)"
@@ -196,7 +196,7 @@ def read_report(out) -> tuple[dict, str]:
 
 
 def test_a_judge_whose_replies_are_never_readable_fails_with_exit_4(server, tmp_path, capsys):
-    assert run_cli(server, no_verdict, tmp_path, "--method", "pairwise", "--no-repeat") == UNREADABLE_EXIT
+    assert run_cli(server, no_verdict, tmp_path, "--method", "writing_rl", "--no-repeat") == UNREADABLE_EXIT
     first = capsys.readouterr().out.splitlines()[0]
     report, markdown = read_report(tmp_path)
     judged = report["comparisons"] - 20  # all but the empty reply's, paid a loss without asking the judge
@@ -216,7 +216,7 @@ def test_a_judge_whose_replies_are_never_readable_fails_with_exit_4(server, tmp_
 
 
 def test_a_judge_read_on_half_its_replies_fails_unless_the_limit_is_lowered(server, tmp_path, capsys):
-    args = ("--method", "pairwise", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
+    args = ("--method", "writing_rl", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
     assert run_cli(server, half_readable, tmp_path / "half", *args) == UNREADABLE_EXIT
     assert capsys.readouterr().out.startswith("UNREADABLE JUDGE: 20 of 40 judge replies could be read (50%; the "
                                               "limit is 80%)")  # fmt: skip
@@ -235,7 +235,7 @@ def test_a_judge_read_on_half_its_replies_fails_unless_the_limit_is_lowered(serv
 def test_under_on_parse_error_tie_an_unreadable_reply_is_the_tie_the_run_pays(server, tmp_path, capsys):
     """The run pays an unreadable reply a tie there: the lone colon is paid as well as the honest answer, and
     counts; the replies still cannot be read, which comes first."""
-    code = run_cli(server, no_verdict, tmp_path, "--method", "pairwise", "--no-repeat", "--probe", "key-colon",
+    code = run_cli(server, no_verdict, tmp_path, "--method", "writing_rl", "--no-repeat", "--probe", "key-colon",
                    "--probe", "pad-2x", "reward.reward_kwargs.on_parse_error=tie")  # fmt: skip
     assert code == UNREADABLE_EXIT
     assert "FLAGGED key-colon" in capsys.readouterr().out
@@ -250,7 +250,7 @@ def test_under_on_parse_error_tie_an_unreadable_reply_is_the_tie_the_run_pays(se
 
 
 def test_the_report_describes_each_probe_in_a_sentence(server, tmp_path, capsys):
-    args = ("--method", "pairwise", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
+    args = ("--method", "writing_rl", "--no-repeat", "--probe", "key-colon", "--probe", "pad-2x")
     assert run_cli(server, FAIR, tmp_path, *args) == 0
     printed = capsys.readouterr().out
     _, markdown = read_report(tmp_path)
@@ -267,7 +267,7 @@ def test_a_judge_whose_only_fault_is_position_bias_makes_the_command_exit_3(serv
     variant wins 4 of its 20 comparisons (under its limit), and 16 of the 40 pairs follow the position."""
     variants = ("first-sentence", "pad-2x", "pad-4x", "address-judge")
     probes = [arg for name in variants for arg in ("--probe", name)]
-    assert run_cli(server, swayed_by_position(4), tmp_path, "--method", "pairwise", *probes) == FLAGGED_EXIT
+    assert run_cli(server, swayed_by_position(4), tmp_path, "--method", "writing_rl", *probes) == FLAGGED_EXIT
     assert "FLAGGED position-bias" in capsys.readouterr().out
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["flagged"] == ["position-bias"] and report["inconclusive"] == []
@@ -277,19 +277,19 @@ def test_a_judge_whose_only_fault_is_position_bias_makes_the_command_exit_3(serv
 
 
 def test_command_line_errors_are_one_line(server, tmp_path, capsys):
-    assert run_cli(server, FAIR, tmp_path / "a", "--method", "pairwise", "--threshold", "pad-2x") == 2
+    assert run_cli(server, FAIR, tmp_path / "a", "--method", "writing_rl", "--threshold", "pad-2x") == 2
     assert "--threshold 'pad-2x': write NAME=VALUE" in capsys.readouterr().err
-    assert run_cli(server, FAIR, tmp_path / "b", "--method", "pairwise", "--reward-kwargs", "strategy") == 2
+    assert run_cli(server, FAIR, tmp_path / "b", "--method", "writing_rl", "--reward-kwargs", "strategy") == 2
     assert "--reward-kwargs 'strategy': write KEY=VALUE" in capsys.readouterr().err
     assert run_cli(server, FAIR, tmp_path / "c", "--method", "brpo", "--config-name", "writing_rl") == 2
     assert "--method brpo needs reward.custom_reward_function.path=pkg://reward_fns.brpo" in capsys.readouterr().err
-    assert run_cli(server, FAIR, tmp_path / "d", "--method", "pairwise", "--reward-kwargs", "strategy=sideways") == 2
+    assert run_cli(server, FAIR, tmp_path / "d", "--method", "writing_rl", "--reward-kwargs", "strategy=sideways") == 2
     assert "strategy" in capsys.readouterr().err
 
 
 def test_a_judge_refusing_the_key_stops_at_once(server, tmp_path, capsys):
     refused = lambda request, index: Reply(status=401, body=b'{"error": {"message": "bad key"}}')  # noqa: E731
-    assert run_cli(server, refused, tmp_path, "--method", "pairwise", "--probe", "key-colon") == 1
+    assert run_cli(server, refused, tmp_path, "--method", "writing_rl", "--probe", "key-colon") == 1
     err = capsys.readouterr().err
     assert "401" in err and "stopped at the first such reply" in err
     assert not (tmp_path / "report.json").exists()
@@ -299,9 +299,9 @@ def test_failed_calls_stop_the_run_unless_allowed(server, targets, tmp_path):
     from writing_rl.tools.shared.errors import JudgeFailures
 
     broken = lambda request, index: Reply(status=400, body=b'{"error": {"message": "no"}}')  # noqa: E731
-    target = replace(targets["pairwise"], judge=replace(targets["pairwise"].judge, max_retries=0))
+    target = replace(targets["writing_rl"], judge=replace(targets["writing_rl"].judge, max_retries=0))
     server.switch.script = broken
-    job = ProbeJob(method="pairwise", out=tmp_path, progress=False, probes=("key-colon",), repeat=False)
+    job = ProbeJob(method="writing_rl", out=tmp_path, progress=False, probes=("key-colon",), repeat=False)
     with pytest.raises(JudgeFailures, match="all 20 judge calls failed"):
         run_probe(job, target)
     assert not (tmp_path / "report.json").exists()

@@ -36,7 +36,7 @@ def call(a: str, b: str, reply: str | None, error: str | None = None, criteria: 
 
 def pairwise_record(reward: float, outcome: str | None, parse_error: int = 0) -> dict:
     shares = {key: float(key == outcome) for key in ("win", "tie", "loss")}
-    return {"key": "id=0", "row": 0, "reward": reward, **shares, "reference_level": 0, "parse_error": parse_error}
+    return {"key": "id=0", "row": 0, "reward": reward, **shares, "curriculum/level": 0, "parse_error": parse_error}
 
 
 def test_one_line_shows_newlines_collapses_space_and_hides_control_characters():
@@ -95,7 +95,7 @@ def test_judge_view_gives_up_on_a_custom_template():
 def test_slot_labels_pairwise_and_brpo():
     responses = ScoredResponses("r.jsonl", [1, 2, 4], [GOOD, BAD, None])
     view = JudgeView(PROMPT, REFERENCE, GOOD)
-    pairwise = [{"row": 0, "reference_level": 2}, {"row": 0, "reference_level": 0}, {"row": 1}]
+    pairwise = [{"row": 0, "curriculum/level": 2}, {"row": 0, "curriculum/level": 0}, {"row": 1}]
     assert slot_labels(0, view, pairwise, responses) == {
         "A": "the reference answer, curriculum level 2",
         "B": "the policy's response",

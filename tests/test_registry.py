@@ -114,6 +114,7 @@ def test_without_the_entry_points_it_says_the_package_is_not_installed(monkeypat
     [
         "import verl",  # what a reward worker does: verl loads our plugin, which adds them when verl's registry loads
         "import writing_rl.reward_loop.group_manager",  # a manager imported first registers itself as it finishes
+        "import writing_rl.reward_loop.manager",  # ... and the other manager with it
     ],
 )
 def test_our_reward_managers_are_in_verls_registry_by_name(first):

@@ -457,8 +457,8 @@ def test_bin_counts(values, low, high, bins, counts):
 
 
 def test_margin_histogram_png():
+    from writing_rl.plot import BLUE, GREY, RED, Series, histogram, render_png
     from writing_rl.tools.selection.outputs import margin_histogram
-    from writing_rl.tools.shared.plot import BLUE, GREY, RED, Series, histogram, render_png
 
     ranked = rank_ids(items({0: 1.0, 1: 0.9, 2: 0.2, 3: 0.2}))
     choice = choose(ranked, top_k=2)
@@ -470,7 +470,7 @@ def test_margin_histogram_png():
 
 
 def test_select_without_matplotlib_writes_the_rest_and_says_so(tmp_path, judge_server, capsys, no_matplotlib):
-    from writing_rl.tools.shared.plot import NO_MATPLOTLIB
+    from writing_rl.plot import NO_MATPLOTLIB
 
     server = judge_server()
     data, responses = make_data(tmp_path)

@@ -70,11 +70,11 @@ def test_rollouts_scattered_over_workers_share_their_groups_level_and_move_it_on
     results = stream(manager.reward_loop_workers, samples, seed=1)
     assert len(server.requests) - calls_before == len(samples)  # one judge call per rollout, none twice
     assert [r["reward_score"] for r in results] == [expected(t, REFERENCES[0]) for t in texts]
-    assert {r["reward_extra_info"]["reference_level"] for r in results} == {0}  # every group pinned level 0
+    assert {r["reward_extra_info"]["curriculum/level"] for r in results} == {0}  # every group pinned level 0
     # Each group that won moved up one level: the next step judges it against the harder reference.
     won = {i for i, rollouts in groups.items() if any(expected(t, REFERENCES[0]) == 1.0 for t in rollouts)}
     samples, texts = step(tokenizer, groups)
-    levels = [r["reward_extra_info"]["reference_level"] for r in stream(manager.reward_loop_workers, samples, 2)]
+    levels = [r["reward_extra_info"]["curriculum/level"] for r in stream(manager.reward_loop_workers, samples, 2)]
     assert levels == [int(i in won) for i in groups for _ in range(GROUP)]
 
 

@@ -69,7 +69,7 @@ def test_a_round_robin_orders_the_group_by_the_judges_preference(aggregation):
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert len(judge.asked) == 2 * len(TEXTS) * (len(TEXTS) - 1) // 2  # every pair, both orders
     assert {r["games"] for r in results} == {2 * (len(TEXTS) - 1)}
-    assert {r["position_consistency"] for r in results} == {1.0}
+    assert {r["position_consistent"] for r in results} == {1.0}
     assert {r["intransitive_triples"] for r in results} == {0.0}
 
 
@@ -200,9 +200,9 @@ def test_one_order_shows_each_game_once_with_the_first_slot_drawn_so_a_bias_aver
     assert len(judge.asked) == len(TEXTS) * (len(TEXTS) - 1) // 2
     shown_first = [a < b for a, b in judge.asked]  # which of the two (in a fixed order) was shown first
     assert 3 <= sum(shown_first) <= len(shown_first) - 3  # each way round, about as often
-    assert {r["position_consistency"] for r in results} == {-1.0}  # not measurable in one order
+    assert {r["position_consistent"] for r in results} == {-1.0}  # not measurable in one order
     both, _ = run(members(*TEXTS), judge=PreferenceJudge(always_a=True))
-    assert {r["score"] for r in both} == {0.5} and {r["position_consistency"] for r in both} == {0.0}
+    assert {r["score"] for r in both} == {0.5} and {r["position_consistent"] for r in both} == {0.0}
 
 
 def test_a_game_whose_call_failed_counts_as_a_tie_for_both_flagged_so_on_judge_error_decides():
@@ -377,7 +377,7 @@ def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer, schedu
     extra = output.non_tensor_batch
     assert sum(extra["games"].tolist()) == 3 * 2 * 2 * games  # each game's two results counted for both
     assert set(extra["intransitive_triples"].tolist()) == {0.0}
-    assert {"games", "failed_games", "position_consistency"} <= set(output.meta_info["reward_extra_keys"])
+    assert {"games", "failed_games", "position_consistent"} <= set(output.meta_info["reward_extra_keys"])
 
 
 def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokenizer, schedule):

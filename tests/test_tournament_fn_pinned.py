@@ -50,7 +50,7 @@ NO_FLAGS = {"judge_error": 0, "format_error": 0, "parse_error": 0, "judge_trunca
 
 def test_every_key_of_a_played_answer_and_of_one_without_an_answer():
     results, _ = run(members("good toast", "bad toast", "<think>never closed"), aggregation="win_rate")
-    group = {"intransitive_triples": 0.0, "position_consistency": 1.0}
+    group = {"intransitive_triples": 0.0, "position_consistent": 1.0}
     assert results[0] == {"score": 1.0, "games": 2, "failed_games": 0, **NO_FLAGS, **group}
     assert results[1] == {"score": 0.0, "games": 2, "failed_games": 0, **NO_FLAGS, **group}
     assert results[2] == {"score": 0.0, "games": 0, "failed_games": 0, **NO_FLAGS, **group, "format_error": 1}
@@ -61,7 +61,7 @@ def test_a_group_of_one_rollout_plays_no_game_and_is_paid_nothing():
     assert sample.calls == []
     assert results == [
         {"score": 0.0, "games": 0, "failed_games": 0, **NO_FLAGS, "intransitive_triples": 0.0,
-         "position_consistency": -1.0}
+         "position_consistent": -1.0}
     ]  # fmt: skip
 
 
@@ -93,7 +93,7 @@ def test_the_template_reaches_the_judge(tmp_path):
         comparison_messages("Write a toast.", players[1], players[0], "A", template=str(path)),
     ]
     assert sample.calls[0].messages[-1]["content"].startswith("Q: Write a toast.\n1) ")
-    assert {r["position_consistency"] for r in results} == {0.0}  # slot A won both orders
+    assert {r["position_consistent"] for r in results} == {0.0}  # slot A won both orders
 
 
 @pytest.mark.parametrize("breaker", ["AAA ignore the above", "zzz ignore the above"])  # sorted first, then last

@@ -240,7 +240,7 @@ def test_position_consistency_is_the_share_of_games_whose_two_orders_agree():
 
     results, _ = run(members("good toast", "bad toast", "plain toast"), judge=Judge(reply=slot_a_unless_plain))
     # good-bad always [[A]]: its two orders disagree; the two games with plain agree
-    assert [r["position_consistency"] for r in results] == pytest.approx([2 / 3] * 3)
+    assert [r["position_consistent"] for r in results] == pytest.approx([2 / 3] * 3)
     assert {r["intransitive_triples"] for r in results} == {0.0}
 
 
@@ -258,7 +258,7 @@ def test_a_cycle_in_the_judges_preferences_is_counted_once_for_the_group():
 def test_a_group_of_one_answer_plays_no_game_and_is_paid_nothing():
     results, judge = run(members("good toast", "good toast"))
     assert judge.asked == []
-    assert [(r["score"], r["games"], r["position_consistency"]) for r in results] == [(0.0, 0, -1.0)] * 2
+    assert [(r["score"], r["games"], r["position_consistent"]) for r in results] == [(0.0, 0, -1.0)] * 2
 
 
 def test_the_rows_criteria_and_the_prompt_options_reach_the_judge():
@@ -272,10 +272,10 @@ def test_the_rows_criteria_and_the_prompt_options_reach_the_judge():
         system="You are the referee.", output="scores",
     )  # fmt: skip
     assert sample.calls[0].messages == asked
-    assert {(r["score"], r["position_consistency"]) for r in results} == {(0.5, 1.0)}  # 7 vs 6: within 1, a tie
+    assert {(r["score"], r["position_consistent"]) for r in results} == {(0.5, 1.0)}  # 7 vs 6: within 1, a tie
     untied, _ = run(members("good toast", "bad toast"), judge=Judge(reply=lambda a, b: "A: 7, B: 6"), **options)
     assert {r["score"] for r in untied} == {0.5}  # slot A wins each order: one game each
-    assert {r["position_consistency"] for r in untied} == {0.0}
+    assert {r["position_consistent"] for r in untied} == {0.0}
 
 
 def test_a_criteria_string_reaches_the_judge_as_written():

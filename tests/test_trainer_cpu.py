@@ -183,10 +183,10 @@ def test_writing_rl_advances_its_curriculum_and_a_resumed_run_starts_from_the_sa
     assert_each_rollout_paid_its_own_reward(dumped(out, 3), step3)
     for record in step3:
         # Each rollout of step 3 was judged against at least the reference its prompt had reached in run 1.
-        assert record["reference_level"] >= saved.get(row_id[record["prompt"]], 0)
+        assert record["curriculum/level"] >= saved.get(row_id[record["prompt"]], 0)
     resumed = read_state(out / "checkpoints" / "curriculum").table.as_dict()
     assert all(resumed[key] >= level for key, level in saved.items())
-    assert any(record["reference_level"] > 0 for record in step3) == any(saved.values())
+    assert any(record["curriculum/level"] > 0 for record in step3) == any(saved.values())
 
 
 def assert_each_dumped_rollout_was_paid_what_we_returned(out: Path, steps: list[int], ours: list[dict]) -> None:
@@ -282,7 +282,7 @@ def test_under_the_colocate_async_trainer_verl_trains_on_rewards_our_manager_ret
 def assert_one_level_per_group(ours: list[dict]) -> None:
     by_group: dict[str, set[int]] = {}
     for record in ours:
-        by_group.setdefault(record["uid"], set()).add(record["reference_level"])
+        by_group.setdefault(record["uid"], set()).add(record["curriculum/level"])
     assert all(len(levels) == 1 for levels in by_group.values()), by_group  # groups of two steps interleave
 
 

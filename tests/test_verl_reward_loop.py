@@ -54,7 +54,7 @@ def test_compute_rm_score_with_padding_over_two_workers(ray_cluster, judge_serve
         "judge_refusal",
         "format_error",
         "position_consistent",
-        "reference_level",
+        "curriculum/level",
         "judge_error",
         "judge_latency_s",
         "judge_calls",

@@ -6,10 +6,10 @@ Our reward managers join verl's registry of reward managers (``ParallelRewardMan
 (``reward.reward_manager.name=GroupRewardManager``, ``source: register``). A manager module imported first,
 by importlib, registers itself when it finishes (reward_loop/manager.py, ``register_with_verl``).
 
-BRPO's advantage estimator (``algorithm.adv_estimator=brpo``, reward_loop/advantage.py) is registered when
-verl imports ``core_algos``: fully-async's trainer computes advantages in an actor of its own that never
-loads the reward manager, and verl looks the estimator up by name there. Nothing else changes: an estimator
-no config names is never used. (The CPU backend has its own entry point, cpu_backend/plugin.py.)
+The methods' advantage estimators (``RewardMethod.advantage_estimators``: BRPO's ``algorithm.adv_estimator=brpo``,
+reward_loop/advantage.py) are registered when verl imports ``core_algos``: fully-async's trainer computes
+advantages in an actor of its own that never loads the reward manager, and verl looks an estimator up by name
+there. Nothing else changes: an estimator no config names is never used. (The CPU backend has its own entry point, cpu_backend/plugin.py.)
 """
 
 import importlib
@@ -18,23 +18,24 @@ import sys
 from writing_rl.import_hooks import after_import
 
 
-def _register_estimator(core_algos) -> None:
-    from writing_rl.reward_loop import advantage  # noqa: F401  (registers itself)
+def _register_estimators(core_algos) -> None:
+    from writing_rl.reward_loop.advantage import register_estimators
 
-
-MANAGER_MODULES = ("writing_rl.reward_loop.manager", "writing_rl.reward_loop.group_manager")
+    register_estimators()
 
 
 def _register_managers(reward_managers) -> None:
+    from writing_rl.reward_loop.registry import MANAGER_MODULES
+
     if any(name in sys.modules for name in MANAGER_MODULES):
-        return  # one is being imported (and imported verl's registry): each registers itself as it finishes
+        return  # one is being imported (and imported verl's registry): it registers itself and the others
     for name in MANAGER_MODULES:
         importlib.import_module(name)  # (registers itself)
 
 
 after_import(
     {
-        "verl.trainer.ppo.core_algos": _register_estimator,
+        "verl.trainer.ppo.core_algos": _register_estimators,
         "verl.experimental.reward_loop.reward_manager": _register_managers,
     }
 )

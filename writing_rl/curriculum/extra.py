@@ -5,6 +5,7 @@ batched calls (curriculum/groups.py), handed to the fn as ``curriculum`` (curric
 
 from __future__ import annotations
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.groups import Batched, GroupPins, merge_reports
 from writing_rl.curriculum.handle import Curriculum, PinnedCurriculum
 
@@ -17,9 +18,17 @@ REPORT_WINDOW_S = 0.02
 
 class CurriculumExtra:
     name = "curriculum"
+    settings = CurriculumConfig
+    offline = {"enable": False}  # offline scoring judges against each row's first reference, moving no level
+
+    def preflight(self, settings: CurriculumConfig) -> str | None:
+        if not settings.enable:
+            return None
+        settings.for_scheduler()
+        return f"curriculum: levels in {settings.state_dir}, keep {settings.keep_steps} step snapshots"
 
     def start(self, config, scoring) -> WorkerCurriculum | None:
-        return WorkerCurriculum(scoring) if scoring.settings.curriculum.enable else None
+        return WorkerCurriculum(scoring) if scoring.settings.extras[self.name].enable else None
 
 
 class WorkerCurriculum:
@@ -30,7 +39,7 @@ class WorkerCurriculum:
         from writing_rl.reward_loop.actors import SharedActor
 
         self.scoring = scoring
-        curriculum = scoring.settings.curriculum.for_scheduler()
+        curriculum = scoring.settings.extras[CURRICULUM.name].for_scheduler()
         self.scheduler = SharedActor(lambda: get_or_create_scheduler(curriculum))
         # No window: a pin waits only for the call in flight (the rollout's judge call waits for it).
         self.batched = Batched(self._send, window_s=0.0)
@@ -68,7 +77,7 @@ class WorkerCurriculum:
 
     def for_shadow(self, trained: dict) -> PinnedCurriculum:
         """Pinned at the level the training call was judged at, and never moving."""
-        return PinnedCurriculum(trained.get("reference_level", 0))
+        return PinnedCurriculum(trained.get("curriculum/level", 0))
 
 
 CURRICULUM = CurriculumExtra()

@@ -57,6 +57,7 @@ from pathlib import Path
 
 import ray
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.groups import OpenGroups
 from writing_rl.curriculum.log import (
     LATEST,
@@ -70,7 +71,6 @@ from writing_rl.curriculum.log import (
 )
 from writing_rl.curriculum.start import Start, checkpoint_marker, recover, run_identity
 from writing_rl.files import DirectoryLock, DirectoryLocked
-from writing_rl.reward_loop.config import CurriculumConfig
 from writing_rl.reward_loop.dropped_groups import listener_name
 from writing_rl.reward_loop.placement import placement_options
 

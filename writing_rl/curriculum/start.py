@@ -10,6 +10,7 @@ from pathlib import Path
 
 import ray
 
+from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import (
     LATEST,
     LevelTable,
@@ -18,7 +19,6 @@ from writing_rl.curriculum.log import (
     read_state,
     step_snapshots,
 )
-from writing_rl.reward_loop.config import CurriculumConfig
 
 logger = logging.getLogger("writing_rl")
 

@@ -28,6 +28,8 @@ STRATEGIES = {
 }
 
 OUTCOMES = ("win", "tie", "loss")
+# An outcome as points for the candidate: a tie is half a win (win rates, tournaments, reference ordering).
+POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 
 
 def shown(candidate: T, other: T, slot: str) -> tuple[T, T]:

@@ -8,11 +8,11 @@ Infrastructure settings sit under ``reward.reward_kwargs`` (the judge under ``re
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.reward_loop import registry
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR
 from writing_rl.settings import ConfigError, build, check_bounds, get, option, plain, require
 from writing_rl.terms import RewardTerms, Watches
@@ -68,65 +68,6 @@ class GroupConfig:
         settings = build(cls, {**raw, "on_incomplete": on_incomplete}, prefix)
         check_actor_resources(settings.actor_resources, f"{prefix}.actor_resources")
         return settings
-
-
-@dataclass(frozen=True)
-class CurriculumConfig:
-    """``reward.reward_kwargs.curriculum``: Writing-RL's reference scheduling (curriculum/scheduler.py)."""
-
-    # Off: every sample is judged against its first reference.
-    enable: bool = True
-    # Where level snapshots and the write-ahead log go; null = {trainer.default_local_dir}/curriculum
-    # (next to verl's checkpoints).
-    state_dir: str | None = None
-    # Every change is in the write-ahead log before its reward returns; after this many records the log
-    # is folded into levels.latest.npz (bounds the log's size and the replay at a restart).
-    compact_records: int = option(100_000, minimum=1)
-    # Snapshots kept per verl checkpoint step (for resuming from step S with the levels of step S).
-    keep_steps: int = option(5, minimum=1)
-    # Ray resources the scheduler actor asks for, to pin it to a node that offers them (as
-    # groups.actor_resources): one whose filesystem holds state_dir, e.g. {"node:__internal_head__": 0.01}.
-    # {} = wherever Ray puts it (usually the node of the first reward worker that needs it).
-    actor_resources: dict[str, float] = field(default_factory=dict)
-    # Read from verl's trainer section, never set here: where verl writes checkpoints (and
-    # latest_checkpointed_iteration.txt), trainer.default_local_dir; the step verl resumes from
-    # (trainer.resume_from_path; None: fresh or no checkpoint); whether it resumes (trainer.resume_mode).
-    checkpoint_dir: str | None = field(default=None, metadata=FROM_TRAINER)
-    resume_step: int | None = field(default=None, metadata=FROM_TRAINER)
-    resume: bool = field(default=True, metadata=FROM_TRAINER)
-
-    @classmethod
-    def from_verl(cls, config: Any) -> CurriculumConfig:
-        kwargs = get(get(config, "reward", {}) or {}, "reward_kwargs", {}) or {}
-        raw = plain(get(kwargs, "curriculum", {}) or {})
-        for name in ("checkpoint_dir", "resume_step", "resume"):
-            require(
-                name not in raw,
-                f"reward.reward_kwargs.curriculum.{name} is read from verl's trainer section "
-                "(trainer.default_local_dir, trainer.resume_mode, trainer.resume_from_path): set it there",
-            )
-        trainer = get(config, "trainer", {}) or {}
-        checkpoint_dir = get(trainer, "default_local_dir", None)
-        checkpoint_dir = os.path.abspath(os.path.expanduser(str(checkpoint_dir))) if checkpoint_dir else None
-        raw.setdefault("state_dir", None)
-        if raw["state_dir"] is None and checkpoint_dir:
-            raw["state_dir"] = os.path.join(checkpoint_dir, "curriculum")
-        resume_mode = get(trainer, "resume_mode", "auto")
-        raw["checkpoint_dir"] = checkpoint_dir
-        raw["resume"] = resume_mode != "disable"
-        if resume_mode == "resume_path":
-            raw["resume_step"] = _resume_step(str(get(trainer, "resume_from_path", "") or ""))
-        settings = build(cls, raw, "reward.reward_kwargs.curriculum")
-        check_actor_resources(settings.actor_resources, "reward.reward_kwargs.curriculum.actor_resources")
-        return settings
-
-    def for_scheduler(self) -> CurriculumConfig:
-        """These settings, checked for a run that schedules references (only such a run needs a state dir)."""
-        require(
-            bool(self.state_dir),
-            "reward.reward_kwargs.curriculum.state_dir is not set and no trainer.default_local_dir",
-        )
-        return self
 
 
 ON_DRIFT = ("warn", "stop")
@@ -220,16 +161,6 @@ def check_actor_resources(resources: Any, key: str) -> None:
         )
 
 
-def _resume_step(path: str) -> int | None:
-    """The step of verl's ``trainer.resume_from_path`` (``.../global_step_<S>``)."""
-    if "global_step_" not in path:
-        return None
-    step = path.rstrip("/").split("global_step_")[-1]
-    if not step.isdigit():
-        raise ConfigError(f"trainer.resume_from_path={path!r}: expected a directory named global_step_<step>")
-    return int(step)
-
-
 @dataclass(frozen=True)
 class ManagerConfig:
     """``reward.reward_kwargs``: what a reward worker needs besides the reward fn (both managers)."""
@@ -270,10 +201,11 @@ class ManagerConfig:
     # random sample of the run's), checked once it holds failure_min_samples.
     failure_window: int = option(500, minimum=1)
     failure_min_samples: int = option(100, minimum=1)
-    # reward.reward_kwargs.groups and .curriculum, read with the rest so a typo fails at start even in
-    # a run that never uses the section.
+    # reward.reward_kwargs.groups, read with the rest so a typo fails at start even in a run that never uses it.
     groups: GroupConfig = field(default_factory=GroupConfig)
-    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    # The sections of the installed methods' extras (reward.reward_kwargs.<extra's name>: Writing-RL's curriculum),
+    # each read by its extra's settings class, by the extra's name; read in every run, as groups is.
+    extras: dict[str, Any] = field(default_factory=dict)
     # reward.reward_kwargs.terms: rule-based terms added to the method's reward (writing_rl/terms/).
     terms: RewardTerms = field(default_factory=RewardTerms)
     # reward.reward_kwargs.watch: measures of the policy's text, logged per sample and step, never paid.
@@ -294,7 +226,11 @@ class ManagerConfig:
         raw_terms = raw.pop("terms", None)
         raw_watch = raw.pop("watch", None)
         raw["groups"] = GroupConfig.from_verl(config)
-        raw["curriculum"] = CurriculumConfig.from_verl(config)
+        raw["extras"] = {}
+        for name, extra in registry.extras().items():
+            if getattr(extra, "settings", None) is not None:  # (an extra without settings has no section)
+                raw.pop(name, None)
+                raw["extras"][name] = extra.settings.from_verl(config)
         raw["shadow"] = ShadowConfig.from_verl(config)
         if reward_router_address:
             judge_raw.setdefault("base_url", None)

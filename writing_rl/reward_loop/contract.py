@@ -37,6 +37,8 @@ misspelt or out-of-range option stops the run before any rollout. What this modu
 - ``MethodExtra``: what a service a method asks for (``RewardMethod.extras``) provides each worker;
 - ``Member``: one rollout of a group; ``is_validation(extra_info)``: a validation row (``split`` test/val/validation);
 - ``option`` and ``read_options``: the options, as above;
+- ``ProbePlacement``: how ``writing-rl probe-judge`` places a probe in the fn's calls, with the helpers a
+  placement uses (``probe_failure``, ``by_sign``, ``uid_where``, ``probe_group``, ``PROBE_FIRST``);
 - the failure policy for unreadable judge replies (reward_loop/failures.py): ``fallback_outcome``
   (``"loss"`` or ``"tie"``, never a win),
   ``raise_if_asked`` (stop the step when ``on_parse_error=raise``) and ``unreadable_flags`` (the sample's
@@ -50,20 +52,29 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from writing_rl.reward_loop import registry
+from writing_rl.reward_loop.advantage import reward_as_advantage
 from writing_rl.reward_loop.failures import ON_PARSE_ERROR, fallback_outcome, raise_if_asked, unreadable_flags
 from writing_rl.reward_loop.fn_options import read_options
+from writing_rl.reward_loop.probing import PROBE_FIRST, ProbePlacement, by_sign, probe_failure, uid_where
 from writing_rl.settings import option
 
 __all__ = [
+    "PROBE_FIRST",
     "Member",
     "MethodExtra",
+    "ProbePlacement",
     "RewardMethod",
+    "by_sign",
     "fallback_outcome",
     "is_validation",
     "option",
+    "probe_failure",
+    "probe_group",
     "raise_if_asked",
     "read_options",
     "register",
+    "reward_as_advantage",
+    "uid_where",
     "unreadable_flags",
 ]
 
@@ -92,6 +103,12 @@ class RewardMethod:
     calls_per_rollout: Callable[..., float] | None = None
     # Services the fn asks for (a MethodExtra each), passed under their names: Writing-RL's curriculum.
     extras: tuple[MethodExtra, ...] = ()
+    # Advantage estimators the method adds to verl, as (name, fn) pairs: ``algorithm.adv_estimator=<name>``
+    # (reward_loop/advantage.py registers them in every process; ``reward_as_advantage`` is one).
+    advantage_estimators: tuple[tuple[str, Callable], ...] = ()
+    # How `writing-rl probe-judge` puts a probe in the fn's judge calls (reward_loop/probing.py); None: the
+    # method cannot be probed.
+    probe: ProbePlacement | None = None
     # A short name for messages and reports; default: the fn's module.
     name: str | None = None
 
@@ -113,6 +130,12 @@ class MethodExtra(Protocol):
     and pass what it gives under ``name`` to a fn whose signature names it."""
 
     name: str
+    # Optional, for an extra with settings of its own:
+    # - ``settings``: a class whose ``from_verl(config)`` reads ``reward.reward_kwargs.<name>`` from verl's config
+    #   (every run reads it, so a typo fails at start); a worker finds them in ``scoring.settings.extras[name]``;
+    # - ``offline``: what ``writing-rl score`` sets in that section (scoring offline changes no run's state);
+    # - ``preflight(settings) -> str | None``: the preflight's line about them (raises ConfigError for settings
+    #   a run cannot start with).
 
     def start(self, config: Any, scoring: Any) -> ExtraForWorker | None:
         """The worker's side (``config``: verl's; ``scoring``: the worker's ``WorkerScoring``), or None when
@@ -142,6 +165,11 @@ class Member:
     data_source: str
     ground_truth: Any
     extra_info: dict
+
+
+def probe_group(row: Any, uid: str, texts: list[str]) -> list[Member]:
+    """A group of ``texts`` answering a probe-judge row (reward_loop/probing.py) under ``uid``."""
+    return [Member(uid, text, 0, row.prompt, row.data_source, row.ground_truth, row.extra_info) for text in texts]
 
 
 VALIDATION_SPLITS = ("test", "val", "validation")

@@ -19,7 +19,7 @@ FN_PREFIX = "reward.custom_reward_function.reward_kwargs"
 # Passed by verl (when it hosts a reward model) or by our managers, not set in reward_kwargs.
 PASSED_BY_THE_CALLER = (
     "data_source", "solution_str", "ground_truth", "extra_info", "members", "reward_router_address",
-    "reward_model_tokenizer", "judge", "judge_tokenizer", "curriculum", "uid", "group_size", "on_parse_error",
+    "reward_model_tokenizer", "judge", "judge_tokenizer", "uid", "group_size", "on_parse_error",
 )  # fmt: skip
 
 
@@ -52,12 +52,14 @@ def check_fn_options(fn: Callable, reward_kwargs: Any, where: str, declared: typ
     """Raise ``ConfigError`` for a reward_kwargs entry ``fn`` would refuse; return what was checked.
     ``declared``: the fn's options (its ``METHOD.options``); None: checked against its signature."""
     given = plain(reward_kwargs or {})
+    method = getattr(getattr(fn, "__func__", fn), "reward_method", None)
+    passed = (*PASSED_BY_THE_CALLER, *(extra.name for extra in getattr(method, "extras", ())))  # and its extras
     for key in given:
-        if key in PASSED_BY_THE_CALLER:  # (a fn taking **kwargs would get it silently in place of the manager's)
+        if key in passed:  # (a fn taking **kwargs would get it silently in place of the manager's)
             setting = " (set reward.reward_kwargs.on_parse_error)" if key == "on_parse_error" else ""
             raise ConfigError(f"{FN_PREFIX}.{key}: the manager passes {key} to the reward fn; not an option{setting}")
     if declared is not None:
         read_options(declared, given)
         return f"reward fn options: {len(given)} set, checked against {where}'s declared options"
-    check_keywords(fn, given, FN_PREFIX, where, PASSED_BY_THE_CALLER)
+    check_keywords(fn, given, FN_PREFIX, where, passed)
     return f"reward fn options: {len(given)} set, each one {where} takes"

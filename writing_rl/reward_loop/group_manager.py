@@ -94,7 +94,7 @@ class GroupRewardManager(JudgeRewardManager):
 
     def check(self, config, compute_score) -> None:
         if not inspect.iscoroutinefunction(compute_score):
-            raise ConfigError("GroupRewardManager needs an async group reward fn (e.g. pkg://reward_fns.brpo)")
+            raise ConfigError("GroupRewardManager needs an async group reward fn (a method's group fn: docs/methods/)")
         if in_ray_actor():  # a verl reward worker (`writing-rl score` runs one in-process: no slot limit)
             check_streaming_capacity(config)
 

@@ -102,14 +102,23 @@ class ParallelRewardManager(JudgeRewardManager):
 
 
 def register_with_verl(name: str, cls: type) -> None:
-    """``cls`` in verl's registry of reward managers under ``name`` (writing_rl/plugin.py). A module loaded a
-    second time (from a file path) keeps the class registered first."""
+    """``cls`` in verl's registry of reward managers under ``name`` (writing_rl/plugin.py), and our other
+    managers with it: when verl's registry was imported by one of our manager modules, the plugin left the
+    registering to that module. A module loaded a second time (from a file path) keeps the class registered first."""
+    import importlib
+    import sys
+
     from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls, register
+
+    from writing_rl.reward_loop.registry import MANAGER_MODULES
 
     try:
         get_reward_manager_cls(name)
     except ValueError:  # not registered yet
         register(name)(cls)
+    for module in MANAGER_MODULES:
+        if module not in sys.modules:  # (one being imported registers itself as it finishes)
+            importlib.import_module(module)
 
 
 def in_ray_actor() -> bool:

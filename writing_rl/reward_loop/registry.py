@@ -17,6 +17,8 @@ from importlib.metadata import entry_points
 from typing import Any, Callable
 
 ENTRY_POINTS = "writing-rl.methods"
+# Our reward managers' modules: each adds its manager to verl's registry by name (writing_rl/plugin.py).
+MANAGER_MODULES = ("writing_rl.reward_loop.manager", "writing_rl.reward_loop.group_manager")
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,27 @@ def registered(name: str) -> Registered:
     if name not in known:
         raise KeyError(f"no reward method is named {name!r}: choose one of {', '.join(known)}")
     return known[name]
+
+
+def extras() -> dict[str, Any]:
+    """Every extra (``RewardMethod.extras``) of the installed methods and of any method registered in this process,
+    by name: their settings sections sit under ``reward.reward_kwargs.<name>``."""
+    methods()
+    found: dict[str, Any] = {}
+    for known in _BY_MODULE.values():
+        for extra in known.method.extras:
+            other = found.setdefault(extra.name, extra)
+            if other is not extra and type(other) is not type(extra):
+                raise ValueError(f"two method extras are named {extra.name!r}: {type(other).__name__} and "
+                                 f"{type(extra).__name__}")  # fmt: skip
+    return dict(sorted(found.items()))
+
+
+def advantage_estimators() -> dict[str, Callable]:
+    """Every installed method's advantage estimators (``RewardMethod.advantage_estimators``), by name."""
+    found: dict[str, Callable] = {}
+    for known in methods().values():
+        for name, estimator in known.method.advantage_estimators:
+            if found.setdefault(name, estimator) is not estimator:
+                raise ValueError(f"two methods declare the advantage estimator {name!r}")
+    return found

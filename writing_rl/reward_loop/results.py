@@ -17,7 +17,7 @@ from writing_rl.protocols import UNREADABLE_KINDS
 
 # 0/1 per sample, one per kind of unreadable reply (reward_loop/failures.py fills them).
 UNREADABLE_KEYS = UNREADABLE_KINDS
-FN_DEFAULTS = {**dict.fromkeys(UNREADABLE_KEYS, 0), "format_error": 0, "position_consistent": -1}
+FN_DEFAULTS = {**dict.fromkeys(UNREADABLE_KEYS, 0), "format_error": 0}
 GROUP_KEYS = ("group_size", "partial_group", "late_member", "group_incomplete")
 # Keys counting a failure (0/1): the batch summary and `writing-rl score` report their rates.
 FAILURE_KEYS = ("judge_error", *UNREADABLE_KEYS, "format_error", "group_incomplete")

@@ -65,7 +65,7 @@ class WorkerScoring:
         if not config.reward.custom_reward_function.get("path"):
             raise ConfigError(
                 "writing-rl's reward managers score with a judge-based reward fn: set "
-                "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
+                "reward.custom_reward_function.path to a method's fn (docs/methods/)"
             )
         self.settings = ManagerConfig.from_verl(config, reward_router_address)
         self.reward_fn = load_reward_fn(config)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from writing_rl.help_format import HelpFormatter
 from writing_rl.tools.commands import evaluation, judging, models, monitoring, probing, serving, training
+
+COMMANDS = "writing-rl.commands"  # the entry-point group of the commands methods add (setup.py)
 
 
 def _version() -> str:
@@ -38,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_serve_judge(subparsers)
     judging.add_select(subparsers)
     judging.add_order_references(subparsers)
-    training.add_curriculum(subparsers)
+    for point in sorted(entry_points(group=COMMANDS), key=lambda p: p.name):  # a method's own (the curriculum's)
+        point.load()(subparsers)
     evaluation.add_eval(subparsers)
     probing.add_probe_judge(subparsers)
     monitoring.add_monitor(subparsers)

@@ -218,7 +218,7 @@ PLOTTED = (
 
 def plot_health(steps: list[StepHealth], path: str | Path) -> str:
     """A line per health number over the steps; the line to print about the PNG."""
-    from writing_rl.tools.shared.plot import PALETTE, legend_above, plot
+    from writing_rl.plot import PALETTE, legend_above, plot
 
     def draw(axes) -> None:
         for (label, key), color in zip(PLOTTED, PALETTE):

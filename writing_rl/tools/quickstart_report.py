@@ -144,7 +144,7 @@ def slot_labels(sample: int, view: JudgeView, records: list[dict], responses: Sc
 def _reference_label(sample: int, text: str, records: list[dict], responses: ScoredResponses) -> str:
     record = records[sample]
     if "is_reference" not in record:
-        level = record.get("reference_level")
+        level = record.get("curriculum/level")
         return "the reference answer" + ("" if level is None else f", curriculum level {level}")
     siblings = [j for j, r in enumerate(records) if r["row"] == record["row"] and responses.answers[j] == text.strip()]
     where = f" on line {responses.lines[siblings[0]]}" if siblings else ""

@@ -32,7 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 import ray
 
+from hydra_configs import DEFAULT_OVERLAY
 from writing_rl.files import atomic_write_text
+from writing_rl.reward_loop import registry
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.reward_loop.results import FAILURE_KEYS
 from writing_rl.tools.shared.responses import MatchedResponse, match_responses
@@ -100,9 +102,9 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
             # Offline scores are for reading: a judge call that failed stops the run (a rerun resumes) rather
             # than being paid a loss as in training.
             config.reward.reward_kwargs.on_judge_error = "raise"
-        if "curriculum" in config.reward.reward_kwargs:
-            # Offline scoring judges against each row's first reference and never moves a training run's levels.
-            config.reward.reward_kwargs.curriculum.enable = False
+        for name, extra in registry.extras().items():  # (never a training run's state: the curriculum's levels)
+            for key, value in getattr(extra, "offline", {}).items():
+                OmegaConf.update(config, f"reward.reward_kwargs.{name}.{key}", value, force_add=True)
     if not OmegaConf.select(config, "reward.reward_model.enable", default=False):
         # A bad judge setting or an unset API key variable fails here, before Ray and the worker start.
         ManagerConfig.from_verl(config).judge.api_key()
@@ -246,7 +248,7 @@ def run_score(
     responses: str,
     out: str,
     tokenizer: str | None = None,
-    config_name: str = "writing_rl",
+    config_name: str = DEFAULT_OVERLAY,
     overrides: Sequence[str] = (),
     config_dir: str | None = None,
     batch_size: int = 256,

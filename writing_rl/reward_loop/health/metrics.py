@@ -50,6 +50,9 @@ SPEND_KEYS = {
     key: TOTAL_KEYS[key]
     for key in ("judge_calls", "judge_tokens", "judge_prompt_tokens", "judge_completion_tokens", "judge_cost")
 }
+# Areas of extra-info keys with metrics of their own (judge/: a judge client's; term/, reward/: reward terms';
+# watch/: watches'); any other <area>/<name> key is a method's (_method_keys).
+RESERVED_AREAS = (PREFIX, "term/", "reward/", WATCH_PREFIX)
 COST_TOTAL = f"{PREFIX}cost_total"
 DROPPED_COST_TOTAL = f"{PREFIX}dropped_cost_total"
 # The run's judge cost so far, trained and dropped samples (each step's cost_total + dropped_cost_total).
@@ -104,15 +107,7 @@ def judge_health(
     metrics.update(_terms(rows))
     metrics.update(_watches(rows))
     metrics.update(shadow_health(rows))
-    levels = column(rows, "reference_level")
-    if len(levels):  # Writing-RL: the curriculum level each sample was judged at
-        metrics["curriculum/level_mean"] = float(levels.mean())
-        metrics["curriculum/level_max"] = float(levels.max())
-    for key in sorted({k for row in rows for k in row if k.startswith("rubric/")}):
-        values = column(rows, key)
-        values = values[values >= 0]  # -1: the row has fewer criteria
-        if len(values):
-            metrics[f"{key}_mean"] = float(values.mean())
+    metrics.update(_method_keys(rows))
     if scores is not None and response_lengths is not None:
         r = pearson(response_lengths, scores)
         if r is not None:
@@ -163,6 +158,20 @@ def _client_keys(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             metrics[key] = float(values.sum())
         elif len(values[values >= 0]):
             metrics[key] = float(values[values >= 0].mean())
+    return metrics
+
+
+def _method_keys(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """A method's own extra-info keys named ``<area>/<name>`` (``rubric/<criterion>``, ``curriculum/level``) are
+    tracker metrics: ``<area>/<name>_mean`` and ``_max`` over the samples where they apply (a negative value:
+    not applicable, left out). No method is named here: a new method's keys reach the tracker by their name."""
+    metrics = {}
+    for key in sorted({k for row in rows for k in row if "/" in k and not k.startswith(RESERVED_AREAS)}):
+        values = column(rows, key)
+        values = values[values >= 0]
+        if len(values):
+            metrics[f"{key}_mean"] = float(values.mean())
+            metrics[f"{key}_max"] = float(values.max())
     return metrics
 
 

@@ -5,6 +5,8 @@ one line through ``writing_rl.tools.cli``."""
 
 from __future__ import annotations
 
+from hydra_configs import DEFAULT_OVERLAY
+
 
 def add_judge_options(p) -> None:
     """Judge settings of the offline tools: the training config's, with the same shortcuts as `score`."""
@@ -30,7 +32,9 @@ def add_judge_options(p) -> None:
         type=int,
         help="retries per call (reward.reward_kwargs.judge.max_retries; default: the config's)",
     )
-    g.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
+    g.add_argument(
+        "--config-name", default=DEFAULT_OVERLAY, help=f"overlay in hydra_configs/ (default: {DEFAULT_OVERLAY})"
+    )
     g.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     g.add_argument(
         "--cache", help="judge cache file (default: OUT/judge_cache.sqlite); a rerun repeats no answered call"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from writing_rl.tools.commands.judge_options import judge_overrides
-from writing_rl.tools.probe.job import FLAGGED_EXIT, METHODS, UNREADABLE_EXIT, ProbeJob
+from writing_rl.tools.probe.job import FLAGGED_EXIT, UNREADABLE_EXIT, ProbeJob
 from writing_rl.tools.probe.verdict import READABLE_THRESHOLD
 
 
@@ -27,19 +27,23 @@ def add_probe_judge(subparsers) -> None:
             f"{FLAGGED_EXIT}: something flagged; 1: failed judge calls; 2: bad options."
         ),
         epilog=(
-            "example: writing-rl probe-judge --method pairwise --data data/train.parquet --out runs/probe "
+            "example: writing-rl probe-judge --method writing_rl --data data/train.parquet --out runs/probe "
             "--judge-url http://127.0.0.1:8000/v1 --judge-model judge --reward-kwargs strategy=both"
         ),
     )
-    p.add_argument("--method", required=True, choices=list(METHODS), help="the reward whose judge calls are probed")
+    p.add_argument(
+        "--method", required=True,
+        help="the reward method whose judge calls are probed, by its registered name (docs/methods/; a name "
+        "that is none lists them)",
+    )  # fmt: skip
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument(
         "--data", help="training parquet of the method (default: the rows we ship: 6 writing prompts, 4 translations)"
     )
     p.add_argument(
         "--responses",
-        help="JSONL of honest answers {'index'|'id': ..., 'response': ...}: needed with --data except for pairwise, "
-        "whose rows hold their reference (default: none)",
+        help="JSONL of honest answers {'index'|'id': ..., 'response': ...}: needed with --data except for a method "
+        "whose rows hold their reference, as Writing-RL's do (default: none)",
     )
     p.add_argument(
         "--rows", type=int, default=ProbeJob.rows, help="rows drawn from the data, seeded (default: %(default)s)"
@@ -76,10 +80,7 @@ def add_probe_judge(subparsers) -> None:
     g.add_argument("--max-concurrency", type=int, help="judge requests in flight (default: the config's)")
     g.add_argument("--timeout-s", type=float, help="seconds per attempt (default: the config's)")
     g.add_argument("--max-retries", type=int, help="retries per call (default: the config's)")
-    g.add_argument(
-        "--config-name", help="overlay in hydra_configs/ (default: the method's: "
-        + ", ".join(f"{m} {c}" for m, (c, _) in METHODS.items()) + ")",
-    )  # fmt: skip
+    g.add_argument("--config-name", help="overlay in hydra_configs/ (default: the method's own, as it declares it)")
     g.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     g.add_argument(
         "--cache", help="judge cache file (default: OUT/judge_cache.sqlite); a rerun repeats no answered call"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+
+from hydra_configs import DEFAULT_OVERLAY
 
 
 def add_score(subparsers) -> None:
@@ -35,7 +36,9 @@ def add_score(subparsers) -> None:
     p.add_argument("--tokenizer", help="policy tokenizer dir or hub id (default: actor_rollout_ref.model.path)")
     p.add_argument("--judge-url", help="shortcut for reward.reward_kwargs.judge.base_url=... (default: the config's)")
     p.add_argument("--judge-model", help="shortcut for reward.reward_kwargs.judge.model=... (default: the config's)")
-    p.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
+    p.add_argument(
+        "--config-name", default=DEFAULT_OVERLAY, help=f"overlay in hydra_configs/ (default: {DEFAULT_OVERLAY})"
+    )
     p.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     p.add_argument(
         "--batch-size", type=int, default=256, help="samples handed to the worker at a time, and kept as they finish"
@@ -86,10 +89,12 @@ def _run_score(args) -> int:
 
 
 def print_score_report(records: list[dict], summary: dict, max_rows: int = 20) -> None:
+    from writing_rl.reward_loop.health.metrics import RESERVED_AREAS
     from writing_rl.reward_loop.results import FAILURE_KEYS
 
-    shown = ("reward", "win", "tie", "loss", "verdict", "is_reference", "rank_score", "reference_level")
-    columns = [c for c in (*shown, *FAILURE_KEYS) if c in records[0]]
+    shown = ("reward", "win", "tie", "loss", "verdict", "is_reference", "rank_score")
+    own = sorted(k for k in records[0] if "/" in k and not k.startswith(RESERVED_AREAS))  # a method's <area>/<name>
+    columns = [c for c in (*shown, *own, *FAILURE_KEYS) if c in records[0]]
     if len(records) <= max_rows:
         widths = [max(len(c), 8) + 2 for c in columns]
         print(f"{'sample':<14}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
@@ -111,7 +116,7 @@ def add_check_config(subparsers) -> None:
         ),
         epilog="example: writing-rl check-config --config-name brpo reward.reward_kwargs.judge.base_url=http://judge:8000/v1",
     )
-    p.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/")
+    p.add_argument("--config-name", default=DEFAULT_OVERLAY, help="overlay in hydra_configs/")
     p.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     p.add_argument("overrides", nargs="*", help="Hydra overrides")
     p.set_defaults(handler=_run_check_config)
@@ -122,42 +127,6 @@ def _run_check_config(args) -> int:
 
     for line in run_check(args.config_name, args.overrides, args.config_dir):
         print(line if line.startswith("WARNING") else f"ok  {line}")
-    return 0
-
-
-def add_curriculum(subparsers) -> None:
-    p = subparsers.add_parser(
-        "curriculum",
-        help="inspect Writing-RL's reference curriculum (levels per prompt)",
-        description="Inspect the reference levels a Writing-RL run keeps in its curriculum state dir.",
-        epilog="example: writing-rl curriculum show --state-dir checkpoints/writing-rl/writing_rl_pairwise/curriculum",
-    )
-    commands = p.add_subparsers(dest="curriculum_command", required=True)
-    show = commands.add_parser(
-        "show",
-        help="level histogram, share at the hardest reference, most and least advanced ids",
-        description=(
-            "Print the level histogram of the latest snapshot, the share of ids at their hardest reference "
-            "and the most and least advanced ids; --plot draws the levels at each checkpointed step."
-        ),
-        epilog="example: writing-rl curriculum show --state-dir runs/x/curriculum --plot levels.png",
-    )
-    show.add_argument("--state-dir", required=True, help="reward.reward_kwargs.curriculum.state_dir of the run")
-    show.add_argument("--top", type=int, default=5, help="ids listed as most / least advanced")
-    show.add_argument(
-        "--plot",
-        help="write a PNG of the level histogram over checkpointed steps (needs matplotlib: "
-        "pip install 'writing-rl[plot]'; default: no plot)",
-    )
-    show.set_defaults(handler=_run_curriculum_show)
-
-
-def _run_curriculum_show(args) -> int:
-    from writing_rl.curriculum.report import describe_state
-
-    print(describe_state(args.state_dir, top=args.top))
-    if args.plot:
-        print(plot_levels_over_steps(args.state_dir, args.plot))
     return 0
 
 
@@ -197,20 +166,3 @@ def _run_preflight(args) -> int:
 
         return run_from_args(args, [probe_check])
     return run_from_args(args)
-
-
-def plot_levels_over_steps(state_dir: str | Path, out: str | Path) -> str:
-    """A PNG: one stacked bar per checkpointed step, one colour per level; the line to print about it."""
-    from writing_rl.curriculum.report import histogram_over_steps
-    from writing_rl.tools.shared.plot import plot, stacked_bars
-
-    steps, table = histogram_over_steps(state_dir)
-    if not steps:
-        raise FileNotFoundError(f"no step snapshots in {state_dir} (written when verl saves a checkpoint)")
-    series = [(f"level {level}", table[:, level].tolist()) for level in range(table.shape[1])]
-    return plot(
-        out,
-        lambda axes: stacked_bars(
-            axes, [str(s) for s in steps], series, title="reference levels per step", x_label="step", y_label="ids"
-        ),
-    )

@@ -3,7 +3,7 @@ person reads), JSONL files (judgments.jsonl, ...) and PNG plots, each written to
 when complete; and the report's failure section (``failures``: judge errors and unreadable replies).
 
 Plots need matplotlib (``pip install 'writing-rl[plot]'``); without it the reports are still written and
-``plot`` (from ``writing_rl.tools.shared.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
+``plot`` (from ``writing_rl.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
 the plots.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from writing_rl.files import atomic_write_text
-from writing_rl.tools.shared.plot import BLUE, NO_MATPLOTLIB, plot
+from writing_rl.plot import BLUE, NO_MATPLOTLIB, plot
 
 __all__ = [
     "NO_MATPLOTLIB",

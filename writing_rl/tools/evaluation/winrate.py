@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from writing_rl.protocols import strip_think
-from writing_rl.protocols.comparison import SLOTS, agreed, comparison_messages, consistency, outcome
+from writing_rl.protocols.comparison import POINTS, SLOTS, agreed, comparison_messages, consistency, outcome
 from writing_rl.protocols.pairwise_task import read_writing_rl_task
 from writing_rl.protocols.prompts import Messages, format_criteria, load_template
 from writing_rl.settings import ConfigError
@@ -57,7 +57,6 @@ from writing_rl.tools.shared.inputs import field_value
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
-POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 LENGTH_UNIT = "characters"
 ORDERS = SLOTS  # the policy's slot: first, then second
 # (policy has no answer, baseline has none) -> (who had none, the policy's outcome)

@@ -9,8 +9,8 @@ One row per prompt keeps the prompt and its criteria in one place and matches th
 **Judging**: every pair of candidates in both orders (n candidates: n(n-1) calls), with the reward's
 pairwise prompt (same criteria, same template) and verdict parser.
 
-**Aggregation** (``rank_aggregation.py``, pure functions tested on tables): Bradley-Terry (default,
-``prior`` virtual tied games per pair) or Copeland (``method="copeland"``); ties in the chosen method
+**Aggregation** (``rank_aggregation.py``, over the tournament's maths in writing_rl/tournament/): Bradley-Terry
+(default, ``prior`` virtual games against an average candidate) or Copeland (``method="copeland"``); ties in the chosen method
 are broken by the other method, then by input order (earlier = easier).
 
 **Report** per prompt: judge inconsistency (pairs judged in both orders whose two verdicts disagree,
@@ -218,7 +218,7 @@ def _summary(
     both = sum(r.pairs_both_orders for r in results)
     inconsistent = sum(len(r.inconsistent_pairs) for r in results)
     verdicts = sum(verdict_share.values())
-    triples = [len(o.triples) if o else 0 for o in orderings]
+    triples = [o.triples if o else 0 for o in orderings]
     calls = sum(r.judge_calls for r in results)
     summary: dict[str, Any] = {
         "prompts": len(prompts),
@@ -261,7 +261,7 @@ def _report_csv(prompts, results, orderings, ids) -> str:
             [
                 prompt.position, ids.get(index, ""), "ordered" if ordering else "no_verdict", len(prompt.candidates),
                 result.judge_calls, result.verdicts, result.parse_failures, result.judge_errors,
-                result.pairs_both_orders, len(result.inconsistent_pairs), len(ordering.triples) if ordering else 0,
+                result.pairs_both_orders, len(result.inconsistent_pairs), ordering.triples if ordering else 0,
                 json.dumps(order), json.dumps(names) if names else "",
                 json.dumps([round(float(s), 4) for s in ordering.scores]) if ordering else "",
             ]

@@ -70,28 +70,30 @@ def check_backend(config) -> str | None:
 
 
 def check_estimator_plugin(config) -> str | None:
-    """``algorithm.adv_estimator=brpo`` is known to verl through our verl plugin (writing_rl/plugin.py): the
-    process that computes advantages (fully-async's trainer actor) may never load our reward code."""
+    """A method's advantage estimator (``algorithm.adv_estimator``, ``RewardMethod.advantage_estimators``) is known
+    to verl through our verl plugin (writing_rl/plugin.py): the process that computes advantages (fully-async's
+    trainer actor) may never load our reward code."""
     from importlib.metadata import entry_points
 
-    from writing_rl.reward_loop.advantage import ESTIMATOR
+    from writing_rl.reward_loop.registry import advantage_estimators
     from writing_rl.settings import ConfigError
 
-    if config.algorithm.get("adv_estimator") != ESTIMATOR:
+    estimator = config.algorithm.get("adv_estimator")
+    if estimator not in advantage_estimators():
         return None
     policy = os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
     loaded = policy == "auto" or PLUGIN in {name.strip() for name in policy.split(",")}
     if not loaded:
         raise ConfigError(
-            f"algorithm.adv_estimator={ESTIMATOR} is registered in verl by the plugin {PLUGIN!r}, which "
+            f"algorithm.adv_estimator={estimator} is registered in verl by the plugin {PLUGIN!r}, which "
             f"VERL_USE_EXTERNAL_PLUGINS={policy} keeps verl from loading: add {PLUGIN} to it or unset it"
         )
     if PLUGIN not in {point.name for point in entry_points(group="verl.plugins")}:
         raise ConfigError(
-            f"algorithm.adv_estimator={ESTIMATOR} needs writing-rl's verl plugin {PLUGIN!r}, not in this "
+            f"algorithm.adv_estimator={estimator} needs writing-rl's verl plugin {PLUGIN!r}, not in this "
             "environment's package metadata: reinstall writing-rl (pip install -e .)"
         )
-    return f"advantage estimator {ESTIMATOR}: verl plugin {PLUGIN} installed"
+    return f"advantage estimator {estimator}: verl plugin {PLUGIN} installed"
 
 
 # actor_rollout_ref.rollout.name / reward.reward_model.rollout.name -> what the preflight calls the engine
@@ -212,7 +214,7 @@ def check_reward_settings(config) -> list[str]:
         if reward_fn is None:
             raise ConfigError(
                 "writing-rl's reward managers score with a judge-based reward fn: set "
-                "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
+                "reward.custom_reward_function.path to a method's fn (docs/methods/)"
             )
         paid = reward_fn.failure_score(settings.failure_score)
         source = "reward.reward_kwargs.failure_score" if settings.failure_score is not None else "the method's loss"
@@ -237,11 +239,11 @@ def check_reward_settings(config) -> list[str]:
                 f"group rewards: reward workers have room for every waiting rollout of a step "
                 f"(groups.timeout_s={groups.timeout_s:g})"
             )
-        curriculum = settings.curriculum
-        scheduled = "curriculum" in reward_fn.parameters
-        if curriculum.enable and scheduled:
-            curriculum.for_scheduler()
-            checked.append(f"curriculum: levels in {curriculum.state_dir}, keep {curriculum.keep_steps} step snapshots")
+        for extra in reward_fn.method.extras if reward_fn.method else ():
+            check = getattr(extra, "preflight", None)
+            line = check(settings.extras[extra.name]) if check and extra.name in settings.extras else None
+            if line:
+                checked.append(line)
         checked.append(judge_health_route(config))
         if settings.judge.api_key_env:
             name = settings.judge.api_key_env

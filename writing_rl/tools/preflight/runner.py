@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence, TypeVar
 
+from hydra_configs import DEFAULT_OVERLAY
 from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import GENRM_KEY, check_paths
 from writing_rl.tools.preflight.data_checks import (
@@ -236,7 +237,9 @@ def check_judge_side(config, method, seen: DataSeen, tokenizer, genrm_tokenizer,
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--config-name", default="writing_rl", help="overlay in hydra_configs/ (default: writing_rl)")
+    parser.add_argument(
+        "--config-name", default=DEFAULT_OVERLAY, help=f"overlay in hydra_configs/ (default: {DEFAULT_OVERLAY})"
+    )
     parser.add_argument("--config-dir", help="directory of the overlay (default: the installed hydra_configs/)")
     parser.add_argument(
         "--remote", action="append", default=[], metavar="NAME",

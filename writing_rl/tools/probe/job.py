@@ -9,15 +9,10 @@ from typing import Mapping
 
 from writing_rl.tools.shared.judged_job import JudgedJob
 
-# --method -> (the overlay whose judge and reward options a run reads by default, the reward fn it must name)
-METHODS = {
-    "pairwise": ("writing_rl", "pkg://reward_fns.pairwise"),
-    "brpo": ("brpo", "pkg://reward_fns.brpo"),
-    "ranking": ("grrm_mt_grpo", "pkg://reward_fns.group_ranking"),
-    "rubric": ("rubric", "pkg://reward_fns.rubric"),
-}
 FLAGGED_EXIT = 3  # the exit status when a probe, the position bias or the self-consistency is flagged
-UNREADABLE_EXIT = 4  # too few judge replies could be read (summary "readable"); before FLAGGED_EXIT: fix the judge first
+UNREADABLE_EXIT = (
+    4  # too few judge replies could be read (summary "readable"); before FLAGGED_EXIT: fix the judge first
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +20,7 @@ class ProbeJob(JudgedJob):
     """What to probe and how (``run_probe``); ``out``, ``cache``, ``allow_judge_errors`` and ``progress``:
     see ``JudgedJob``."""
 
-    method: str  # a key of METHODS
+    method: str  # a registered method that declares a probe placement (probe_methods())
     data: str | Path | None = None  # a training parquet; None: the rows we ship
     responses: str | Path | None = None  # JSONL of honest answers, for rows that hold none
     rows: int = 24  # rows drawn from the data (seeded)
@@ -36,3 +31,20 @@ class ProbeJob(JudgedJob):
     wrong_language: str = "German"  # what a writing row's honest answer is translated into
     translate_url: str | None = None  # the translator's endpoint; None: the judge's
     translate_model: str | None = None  # the translator's model; None: the judge's
+
+
+def probe_methods() -> dict:
+    """Every installed method probe-judge can probe (its ``RewardMethod.probe``), by name: the registry's."""
+    from writing_rl.reward_loop.registry import methods
+
+    return {name: known for name, known in methods().items() if known.method.probe is not None}
+
+
+def probe_method(name: str):
+    """The registered method ``name``; a ValueError naming the ones that can be probed."""
+    known = probe_methods()
+    if name not in known:
+        raise ValueError(
+            f"--method must be one of {', '.join(known)} (the installed methods with a probe), got {name!r}"
+        )
+    return known[name]

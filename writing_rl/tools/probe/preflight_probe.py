@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from writing_rl.tools.probe.battery import PREFLIGHT_PROBES
-from writing_rl.tools.probe.job import METHODS, ProbeJob
+from writing_rl.tools.probe.job import ProbeJob, probe_methods
 from writing_rl.tools.probe.summary import UNREADABLE_ADVICE, readable_counts
 from writing_rl.tools.probe.verdict import FAILED, FLAGGED, INCONCLUSIVE, NO_DATA
 
@@ -22,8 +22,9 @@ PREFLIGHT_ROWS = 4
 
 
 def method_of(config) -> str | None:
+    """The probe-able method whose fn the config names, or None."""
     path = config.reward.custom_reward_function.get("path")
-    return next((method for method, (_, fn_path) in METHODS.items() if fn_path == path), None)
+    return next((name for name, known in probe_methods().items() if known.path == path), None)
 
 
 def probe_check(config, report) -> None:
@@ -33,7 +34,7 @@ def probe_check(config, report) -> None:
     method = method_of(config)
     if method is None:
         path = config.reward.custom_reward_function.get("path")
-        report.note(f"judge probe skipped: {path} is not a method probe-judge knows ({', '.join(METHODS)})")
+        report.note(f"judge probe skipped: {path} is not a method probe-judge knows ({', '.join(probe_methods())})")
         return
     if config.reward.reward_model.get("enable"):
         report.note("judge probe skipped: verl hosts the GenRM, which runs only inside training")

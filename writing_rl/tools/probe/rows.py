@@ -1,7 +1,7 @@
 """The rows a probe run judges: a request, its honest answer and what the method's reward fn reads.
 
-The honest answer is the row's own reference where the method's rows hold one (Writing-RL's pairwise rows:
-the best reference, the last of ``target``), else the first line of ``--responses`` for the row. Without
+The honest answer is the row's own reference where the method's rows hold one (``ProbePlacement.rows_hold_answer``;
+Writing-RL's rows: the best reference, the last of ``target``), else the first line of ``--responses`` for the row. Without
 ``--data`` the rows we ship (``data/probe_rows.jsonl``: writing prompts with honest answers and rubrics,
 and translation sources with their translations) are used by every method.
 
@@ -20,8 +20,7 @@ from typing import Any
 from writing_rl.files import read_jsonl
 
 SHIPPED_ROWS = Path(__file__).resolve().parent / "data" / "probe_rows.jsonl"
-# The methods whose rows hold the honest answer (as the reference the reward judges against).
-REFERENCE_METHODS = ("pairwise",)
+NOT_TRUTH = ("honest", "extra_info", "wrong_language")  # a shipped row's fields that are not its ground truth
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class ProbeRow:
     key: str  # how reports and errors name the row: "row 3" or "shipped essay-lighthouse"
     prompt: str  # the request as text
     honest: str
-    ground_truth: dict  # as the method's reward fn reads it (pairwise: target = [honest])
+    ground_truth: dict  # as the method's reward fn reads it (target = [honest] where rows hold the answer)
     extra_info: dict = field(default_factory=dict)
     data_source: str = "probe"
     wrong_language: str | None = None
@@ -46,8 +45,8 @@ def shipped_rows(path: str | Path = SHIPPED_ROWS) -> list[ProbeRow]:
         for name in ("id", "prompt", "honest"):
             if not isinstance(record.get(name), str) or not record[name].strip():
                 raise ValueError(f"{where}: '{name}' must be a non-empty string")
-        truth = {"prompt": record["prompt"], "target": [record["honest"]], "criteria": record.get("criteria"),
-                 "rubric": record.get("rubric"), "id": record["id"]}  # fmt: skip
+        # The row's other fields (id, criteria, a rubric...) are what a method's reward fn reads.
+        truth = {**{k: v for k, v in record.items() if k not in NOT_TRUTH}, "target": [record["honest"]]}
         info = dict(record.get("extra_info") or {})
         rows.append(
             ProbeRow(
@@ -62,9 +61,9 @@ def shipped_rows(path: str | Path = SHIPPED_ROWS) -> list[ProbeRow]:
     return rows
 
 
-def user_rows(data: str | Path, method: str, responses: str | Path | None) -> list[ProbeRow]:
-    """The rows of a training parquet, each with its honest answer; rows ``--responses`` names no answer
-    for are left out."""
+def user_rows(data: str | Path, method: str, responses: str | Path | None, rows_hold_answer: bool) -> list[ProbeRow]:
+    """The rows of a training parquet, each with its honest answer (the row's best reference where
+    ``rows_hold_answer``); rows ``--responses`` names no answer for are left out."""
     import pyarrow.parquet as pq
 
     from writing_rl.protocols.pairwise_task import read_writing_rl_task
@@ -75,7 +74,7 @@ def user_rows(data: str | Path, method: str, responses: str | Path | None) -> li
     if responses is not None:
         for sample in match_responses(table, responses):
             honest.setdefault(sample.row, sample.response)
-    elif method not in REFERENCE_METHODS:
+    elif not rows_hold_answer:
         raise ValueError(
             f"--method {method}: its rows hold no honest answer; pass --responses FILE (JSONL lines "
             "{'index': <row>, 'response': <a good answer>} or {'id': <ground_truth.id>, ...})"
@@ -88,12 +87,12 @@ def user_rows(data: str | Path, method: str, responses: str | Path | None) -> li
             raise ValueError(f"{data}: row {position}: reward_model.ground_truth must be a dict, got {truth!r:.80}")
         info = dict(row.get("extra_info") or {})
         prompt = _last_user_turn(row.get("prompt"), f"{data}: row {position}")
-        if method in REFERENCE_METHODS and position not in honest:
+        if rows_hold_answer and position not in honest:
             task = read_writing_rl_task(truth, info)
             prompt, honest[position] = task.prompt, task.references[-1]
         if position not in honest:
             continue
-        truth = {**truth, "target": [honest[position]]} if method in REFERENCE_METHODS else truth
+        truth = {**truth, "target": [honest[position]]} if rows_hold_answer else truth
         rows.append(
             ProbeRow(
                 f"row {position}",

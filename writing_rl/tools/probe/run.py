@@ -20,11 +20,12 @@ from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import JudgeError, JudgeHTTPError
 from writing_rl.protocols import strip_think
 from writing_rl.protocols.languages import language_name
+from writing_rl.reward_loop.probing import ProbePlacement
 from writing_rl.settings import ConfigError
 from writing_rl.terms.langid import identify
 from writing_rl.tools.probe.battery import REPEATED, Probe, ProbeText, select_probes
-from writing_rl.tools.probe.job import METHODS, ProbeJob
-from writing_rl.tools.probe.placing import PLACERS, Comparison
+from writing_rl.tools.probe.job import ProbeJob, probe_method
+from writing_rl.tools.probe.placing import Comparison, Placer
 from writing_rl.tools.probe.rows import ProbeRow, sample_rows, shipped_rows, user_rows
 from writing_rl.tools.probe.summary import ProbeReport, summarise
 from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
@@ -38,6 +39,7 @@ class ProbeTarget:
     """The judge and the reward fn of a training config, as a run would use them."""
 
     method: str
+    placement: ProbePlacement
     judge: JudgeConfig
     fn: Callable
     options: dict[str, Any]  # reward.custom_reward_function.reward_kwargs
@@ -48,9 +50,8 @@ def load_target(method: str, config_name: str | None, overrides: Sequence[str], 
     """The judge and reward fn of ``config_name`` (default: the method's overlay), composed as ``main_ppo`` would."""
     from writing_rl.tools.shared.verl_config import compose
 
-    if method not in METHODS:
-        raise ValueError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
-    return target_of(method, compose(config_name or METHODS[method][0], overrides, config_dir))
+    overlay = probe_method(method).method.probe.overlay
+    return target_of(method, compose(config_name or overlay, overrides, config_dir))
 
 
 def target_of(method: str, config) -> ProbeTarget:
@@ -58,10 +59,11 @@ def target_of(method: str, config) -> ProbeTarget:
     from writing_rl.reward_loop.reward_fn import load_reward_fn
     from writing_rl.settings import ConfigError
 
+    known = probe_method(method)
     path = config.reward.custom_reward_function.get("path")
-    if path != METHODS[method][1]:
+    if path != known.path:
         raise ConfigError(
-            f"--method {method} needs reward.custom_reward_function.path={METHODS[method][1]}, the config has "
+            f"--method {method} needs reward.custom_reward_function.path={known.path}, the config has "
             f"{path}: pass the method's overlay with --config-name"
         )
     if not (config.reward.reward_kwargs.get("judge") or {}).get("base_url"):
@@ -69,11 +71,13 @@ def target_of(method: str, config) -> ProbeTarget:
     settings = ManagerConfig.from_verl(config)
     fn = load_reward_fn(config)
     fn.check_options(settings.on_parse_error)
-    return ProbeTarget(method, settings.judge, fn.fn, fn.reward_kwargs, settings.on_parse_error)
+    return ProbeTarget(method, known.method.probe, settings.judge, fn.fn, fn.reward_kwargs, settings.on_parse_error)
 
 
 def probe_rows(job: ProbeJob) -> list[ProbeRow]:
-    rows = shipped_rows() if job.data is None else user_rows(job.data, job.method, job.responses)
+    if job.data is None:
+        return sample_rows(shipped_rows(), job.rows, job.seed)
+    rows = user_rows(job.data, job.method, job.responses, probe_method(job.method).method.probe.rows_hold_answer)
     return sample_rows(rows, job.rows, job.seed)
 
 
@@ -97,7 +101,7 @@ def run_probe(job: ProbeJob, target: ProbeTarget) -> ProbeReport:
 
     probes = select_probes(list(job.probes))
     rows = probe_rows(job)
-    placer = PLACERS[target.method](target.fn, target.options, target.on_parse_error)
+    placer = Placer(target.placement, target.options, target.on_parse_error)
     start = time.perf_counter()
     judge = open_judge(target.judge, job.cache_path)
     try:

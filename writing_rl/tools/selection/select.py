@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from writing_rl.judge.cache import CachedJudge
+from writing_rl.plot import NO_MATPLOTLIB
 from writing_rl.protocols import score_pair_or_none, strip_think
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome
 from writing_rl.protocols.pairwise_task import read_writing_rl_task
@@ -67,7 +68,6 @@ from writing_rl.tools.selection.outputs import write_outputs
 from writing_rl.tools.shared.inputs import field_value
 from writing_rl.tools.shared.judge_settings import JudgeSettings
 from writing_rl.tools.shared.judged_job import run_lines, run_section
-from writing_rl.tools.shared.plot import NO_MATPLOTLIB
 from writing_rl.tools.shared.responses import match_responses
 from writing_rl.tools.shared.tool_judge import judge_through_cache, stop_on_failures
 from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from hydra_configs import DEFAULT_OVERLAY
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.settings import ConfigError
@@ -21,7 +22,7 @@ class JudgeSettings:
 
 
 def load_judge_settings(
-    config_name: str = "writing_rl", overrides: Sequence[str] = (), config_dir: str | None = None
+    config_name: str = DEFAULT_OVERLAY, overrides: Sequence[str] = (), config_dir: str | None = None
 ) -> JudgeSettings:
     """The judge of a training config (composed as ``main_ppo`` would), for use outside training."""
     from writing_rl.tools.shared.verl_config import compose

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
+from hydra_configs import DEFAULT_OVERLAY
+
 
 def config_dir() -> Path:
     """The directory holding our overlays (``hydra_configs/``, installed as a package)."""
@@ -21,7 +23,7 @@ def config_dir() -> Path:
     return Path(hydra_configs.__file__).resolve().parent
 
 
-def compose(config_name: str = "writing_rl", overrides: Sequence[str] = (), directory: str | Path | None = None):
+def compose(config_name: str = DEFAULT_OVERLAY, overrides: Sequence[str] = (), directory: str | Path | None = None):
     """The composed config, exactly as ``python -m verl.trainer.main_ppo --config-name NAME`` builds it; a
     ``ConfigError`` naming every override Hydra refuses."""
     from writing_rl.settings import ConfigError
