@@ -52,10 +52,10 @@ from writing_rl.reward_loop.contract import (
     ProbePlacement,
     RewardMethod,
     by_sign,
+    fallback_outcome,
     option,
     probe_failure,
     probe_group,
-    raise_if_asked,
     read_options,
     register,
     uid_where,
@@ -157,10 +157,10 @@ class Blame:
 
     @classmethod
     def of(cls, games: Games, on_parse_error: str) -> Blame:
-        blame = cls(fallback=POINTS["tie"] if on_parse_error == "tie" else POINTS["loss"])  # (never a win)
+        blame = cls()
         against: dict[int, set[int]] = {}  # player -> the opponents it had a game fail to read against
         for (i, j), failure in games.unreadable:
-            raise_if_asked(failure, on_parse_error)
+            blame.fallback = POINTS[fallback_outcome(failure, on_parse_error)]  # (the policy's: never a win)
             against.setdefault(i, set()).add(j)
             against.setdefault(j, set()).add(i)
         for (i, j), failure in games.unreadable:

@@ -43,7 +43,7 @@ REWARD_PATH = {
     "judge": [f"writing_rl/judge/{name}.py" for name in ("votes", "ensemble", "retry", "hedge", "limiter", "errors")],
     "reward_loop": [
         f"writing_rl/reward_loop/{name}.py"
-        for name in ("failure_policy", "fn_options", "fn_extras", "scoring", "group/collector")
+        for name in ("failures", "fn_options", "fn_extras", "scoring", "sample", "group/collector")
     ],
     "protocols": [f"writing_rl/protocols/{name}.py" for name in ("pairwise", "gqm_reply", "rubric", "comparison")],
     "curriculum": [f"writing_rl/curriculum/{name}.py" for name in ("scheduler", "groups", "extra", "handle", "start")],

@@ -62,7 +62,7 @@ BREAKS = [
     # ---------------------------------------------------------------- the gaps of issue 35
     _break(
         "terms-see-no-tokens",
-        "writing_rl/reward_loop/scoring.py",
+        "writing_rl/reward_loop/sample.py",
         "            self.response_length,\n            self.prompt,",
         "            0,\n            self.prompt,",
         TERMS_LOOP + "test_the_overlong_term_counts_verls_response_tokens_up_to_rollout_response_length",

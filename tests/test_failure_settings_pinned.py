@@ -8,8 +8,7 @@ import pytest
 
 from writing_rl.judge import JudgeError, JudgeHTTPError
 from writing_rl.reward_loop.config import ON_JUDGE_ERROR
-from writing_rl.reward_loop.failure_policy import JudgeFailure
-from writing_rl.reward_loop.failures import ON_PARSE_ERROR, UnreadableJudgeReply
+from writing_rl.reward_loop.failures import ON_PARSE_ERROR, JudgeFailure, UnreadableJudgeReply
 
 from conftest import compose_writing_rl, score_in_reward_worker, writing_row
 from judge_server import Reply, default_script

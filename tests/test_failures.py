@@ -3,13 +3,9 @@
 import pytest
 
 from writing_rl.protocols import Unreadable
-from writing_rl.reward_loop.failures import (
-    FailureGuard,
-    FailureRateExceeded,
-    UnreadableJudgeReply,
-    fallback_outcome,
-    unreadable_flags,
-)
+from writing_rl.reward_loop.failure_guard import FailureGuard, FailureRateExceeded
+from writing_rl.reward_loop.failures import UnreadableJudgeReply, fallback_outcome, raise_if_asked, unreadable_flags
+from writing_rl.settings import ConfigError
 
 
 def test_an_unreadable_reply_is_never_a_win():
@@ -19,10 +15,28 @@ def test_an_unreadable_reply_is_never_a_win():
         fallback_outcome(why, "raise")
 
 
+def test_the_rules_name_the_setting_and_what_to_do():
+    why = Unreadable("no verdict")
+    with pytest.raises(ConfigError) as refused:
+        raise_if_asked(why, "sideways")
+    assert str(refused.value) == (
+        "reward.reward_kwargs.on_parse_error='sideways': expected one of ('loss', 'tie', 'raise')"
+    )
+    with pytest.raises(UnreadableJudgeReply) as stopped:
+        raise_if_asked(why, "raise")
+    assert str(stopped.value) == (
+        "a judge reply could not be read (parse_error: no verdict); stopping the step "
+        "(reward.reward_kwargs.on_parse_error=raise). Set it to loss to score such replies as losses."
+    )
+    assert raise_if_asked(why, "loss") is None and raise_if_asked(why, "tie") is None
+
+
 def test_flags_say_which_kinds_failed():
     assert unreadable_flags([]) == {"parse_error": 0, "judge_truncated": 0, "judge_refusal": 0}
     failed = [Unreadable("cut", "judge_truncated"), Unreadable("x")]
     assert unreadable_flags(failed) == {"parse_error": 1, "judge_truncated": 1, "judge_refusal": 0}
+    refused = [Unreadable("content filter", "judge_refusal")]
+    assert unreadable_flags(refused) == {"parse_error": 1, "judge_truncated": 0, "judge_refusal": 1}
     with pytest.raises(ValueError, match="kind"):
         Unreadable("x", "timeout")
 

@@ -14,7 +14,7 @@ from writing_rl.judge.replies import read_completion
 from writing_rl.judge.spend import sharing_clients
 from writing_rl.judge.usage import TokenCounter
 from writing_rl.reward_loop.config import worker_concurrency
-from writing_rl.reward_loop.failure_policy import is_configuration_error
+from writing_rl.reward_loop.failures import is_configuration_error
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import dropped_spend, judge_health
 from writing_rl.settings import ConfigError, build

@@ -14,7 +14,7 @@ from writing_rl.judge.calls import JudgeStats, Spent
 from writing_rl.judge.config import PREFIX, JudgeConfig
 from writing_rl.judge.ensemble import EnsembleFailed, EnsembleJudge
 from writing_rl.protocols.comparison import read_outcome
-from writing_rl.reward_loop.failure_policy import FailurePolicy, JudgeFailure
+from writing_rl.reward_loop.failures import FailurePolicy, JudgeFailure
 from writing_rl.settings import ConfigError, build
 
 from judge_server import Reply

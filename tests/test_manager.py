@@ -7,7 +7,7 @@ import pytest
 from omegaconf import open_dict
 
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.reward_loop.failures import FailureRateExceeded
+from writing_rl.reward_loop.failure_guard import FailureRateExceeded
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.manager import JudgeFailure, ParallelRewardManager
 from writing_rl.settings import ConfigError

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from writing_rl.reward_loop.scoring import Sample, WorkerScoring, prompt_text
+from writing_rl.reward_loop.sample import ResponseReader, Sample, prompt_text
+from writing_rl.reward_loop.scoring import WorkerScoring
 from writing_rl.terms import TermInput
 
 from conftest import compose_writing_rl
@@ -158,7 +159,7 @@ def test_a_worker_without_a_reward_fn_says_which_setting_to_set(worker):
         worker({"reward.custom_reward_function.path": None})
     assert str(error.value) == (
         "writing-rl's reward managers score with a judge-based reward fn: set "
-        "reward.custom_reward_function.path (e.g. pkg://reward_fns.pairwise or pkg://reward_fns.brpo)"
+        "reward.custom_reward_function.path to a method's fn (docs/methods/)"
     )
 
 
@@ -227,14 +228,14 @@ def item(fields, response_ids, response_mask, prompt_mask=(0, 1, 1)):
 def test_reading_a_sample_decodes_its_valid_response_tokens_only(worker):
     scoring = worker()
     fields = {"reward_model": {"ground_truth": {"prompt": "p"}}, "extra_info": {}}
-    sample = scoring.read(item(fields, [3, 4, 6, 6], [1, 1, 0, 0], prompt_mask=(0, 1, 1, 1, 1)))
+    sample = scoring.reader.read(item(fields, [3, 4, 6, 6], [1, 1, 0, 0], prompt_mask=(0, 1, 1, 1, 1)))
     assert sample == Sample("a story", 2, fields)
-    assert scoring.tokenizer.asked == [([3, 4], True)]  # the padding is never decoded
+    assert scoring.reader.tokenizer.asked == [([3, 4], True)]  # the padding is never decoded
 
 
 def test_a_batch_without_ground_truth_names_verls_v1_trainer_and_the_two_ways_out(worker):
     with pytest.raises(RuntimeError) as error:
-        worker().read(item({"extra_info": {}}, [3], [1]))
+        worker().reader.read(item({"extra_info": {}}, [3], [1]))
     assert str(error.value) == (
         "the batch verl sent to the reward manager has no 'reward_model' field (ground truth). "
         "verl 0.9's v1 trainer drops it when the reward model runs colocated: set "
@@ -256,18 +257,13 @@ def test_reasoning_tags_a_tokenizer_marks_special_are_kept_and_the_other_special
 
 
 def decoded(tokens, ids):
-    scoring = WorkerScoring.__new__(WorkerScoring)  # the decoding settings alone, as __init__ sets them
-    special = set(tokens.all_special_tokens)
-    scoring.tokenizer = tokens
-    scoring._special_think_tags = special & {"<think>", "</think>"}
-    scoring._other_special_tokens = sorted(special - scoring._special_think_tags, key=len, reverse=True)
-    return scoring._decode(ids)
+    return ResponseReader(tokens)._decode(ids)
 
 
 def test_a_worker_keeps_the_think_tags_its_tokenizer_marks_special_and_sorts_the_others_longest_first(worker):
-    plain = worker()
+    plain = worker().reader
     assert plain._special_think_tags == set()
-    marked = worker(tokenizer=Tokens(special=("<pad>", "<think>", "<<|im_end|>>", "</think>", "<|im_end|>")))
+    marked = worker(tokenizer=Tokens(special=("<pad>", "<think>", "<<|im_end|>>", "</think>", "<|im_end|>"))).reader
     assert marked._special_think_tags == {"<think>", "</think>"}
     assert marked._other_special_tokens == ["<<|im_end|>>", "<|im_end|>", "<pad>"]
     assert marked._decode([0, 1, 2, 3, 5]) == "<think>a plan</think>a story"
@@ -278,7 +274,7 @@ def test_a_tokenizer_that_names_no_special_tokens_decodes_without_them(worker):
         def decode(self, ids, skip_special_tokens):
             return f"{list(ids)} {skip_special_tokens}"
 
-    scoring = worker(tokenizer=Bare())
+    scoring = worker(tokenizer=Bare()).reader
     assert scoring._special_think_tags == set() and scoring._other_special_tokens == []
     assert scoring._decode([1, 2]) == "[1, 2] True"
 
@@ -378,7 +374,7 @@ def test_a_result_takes_the_defaults_then_the_fns_values_then_the_measures_and_a
         measured={"judge_calls": 2, "judge_error": 0},
     )
     assert score == 0.75 and info["win"] == 1 and info["tie"] == 1 and info["judge_calls"] == 2
-    assert info["position_consistent"] == -1  # a fn key's default
+    assert info["parse_error"] == 0 and "position_consistent" not in info  # a fn key's default; no method's key
     failed, _ = scoring.complete(
         {"score": 0.75, "win": 1, "judge_calls": 5}, {"tie": 1}, {"judge_calls": 0, "judge_error": 1}
     )

@@ -16,7 +16,7 @@ from writing_rl.protocols import strip_think
 from writing_rl.protocols.comparison import comparison_messages
 from writing_rl.protocols.prompts import format_criteria, read_pairwise_request
 from writing_rl.reward_loop.contract import Member
-from writing_rl.reward_loop.failure_policy import FailurePolicy
+from writing_rl.reward_loop.failures import FailurePolicy
 from writing_rl.tournament import AGGREGATIONS, Result
 
 from judge_server import quality

@@ -1,17 +1,30 @@
-"""The failure policy every judge reward shares: what an unreadable reply pays, and how it is counted.
+"""The failure policy, in one module: the rules that turn a failed or unreadable judgment into a reward, for
+every method (through reward_loop/contract.py), the tournament's blame and the managers.
 
-An RL policy optimises against everything the reward path does, so a reply the rewards cannot read
-(no verdict, conflicting verdicts, cut at the token limit, a refusal) must never pay more than a loss:
-otherwise text that breaks the judge's format is a strategy. ``reward.reward_kwargs.on_parse_error`` picks
-``loss`` (the default), ``tie``, or ``raise`` (stop the step); the manager passes it to the reward fn. The manager's guard (``FailureGuard``, kept by
-writing_rl/reward_loop/scoring.py) stops a run whose recent samples fail too often.
+An RL policy optimises against everything the reward path does, so a failure must never pay more than a loss:
+otherwise text that breaks the judge's format, or its calls, is a strategy.
+
+- A reply the reward cannot read (no verdict, conflicting verdicts, cut at the token limit, a refusal):
+  ``reward.reward_kwargs.on_parse_error`` picks ``loss`` (the default), ``tie``, or ``raise`` (stop the step);
+  the manager passes it to the reward fn, which counts the reply with ``unreadable_flags``.
+- A judge call that failed after its retries (``FailurePolicy``, one per reward worker):
+  ``reward.reward_kwargs.on_judge_error`` pays the method's loss (``failure_score``: its
+  ``METHOD.failure_score``, or ``reward.reward_kwargs.failure_score``) under ``loss``, a fn's own result for it
+  never paying more; the fn's neutral result under ``neutral``; and stops the step under ``raise``. A failure
+  no response causes (a prompt over the judge's context, a wrong key, model or URL, the budget spent) always
+  stops it.
+- An ensemble's split (judge/votes.py: ``SPLIT_AS``) is read as a tie, a loss or an unreadable reply, which
+  these rules then pay: never more than a tie.
+
+The guard that stops a run whose recent samples fail too often is reward_loop/failure_guard.py.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from dataclasses import dataclass
 from typing import Iterable
 
+from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, JudgeHTTPError, SampleJudge
 from writing_rl.protocols import Unreadable
 from writing_rl.settings import ConfigError
 
@@ -49,93 +62,42 @@ def unreadable_flags(unreadable: Iterable[Unreadable]) -> dict[str, int]:
     }
 
 
-# What a run of unreadable replies of each kind most likely means, and what to change.
-_LIKELY_CAUSES = {
-    "judge_truncated": "the judge runs out of tokens before its verdict: raise reward.reward_kwargs.judge.max_tokens",
-    "judge_refusal": "the judge refuses the requests (a content filter): use another judge or filter the prompts",
-    "never closed": "a reasoning judge runs out of tokens while thinking: raise reward.reward_kwargs.judge.max_tokens",
-    "conflicting": "replies hold several verdicts: the judge hedges, or quotes verdict tokens the policy writes "
-    "into its responses (look at the rollouts)",
-    "quoted": "the only verdicts are quoted: the policy may be writing verdict tokens into its responses",
-}
-_DEFAULT_CAUSE = (
-    "the judge does not end with what the reward reads: check the judge model, its template "
-    "(reward.custom_reward_function.reward_kwargs.template) and reward.custom_reward_function.reward_kwargs.output"
-)
+# HTTP statuses no response can cause: the API key, a permission, the model name or the URL is wrong.
+CONFIGURATION_STATUSES = (401, 403, 404)
 
 
-class FailureRateExceeded(RuntimeError):
-    """Too many of a worker's recent samples failed in one way: the run stops instead of training on noise."""
+class JudgeFailure(RuntimeError):
+    """A judge call failed after its retries and ``on_judge_error=raise``: the training step stops."""
 
 
-# The failure kinds the guard watches: the extra-info flag, its setting, and what it means.
-GUARDED = {
-    "judge_error": ("max_judge_error_rate", "had a judge call fail after all its retries"),
-    "parse_error": ("max_parse_error_rate", "got a judge reply the reward could not read"),
-    "group_incomplete": ("max_group_incomplete_rate", "belonged to a group whose rollouts never all arrived"),
-    "term_error": ("max_term_error_rate", "had a reward term fail"),
-}
+@dataclass(frozen=True)
+class FailurePolicy:
+    on_judge_error: str  # loss, neutral or raise
+    on_parse_error: str  # loss, tie or raise: what the fn makes of an unreadable reply
+    loss: float  # what a failed sample is paid
+
+    def check_calls(self, judge: SampleJudge) -> None:
+        """Stops the step for a failed call that must stop it; returns otherwise."""
+        misconfigured = next((e for e in judge.errors if is_configuration_error(e)), None)
+        if misconfigured is not None:
+            raise JudgeFailure(f"{misconfigured}. The step stops whatever on_judge_error says.") from misconfigured
+        if judge.errors and self.on_judge_error == "raise":
+            err = judge.errors[0]
+            raise JudgeFailure(
+                f"{err}. Stopping the step (reward.reward_kwargs.on_judge_error=raise); check the endpoint, "
+                "or set on_judge_error=loss to pay failed samples a loss with judge_error=1 and go on."
+            ) from err
+
+    def pay(self, score: float, info: dict) -> float:
+        """The score a sample is paid: under ``on_judge_error=loss``, a failed judge call no more than the loss."""
+        if info.get("judge_error") and self.on_judge_error == "loss":
+            return min(score, self.loss)
+        return score
 
 
-class FailureGuard:
-    """The last ``window`` samples a reward worker scored, and how many of them failed in each way
-    (``GUARDED``); the run stops when a kind's share exceeds its limit once ``min_samples`` are in.
-
-    The window is samples, not a batch: in verl's streaming mode each rollout reaches a random worker
-    alone, so "a batch" is whatever arrived together (too few for a rate), while a worker's last
-    samples are a random sample of the run's recent ones."""
-
-    def __init__(self, limits: dict[str, float], window: int, min_samples: int):
-        self.limits = limits  # kind -> max rate (1.0: never stops)
-        self.min_samples = min_samples
-        self.recent: deque[tuple[str, ...]] = deque(maxlen=window)
-        self.counts = dict.fromkeys(GUARDED, 0)
-        self.examples: dict[str, str] = {}
-        self.unreadable_example: tuple[str, Unreadable] | None = None
-
-    def remember(self, unreadable: list[tuple[str, Unreadable]]) -> None:
-        """Keep one unreadable reply (text, why) to show if the guard trips."""
-        if unreadable and self.unreadable_example is None:
-            self.unreadable_example = unreadable[0]
-
-    def example(self, kind: str, text: str) -> None:
-        """Keep the latest example of a failure of ``kind`` (an error message) to show if the guard trips."""
-        self.examples[kind] = text
-
-    def add(self, info: dict) -> None:
-        if len(self.recent) == self.recent.maxlen:
-            for kind in self.recent[0]:
-                self.counts[kind] -= 1
-        failed = tuple(kind for kind in GUARDED if info.get(kind))
-        self.recent.append(failed)
-        for kind in failed:
-            self.counts[kind] += 1
-        if len(self.recent) < self.min_samples:
-            return
-        for kind, count in self.counts.items():
-            rate = count / len(self.recent)
-            if rate > self.limits.get(kind, 1.0):
-                raise FailureRateExceeded(self._message(kind, rate))
-
-    def _message(self, kind: str, rate: float) -> str:
-        setting, what = GUARDED[kind]
-        line = (
-            f"{self.counts[kind]} of the last {len(self.recent)} samples this reward worker scored ({rate:.0%}) "
-            f"{what} ({kind}), above reward.reward_kwargs.{setting}={self.limits[kind]:g} (the window: "
-            f"reward.reward_kwargs.failure_window={self.recent.maxlen} samples of this worker, a random sample of "
-            "the run's since verl sends each rollout to a random worker); stopping the run"
-        )
-        if kind == "parse_error":
-            return line + ". " + self._unreadable_cause()
-        example = self.examples.get(kind)
-        return f"{line}. Example: {example}" if example else line
-
-    def _unreadable_cause(self) -> str:
-        if self.unreadable_example is None:
-            return _DEFAULT_CAUSE
-        text, why = self.unreadable_example
-        cause = _LIKELY_CAUSES.get(why.kind) or next(
-            (c for key, c in _LIKELY_CAUSES.items() if key in why), _DEFAULT_CAUSE
-        )
-        excerpt = text if len(text) <= 300 else f"{text[:150]} [...] {text[-150:]}"
-        return f"Likely cause: {cause}. Example ({why.kind}: {why}): {excerpt!r}"
+def is_configuration_error(err: Exception) -> bool:
+    """A failure no response causes, which stops the step whatever on_judge_error says: a prompt over the
+    judge's context, a wrong key / model / URL, the judge budget spent."""
+    if isinstance(err, (JudgeContextLengthError, JudgeBudgetExceeded)):
+        return True
+    return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES

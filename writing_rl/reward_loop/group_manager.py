@@ -42,7 +42,7 @@ from writing_rl.reward_loop.group.collector import GroupError
 from writing_rl.reward_loop.group.rendezvous import GroupCollectorLost, GroupRendezvous, RayCollectors, Seat
 from writing_rl.reward_loop.manager import JudgeRewardManager, in_ray_actor, register_with_verl
 from writing_rl.reward_loop.results import merge_info
-from writing_rl.reward_loop.scoring import prompt_text
+from writing_rl.reward_loop.sample import prompt_text
 from writing_rl.reward_loop.shadow.scoring import scored_cleanly
 from writing_rl.settings import ConfigError
 
@@ -103,7 +103,7 @@ class GroupRewardManager(JudgeRewardManager):
             return await self._score(data[-1])  # multi-turn outputs: the last sequence carries the reward
 
     async def _score(self, item) -> dict:
-        sample = self.scoring.read(item)
+        sample = self.scoring.reader.read(item)
         fields = sample.fields
         if fields.get("uid") is None:
             raise RuntimeError("group rewards need verl's 'uid' field (the prompt's group id) on every sample")

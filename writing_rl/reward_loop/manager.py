@@ -26,7 +26,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from writing_rl.judge import JudgeError
-from writing_rl.reward_loop.failure_policy import JudgeFailure
+from writing_rl.reward_loop.failures import JudgeFailure
 from writing_rl.reward_loop.fn_extras import FnExtras
 from writing_rl.reward_loop.results import merge_info
 from writing_rl.reward_loop.scoring import WorkerScoring
@@ -66,7 +66,7 @@ class ParallelRewardManager(JudgeRewardManager):
             return await self._score(data[-1])  # multi-turn outputs: the last sequence carries the reward
 
     async def _score(self, item) -> dict:
-        sample = self.scoring.read(item)
+        sample = self.scoring.reader.read(item)
         judge = self.scoring.new_judge()
         try:
             result = await self._call_fn(sample, self.extras.for_call(judge, sample.fields))

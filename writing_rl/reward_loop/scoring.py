@@ -1,8 +1,9 @@
 """What a reward worker does around any reward fn, for both managers (per-sample and group).
 
 One ``WorkerScoring`` per verl ``RewardLoopWorker``: the run's settings (read once), the worker's pooled
-judge client, decoding a sample's response, the judge-failure policy, the result schema
-(writing_rl/reward_loop/results.py), the parse-error guard and the per-batch log line.
+judge client, the judge-failure policy (reward_loop/failures.py), the result schema
+(writing_rl/reward_loop/results.py), the failure guard, and what follows each sample: reward terms, watches,
+the shadow judge, the sample log and the per-batch log line. Decoding a sample is reward_loop/sample.py.
 """
 
 from __future__ import annotations
@@ -10,54 +11,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 from typing import Any, Iterator
 
-import numpy as np
-
 from writing_rl.judge import SampleJudge, judge_client
-from writing_rl.protocols import THINK_CLOSE, THINK_OPEN
 from writing_rl.reward_loop import results
 from writing_rl.reward_loop.config import ManagerConfig, worker_concurrency
 from writing_rl.reward_loop.contract import is_validation
-from writing_rl.reward_loop.failure_policy import FailurePolicy
-from writing_rl.reward_loop.failures import FailureGuard
+from writing_rl.reward_loop.failure_guard import FailureGuard
+from writing_rl.reward_loop.failures import FailurePolicy
 from writing_rl.reward_loop.health.batch_summary import BatchSummary
 from writing_rl.reward_loop.health.metrics import reports_health
 from writing_rl.reward_loop.reward_fn import load_reward_fn
+from writing_rl.reward_loop.sample import ResponseReader, Sample
 from writing_rl.reward_loop.sample_log import SampleLog
 from writing_rl.reward_loop.shadow.scoring import ShadowScoring, scored_cleanly
 from writing_rl.settings import ConfigError
-from writing_rl.terms import TermInput
 
 logger = logging.getLogger("writing_rl")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One sample as verl sends it, decoded."""
-
-    response: str
-    response_length: int  # valid response tokens
-    fields: dict  # verl's non-tensor fields: data_source, reward_model, extra_info, uid, raw_prompt ...
-
-    @property
-    def ground_truth(self) -> Any:
-        return self.fields["reward_model"].get("ground_truth")
-
-    @property
-    def prompt(self) -> str:
-        return prompt_text(self.fields.get("raw_prompt"), self.ground_truth)
-
-    def for_terms(self) -> TermInput:
-        return TermInput(
-            self.response,
-            self.response_length,
-            self.prompt,
-            self.fields.get("data_source"),
-            self.ground_truth,
-            dict(self.fields.get("extra_info") or {}),
-        )
 
 
 class WorkerScoring:
@@ -77,10 +47,7 @@ class WorkerScoring:
             concurrency=worker_concurrency(self.settings.judge.max_concurrency, num_workers),
             workers=num_workers,  # each worker's share of judge.budget
         )
-        self.tokenizer = tokenizer
-        special = set(getattr(tokenizer, "all_special_tokens", []) or [])
-        self._special_think_tags = special & {THINK_OPEN, THINK_CLOSE}
-        self._other_special_tokens = sorted(special - self._special_think_tags, key=len, reverse=True)
+        self.reader = ResponseReader(tokenizer)  # a sample of verl's batch, decoded
         self.summary = BatchSummary(self.judge)
         settings = self.settings
         limits = {
@@ -130,28 +97,6 @@ class WorkerScoring:
             self.in_flight -= 1
             if self.in_flight == 0 and self.settings.log_summary:
                 asyncio.get_running_loop().call_later(self.settings.summary_idle_s, self._log_if_idle)
-
-    def read(self, item) -> Sample:
-        fields = item.non_tensor_batch
-        if "reward_model" not in fields:
-            raise RuntimeError(
-                "the batch verl sent to the reward manager has no 'reward_model' field (ground truth). "
-                "verl 0.9's v1 trainer drops it when the reward model runs colocated: set "
-                "trainer.use_v1=false, or host the GenRM standalone (reward.reward_model.enable_resource_pool=true)"
-            )
-        response_ids = item.batch["responses"]
-        valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
-        return Sample(self._decode(response_ids[:valid_length]), valid_length, fields)
-
-    def _decode(self, token_ids) -> str:
-        """The response text without special tokens, except reasoning tags (``<think>``, ``</think>``)
-        that some tokenizers mark special: the reward fns need them to drop the reasoning."""
-        if not self._special_think_tags:
-            return self.tokenizer.decode(token_ids, skip_special_tokens=True)
-        text = self.tokenizer.decode(token_ids, skip_special_tokens=False)
-        for token in self._other_special_tokens:
-            text = text.replace(token, "")
-        return text
 
     def new_judge(self, judge=None) -> SampleJudge:
         """A fresh record of one sample's (or group's) calls through ``judge`` (default: the worker's client)."""
@@ -207,18 +152,6 @@ class WorkerScoring:
     def _log_if_idle(self) -> None:
         if self.in_flight == 0 and self.summary.count:
             logger.info(self.summary.flush())
-
-
-def prompt_text(raw_prompt: Any, ground_truth: Any) -> str:
-    """The request as text: the last user turn of verl's raw chat, else ``ground_truth['prompt']``."""
-    if raw_prompt is not None:
-        turns = list(raw_prompt) if isinstance(raw_prompt, (list, tuple, np.ndarray)) else []
-        for turn in reversed(turns):
-            if isinstance(turn, dict) and turn.get("role") == "user":
-                return str(turn.get("content", ""))
-    if isinstance(ground_truth, dict) and isinstance(ground_truth.get("prompt"), str):
-        return ground_truth["prompt"]
-    return ""
 
 
 def _ensure_log_handler() -> None:
