@@ -13,6 +13,8 @@ judge reads it. Two kinds of request, told apart as tests/judge_server.py's defa
   listwise   (reward_fns/group_ranking.py: the GQM prompt). Each candidate is scored
              round(5 + score_scale * (q + N(0, score_noise))), clipped to 0-10, and ranked by its
              score (equal scores are tied in the ranking line).
+  pointwise  (reward_fns/pointwise.py: one answer scored alone): the listwise score, clipped to 1-10,
+             written as {"score": s}.
 
 temperature 0 is a noiseless judge (the better answer always wins; equal qualities tie); temperature
 inf a judge that answers at random (pairwise: the verdict ignores the qualities; listwise: uniform
@@ -40,6 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 QUALITY_RE = re.compile(r"Q=(-?\d+(?:\.\d+)?)")
+POINTWISE_ANSWER = re.compile(r"\[Answer\]\n(`{3,})\n(.*?)\n\1\n", re.S)  # reward_fns/pointwise.py's request
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,10 @@ def make_script(noise: JudgeNoise):
     def script(request: dict, index: int) -> Reply:
         user = request["messages"][-1]["content"]
         rng = request_rng(request, noise.seed)
+        alone = POINTWISE_ANSWER.search(user)
+        if alone:
+            score = listwise_scores({"A": quality_of(alone.group(2))}, noise, rng)["A"]
+            return Reply(content=f'Scored the answer alone.\n{{"score": {max(1, score)}}}')
         if "### Final Ranking:" in user:
             candidates = gqm_candidates(user)
             scores = listwise_scores({lab: quality_of(text) for lab, text in candidates.items()}, noise, rng)

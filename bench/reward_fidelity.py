@@ -34,9 +34,15 @@ sys.path.insert(0, str(REPO / "bench"))
 from fidelity_judge import ENSEMBLE_SIZE, JudgeNoise, Judges, judge_calls  # noqa: E402
 
 BRPO, GRRM, PAIRWISE = "pkg://reward_fns.brpo", "pkg://reward_fns.group_ranking", "pkg://reward_fns.pairwise"
-TOURNAMENT = "pkg://reward_fns.tournament"
+TOURNAMENT, POINTWISE = "pkg://reward_fns.tournament", "pkg://reward_fns.pointwise"
 # The reward fn each hydra config ships: a row with that fn keeps the config's options and sets its own on top.
-CONFIG_FN = {"brpo": BRPO, "grrm_mt_grpo": GRRM, "writing_rl": PAIRWISE, "tournament": TOURNAMENT}
+CONFIG_FN = {
+    "brpo": BRPO,
+    "grrm_mt_grpo": GRRM,
+    "writing_rl": PAIRWISE,
+    "tournament": TOURNAMENT,
+    "pointwise": POINTWISE,
+}
 MANAGERS = {"group": "GroupRewardManager", "parallel": "ParallelRewardManager"}  # by name, in verl's registry
 # Writing-RL per sample, curriculum off (tests/conftest.py's PER_SAMPLE).
 NO_CURRICULUM = ("~reward.custom_reward_function.reward_kwargs.advance_threshold", "reward.reward_kwargs.curriculum.enable=false")  # fmt: skip
@@ -75,6 +81,8 @@ ROWS = [
     _brpo("brpo-k2", 2, "BRPO, 2 references, both orders"),
     _brpo("brpo-k4", 4, "BRPO, 4 references (3 at n=4), both orders"),
     Row("grrm", "grrm_mt_grpo", GRRM, notes="GRRM listwise (hydra_configs/grrm_mt_grpo.yaml): one call ranks the group"),
+    Row("pointwise", "pointwise", POINTWISE, requires="reward_fns/pointwise.py",
+        notes="pointwise (hydra_configs/pointwise.yaml): each rollout scored 1-10 alone, win rate in the group"),
     Row("writing-rl@median", "writing_rl", PAIRWISE, manager="parallel", overrides=NO_CURRICULUM,
         notes="Writing-RL vs a reference at the median quality, reference first, curriculum off"),
     Row("writing-rl@q90", "writing_rl", PAIRWISE, manager="parallel", overrides=NO_CURRICULUM,

@@ -701,6 +701,18 @@ BREAKS = [
         ),
         "a single-elimination bracket sends each game's loser on",
     ),
+    # ---------------------------------------------------------------- issue 55: the pointwise method
+    _break(
+        "pointwise-unreadable-reply-compared",
+        "reward_fns/pointwise.py",
+        "readable = [score_of[a] for a in answers if a is not None and isinstance(score_of[a], float)]",
+        "readable = [score_of[a] if isinstance(score_of[a], float) else 10.0 for a in answers if a is not None]",
+        (
+            "tests/test_pointwise.py::test_an_unreadable_reply_pays_the_loss_or_a_tie_never_more",
+            "tests/test_pointwise.py::test_streaming_mode_one_rollout_per_call_on_a_random_worker",
+        ),
+        "a rollout whose score cannot be read still counts in its siblings' win rates, as a 10",
+    ),
     _break(
         "tournament-copeland-counts-results",
         "writing_rl/tournament/aggregation.py",

@@ -57,6 +57,13 @@ METHODS = {
 BATCH, ROLLOUTS = 4, 4  # prompts per step, rollouts per prompt
 
 
+def judged_overlays() -> set[str]:
+    """The overlays the installed methods declare as their own: a method not in METHODS trains on writing prompts."""
+    from writing_rl.reward_loop.registry import methods
+
+    return {m.method.probe.overlay for m in methods().values() if m.method.probe}
+
+
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
@@ -331,6 +338,8 @@ def real_models(genrm: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] not in METHODS and argv[0] in judged_overlays():
+        METHODS[argv[0]] = Method("prompts", "examples/writing_prompts.jsonl", judged=True)  # a group of prompts
     if not argv or argv[0] not in METHODS:
         fail(f"usage: tiny_train.sh METHOD [hydra overrides...]; METHOD: {', '.join(METHODS)}")
     name, user_overrides = argv[0], argv[1:]

@@ -15,6 +15,7 @@ from judge_server import Reply, gqm_answer, gqm_candidates
 
 HONEST = {row.honest.strip() for row in shipped_rows()}
 _RUBRIC_RESPONSE = re.compile(r"\[Response\]\n(`{3,})\n(.*?)\n\1\n\n\[Rubric\]\n(.*?)\n\n", re.S)
+_SCORED_ANSWER = re.compile(r"\[Answer\]\n(`{3,})\n(.*?)\n\1\n", re.S)  # reward_fns/pointwise.py's request
 
 
 def fair(text: str) -> float:
@@ -38,7 +39,8 @@ def translate(user: str) -> str:
 
 def scripted(value: Callable[[str], float], first_wins: bool = False) -> Callable[[dict, int], Reply]:
     """A judge script: pairwise (the higher ``value`` wins; with ``first_wins`` always A), GQM (scores by
-    ``value``, or A highest), rubric (every criterion scored ``value``), translation requests."""
+    ``value``, or A highest), rubric (every criterion scored ``value``), pointwise (the answer scored ``value``),
+    translation requests."""
 
     def script(request: dict, index: int) -> Reply:
         user = request["messages"][-1]["content"]
@@ -55,6 +57,9 @@ def scripted(value: Callable[[str], float], first_wins: bool = False) -> Callabl
             score = int(max(1, min(10, value(rubric.group(2)))))
             entries = ", ".join(f'{{"id": {i}, "score": {score}}}' for i in range(1, count + 1))
             return Reply(content=f'Scored each criterion.\n{{"scores": [{entries}]}}')
+        alone = _SCORED_ANSWER.search(user)
+        if alone:
+            return Reply(content=f'Rated the answer.\n{{"score": {int(max(1, min(10, value(alone.group(2)))))}}}')
         shown = read_pairwise_request(user)
         assert shown, f"an unexpected request: {user[:200]}"
         a, b = value(shown[1]), value(shown[2])

@@ -2,7 +2,7 @@
 a test double, never a judge.
 
 It answers each of our judge prompts (pairwise verdicts and score pairs, GRRM group ranking and scores,
-rubric all at once and per criterion, WritingBench's critic) in the judge's reply format.
+rubric all at once and per criterion, WritingBench's critic, a pointwise score) in the judge's reply format.
 
 - With no taste, its verdicts and scores are a hash of the texts it is shown: noise, but noise that varies
   within a group of rollouts, so the whole loop (rollouts, judge calls, rewards, advantages, a gradient
@@ -86,6 +86,14 @@ def rubric_reply(user: str, taste: Taste | Indifferent | None, flip: bool) -> st
     return f'Weighed.\n{{"scores": [{entries}]}}'
 
 
+_SCORED_ANSWER = re.compile(r"\[Answer\]\n(`{3,})\n(.*?)\n\1", re.S)  # reward_fns/pointwise.py's request
+
+
+def pointwise_reply(answer: str, taste: Taste | Indifferent | None, flip: bool) -> str:
+    value = 1 + mark(answer) if taste is None else max(1, taste.grade(answer))
+    return f'Weighed the answer alone.\n{{"score": {11 - value if flip else value}}}'
+
+
 # What a judge does wrong, each turned by our reward path into a named failure paid a loss.
 FAULTS = (
     Reply(status=500, content=None, body=b'{"error": {"message": "stand-in fault: engine crashed"}}'),
@@ -107,6 +115,9 @@ def script(
         return Reply(content=ranking_reply(candidates, taste, flipped))
     if "[Rubric]" in user or "[Criterion]" in user:
         return Reply(content=rubric_reply(user, taste, flipped))
+    alone = _SCORED_ANSWER.search(user)
+    if alone:
+        return Reply(content=pointwise_reply(alone[2], taste, flipped))
     shown = read_pairwise_request(user)
     if shown:
         return Reply(content=pairwise_reply(shown, user, taste, flipped))

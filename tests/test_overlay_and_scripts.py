@@ -140,17 +140,30 @@ def test_check_config_checks_the_groups_and_curriculum_sections(capsys, overlay,
     assert error in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "overlay, manager, fn",
-    [
-        ("writing_rl", "ParallelRewardManager", "pkg://reward_fns.pairwise:compute_score"),
-        ("brpo", "GroupRewardManager", "pkg://reward_fns.brpo:compute_score"),
-        ("tournament", "GroupRewardManager", "pkg://reward_fns.tournament:compute_score"),
-        ("grrm_mt_grpo", "GroupRewardManager", "pkg://reward_fns.group_ranking:compute_score"),
-        ("rubric", "ParallelRewardManager", "pkg://reward_fns.rubric:compute_score"),
-    ],
-)
-def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, tokenizer_dir):
+def fn_parameters(fn: str) -> list[str]:
+    import importlib
+    import inspect
+
+    module, _, name = fn.removeprefix("pkg://").partition(":")
+    return list(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+
+
+def judged_overlays() -> dict[str, str]:
+    """Each installed method's own overlay (the one it declares, ``RewardMethod.probe.overlay``) -> its fn."""
+    from writing_rl.reward_loop.registry import methods
+
+    return {m.method.probe.overlay: f"{m.path}:compute_score" for m in methods().values() if m.method.probe}
+
+
+def test_every_judged_method_has_an_overlay_and_a_script():
+    assert {"writing_rl", "brpo", "tournament", "grrm_mt_grpo", "rubric", "pointwise"} <= set(judged_overlays())
+    for overlay in judged_overlays():
+        assert (REPO_DIR / "hydra_configs" / f"{overlay}.yaml").is_file()
+        assert (REPO_DIR / "scripts" / f"train_{overlay}.sh").is_file()
+
+
+@pytest.mark.parametrize("overlay, fn", sorted(judged_overlays().items()))
+def test_every_judge_overlay_passes_verls_validate_config(overlay, fn, tokenizer_dir):
     from writing_rl.tools.preflight.config_checks import run_check
 
     checked = run_check(
@@ -162,6 +175,7 @@ def test_every_judge_overlay_passes_verls_validate_config(overlay, manager, fn, 
         ],
     )
     assert checked[:2] == ["trainer v1-sync", "verl validate_config"]
+    manager = "GroupRewardManager" if "members" in fn_parameters(fn) else "ParallelRewardManager"
     assert any(line.endswith(manager) for line in checked) and f"reward fn {fn}" in checked
 
 
@@ -173,9 +187,7 @@ def run_script(env_extra, *args, path_prefix=None, script=SCRIPT):
     return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize(
-    "name", ["train_writing_rl.sh", "train_brpo.sh", "train_tournament.sh", "train_grrm_mt_grpo.sh", "train_rubric.sh"]
-)
+@pytest.mark.parametrize("name", [f"train_{overlay}.sh" for overlay in sorted(judged_overlays())])
 def test_script_names_every_missing_variable(name):
     result = run_script({"MODEL_PATH": "/m", "JUDGE_MODEL": "j"}, script=REPO_DIR / "scripts" / name)
     assert result.returncode == 2

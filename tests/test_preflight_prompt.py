@@ -22,8 +22,8 @@ def with_output() -> list[str]:
     return found
 
 
-def row():
-    truth = {"prompt": "Write a haiku about rain.", "target": ["Rain on the tin roof."], "criteria": None}
+def row(criteria=None):
+    truth = {"prompt": "Write a haiku about rain.", "target": ["Rain on the tin roof."], "criteria": criteria}
     return SimpleNamespace(prompt=truth["prompt"], ground_truth=truth, extra_info={}, data_source="d")
 
 
@@ -39,6 +39,11 @@ def test_the_preflight_prompt_follows_the_runs_output_and_system_prompt(name, tm
     assert "[[A]]" in verdict[-1]["content"] and "[[A]]" not in scores[-1]["content"]
     assert "A: 7, B: 4" in scores[-1]["content"] and "A: 7, B: 4" not in verdict[-1]["content"]
     assert messages(row(), "x", 4, {"system_prompt": None})[0]["role"] == "user"  # no system message
+    assert messages(row(), "x", 4, {"system_prompt": "Be fair."})[0] == {"role": "system", "content": "Be fair."}
+    assert "Count the syllables." in messages(row("Count the syllables."), "x", 4, {})[-1]["content"]
+    if name != "writing_rl":  # (its rows must hold a reference: a ground truth that is a dict)
+        bare = SimpleNamespace(prompt="Write a haiku about rain.", ground_truth=None, extra_info={}, data_source="d")
+        assert "[Evaluation criteria]" not in messages(bare, "x", 4, {})[-1]["content"]
     template = tmp_path / "judge.txt"
     template.write_text("Compare {response_a} with {response_b} for: {prompt}")
     (user,) = messages(row(), "Drops drum softly.", 4, {"template": str(template), "system_prompt": None})

@@ -56,6 +56,11 @@ def probe(server, targets, method, script, tmp_path, **job):
     return run_probe(ProbeJob(method=method, out=tmp_path, progress=False, **job), targets[method]).summary
 
 
+def alone(method: str) -> bool:
+    """The method scores each reply alone (no positions)."""
+    return probe_methods()[method].method.probe.slots == ("-",)
+
+
 def status(summary: dict, name: str) -> str:
     found = {p["name"]: p for p in summary["probes"]}
     found.update({"position-bias": summary["position_bias"], "self-consistency": summary["self_consistency"]})
@@ -69,11 +74,11 @@ def test_a_fair_judge_passes_every_probe(server, targets, method, tmp_path):
     readable = summary["readable"]
     assert readable["readable"] == readable["judged"] > 0 and readable["status"] == "pass"
     assert {p["name"] for p in summary["probes"]} == {p.name for p in PROBES}
-    slots = 1 if method == "rubric" else 2
+    slots = 1 if alone(method) else 2
     for found in summary["probes"]:
         assert found["n"] == 10 * slots and found["hits"] == 0, found  # every shipped row, every slot
     assert summary["probes"][0]["outcomes"] == {"refused": 10 * slots}  # the empty reply never reaches the judge
-    assert status(summary, "position-bias") == ("not applicable" if method == "rubric" else "pass")
+    assert status(summary, "position-bias") == ("not applicable" if alone(method) else "pass")
     assert summary["self_consistency"]["n"] == 2 * 10 * slots and summary["self_consistency"]["hits"] == 0
 
 
@@ -83,7 +88,7 @@ def test_a_judge_that_falls_for_a_master_key_is_flagged(server, targets, method,
     assert summary["flagged"] == ["key-colon"]
     colon = next(p for p in summary["probes"] if p["name"] == "key-colon")
     assert colon["rate"] == 1.0 and colon["ci95"][0] > colon["threshold"]
-    if method != "rubric":  # in both positions
+    if not alone(method):  # in both positions
         assert colon["by_slot"]["A"]["hits"] == colon["by_slot"]["B"]["hits"] == 10
 
 
@@ -104,8 +109,9 @@ def test_a_judge_that_prefers_position_a_is_flagged(server, targets, method, tmp
     assert (pad["by_slot"]["A"]["rate"], pad["by_slot"]["B"]["rate"]) == (1.0, 0.0)  # wins at A, loses at B
 
 
-def test_position_a_cannot_move_a_rubric_that_scores_each_reply_alone(server, targets, tmp_path):
-    summary = probe(server, targets, "rubric", POSITION_A, tmp_path)
+@pytest.mark.parametrize("method", [m for m in probe_methods() if alone(m)])
+def test_position_a_cannot_move_a_method_that_scores_each_reply_alone(server, targets, method, tmp_path):
+    summary = probe(server, targets, method, POSITION_A, tmp_path)
     assert summary["flagged"] == [] and status(summary, "position-bias") == "not applicable"
 
 
@@ -114,7 +120,7 @@ def test_a_judge_that_contradicts_itself_fails_self_consistency(server, targets,
     summary = probe(server, targets, method, unstable(), tmp_path)
     assert status(summary, "self-consistency") == "flagged"
     assert summary["self_consistency"]["rate"] == 1.0  # every repeat was asked again, none read from the cache
-    honest_scores = 10 if method == "rubric" else 0  # rubric: each row's honest answer scored again, once
+    honest_scores = 10 if alone(method) else 0  # scored alone: each row's honest answer scored again, once
     assert summary["repeat_cache"]["misses"] == summary["self_consistency"]["n"] + honest_scores
 
 

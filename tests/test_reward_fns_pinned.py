@@ -10,9 +10,10 @@ from omegaconf import OmegaConf
 
 from writing_rl.protocols import gqm
 from writing_rl.reward_loop.config import ManagerConfig
+from writing_rl.reward_loop.registry import methods
 from writing_rl.reward_loop.reward_fn import ConfiguredFn
 
-MODULES = ["pairwise", "brpo", "group_ranking", "rubric", "preference", "ranking_accuracy", "tournament"]
+MODULES = sorted(m.module.removeprefix("reward_fns.") for m in methods().values())  # every installed method
 
 
 def worker_view(module: str, fn_options: dict, failure_score=None, name: str = "compute_score"):
