@@ -68,7 +68,7 @@ setup(
     },
     entry_points={
         "console_scripts": ["writing-rl=writing_rl.tools.cli:main"],
-        # verl imports them in every process: BRPO's advantage estimator once verl imports core_algos; the
+        # verl imports them in every process: the methods' advantage estimators once verl imports core_algos; the
         # CPU backend only when VERL_PLATFORM=cpu.
         "verl.plugins": ["writing_rl=writing_rl.plugin", "writing_rl_cpu=writing_rl.cpu_backend.plugin"],
         # The packages whose modules hold reward methods (writing_rl/reward_loop/registry.py).

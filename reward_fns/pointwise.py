@@ -7,8 +7,9 @@ verl entry point: ``reward.custom_reward_function.path=pkg://reward_fns.pointwis
 
 Per group: the responses are stripped of closed ``<think>`` blocks and identical answers are judged once (the
 copies share the score). The judge sees the request, the row's criteria when it has them, and the answer in a
-fence nothing inside can close; it reasons, then ends with a JSON object ``{"score": <1-10>}``, read as the
-rubric judges' are (``read_json_score``: no score, conflicting scores or a score out of range is unreadable).
+fence nothing inside can close; it reasons, then ends with a JSON object ``{"score": <1-10>}`` on its last line,
+the only place a score is read (``read_final_score``: none there, two, or one out of range is unreadable). An answer
+that writes a score object into itself gets no score read: the judge's last line could be the answer's, quoted.
 ``normalise`` turns the scores into rewards in [0, 1]: ``win_rate`` (the share of the group's other scored
 rollouts a rollout outscores, a tie half: only the order within the group counts, as the pairwise methods'
 rewards) or ``scale`` ((score - 1) / 9).
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.protocols import Unreadable, strip_think
+from writing_rl.protocols import Unreadable, split_reasoning, strip_think
 from writing_rl.protocols.comparison import POINTS
 from writing_rl.protocols.pairwise import read_json_score
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria
@@ -122,7 +123,7 @@ async def compute_score(
     first = members[0]
     criteria = first.ground_truth.get("criteria") if isinstance(first.ground_truth, dict) else None
     scored = await asyncio.gather(
-        *(_scored(judge.member(owner[a]), score_messages(first.prompt, a, criteria, options)) for a in distinct)
+        *(_scored(judge.member(owner[a]), score_messages(first.prompt, a, criteria, options), a) for a in distinct)
     )
     score_of = dict(zip(distinct, scored))
     readable = [score_of[a] for a in answers if a is not None and isinstance(score_of[a], float)]
@@ -141,12 +142,30 @@ async def compute_score(
     return results
 
 
-async def _scored(judge: SampleJudge, messages: list[dict]) -> float | Unreadable | JudgeError:
+async def _scored(judge: SampleJudge, messages: list[dict], answer: str) -> float | Unreadable | JudgeError:
     try:
         reply = await judge.complete(messages)
     except JudgeError as err:
         return err
-    return judge.read(reply, read_json_score, "score", LOW, HIGH)
+    return judge.read(reply, read_final_score, answer)
+
+
+_SCORE_OBJECT = re.compile(r'\{\s*"score"\s*:')
+
+
+def read_final_score(reply: str, answer: str) -> float | Unreadable:
+    """The judge's score: the JSON object on the last line of its reply, 1 to 10. A score anywhere else (the judge
+    quoting the answer while it reasons) is not read; and an answer that holds a score object of its own gets none
+    read at all, since the judge's last line could be the answer's, quoted."""
+    if _SCORE_OBJECT.search(answer):
+        return Unreadable("the answer holds a score object of its own: the judge's cannot be told from it")
+    split = split_reasoning(reply)
+    if isinstance(split, Unreadable):
+        return split
+    lines = [line for line in split[1].splitlines() if line.strip()]
+    if not lines:
+        return Unreadable("no answer after the reasoning")
+    return read_json_score(lines[-1], "score", LOW, HIGH)
 
 
 def _normalised(score: float, group: list[float], normalise: str) -> float:

@@ -13,15 +13,21 @@ there. Nothing else changes: an estimator no config names is never used. (The CP
 """
 
 import importlib
+import logging
 import sys
 
 from writing_rl.import_hooks import after_import
 
 
 def _register_estimators(core_algos) -> None:
+    # Runs in every verl process once core_algos loads: a method module that fails to import must not take verl
+    # down with it (a config naming its estimator then fails with verl's own unknown-estimator error).
     from writing_rl.reward_loop.advantage import register_estimators
 
-    register_estimators()
+    try:
+        register_estimators()
+    except Exception as err:  # noqa: BLE001 - any failure of an installed method's module
+        logging.getLogger("writing_rl").warning("writing-rl: the methods' advantage estimators not registered: %s", err)
 
 
 def _register_managers(reward_managers) -> None:

@@ -22,11 +22,13 @@ The guard that stops a run whose recent samples fail too often is reward_loop/fa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, JudgeHTTPError, SampleJudge
 from writing_rl.protocols import Unreadable
 from writing_rl.settings import ConfigError
+
+if TYPE_CHECKING:  # (the judge client stays unloaded for a rule-based fn, which imports this through the contract)
+    from writing_rl.judge import SampleJudge
 
 ON_PARSE_ERROR = ("loss", "tie", "raise")
 
@@ -98,6 +100,8 @@ class FailurePolicy:
 def is_configuration_error(err: Exception) -> bool:
     """A failure no response causes, which stops the step whatever on_judge_error says: a prompt over the
     judge's context, a wrong key / model / URL, the judge budget spent."""
+    from writing_rl.judge import JudgeBudgetExceeded, JudgeContextLengthError, JudgeHTTPError
+
     if isinstance(err, (JudgeContextLengthError, JudgeBudgetExceeded)):
         return True
     return isinstance(err, JudgeHTTPError) and err.status in CONFIGURATION_STATUSES

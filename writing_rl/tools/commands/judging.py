@@ -73,7 +73,7 @@ def add_order_references(subparsers) -> None:
         description=(
             "Each input row: a prompt, optional criteria and a list of candidate references (e.g. answers of "
             "several LLMs). Every pair is judged in both orders and aggregated by Bradley-Terry (ties half a win, "
-            "--prior virtual games against an average candidate) or Copeland. Writes OUTPUT/train.parquet (+ test.parquet) as "
+            "--prior virtual games against a fixed opponent) or Copeland. Writes OUTPUT/train.parquet (+ test.parquet) as "
             "build_parquet.py writing-rl does, with target = the candidates easiest first, plus "
             "order_report.csv (inconsistent pairs, intransitive triples per prompt) and summary.json."
         ),
@@ -102,7 +102,7 @@ def add_order_references(subparsers) -> None:
         "--prior",
         type=float,
         default=OrderJob.prior,
-        help="Bradley-Terry: virtual games, half won, against an average candidate (> 0)",
+        help="Bradley-Terry: virtual games, half won, against a fixed opponent of strength 1 (> 0)",
     )
     p.add_argument("--seed", type=int, default=OrderJob.seed, help="seed of the train/test split")
     p.add_argument(

@@ -22,7 +22,7 @@ class OrderJob(JudgedJob):
     data_source: str = "writing"  # when the row has none
     system_prompt: str | None = None  # system message put before each prompt
     method: str = "bt"  # "bt" (Bradley-Terry) or "copeland" (rank_aggregation.METHODS)
-    prior: float = 1.0  # Bradley-Terry: virtual games, half won, against an average candidate (> 0)
+    prior: float = 1.0  # Bradley-Terry: virtual games, half won, against a fixed opponent of strength 1 (> 0)
     seed: int = 0  # seed of the train/test split
     test_size: float = 0.0  # a fraction in [0, 1) or a number of rows
     skip_bad: bool = False  # skip bad rows (listed in summary.json) instead of stopping

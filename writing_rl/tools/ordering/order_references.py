@@ -10,7 +10,7 @@ One row per prompt keeps the prompt and its criteria in one place and matches th
 pairwise prompt (same criteria, same template) and verdict parser.
 
 **Aggregation** (``rank_aggregation.py``, over the tournament's maths in writing_rl/tournament/): Bradley-Terry
-(default, ``prior`` virtual games against an average candidate) or Copeland (``method="copeland"``); ties in the chosen method
+(default, ``prior`` virtual games against a fixed opponent of strength 1) or Copeland (``method="copeland"``); ties in the chosen method
 are broken by the other method, then by input order (earlier = easier).
 
 **Report** per prompt: judge inconsistency (pairs judged in both orders whose two verdicts disagree,
