@@ -122,6 +122,26 @@ def tournament(reply=None, **options):
     return observed(lambda: asyncio.run(compute_score(members, judge=SampleJudge(judge), **options)), judge)
 
 
+def pointwise_reply(user: str) -> str:
+    """A pointwise score: 5 plus the answer's 'good' minus 'bad' (the request holds neither word)."""
+    answer = user.split("[Answer]", 1)[1]
+    return f'Rated.\n{{"score": {5 + answer.count("good") - answer.count("bad")}}}'
+
+
+def pointwise(**options):
+    from reward_fns.pointwise import compute_score
+
+    judge = Judge(pointwise_reply)
+    members = group(*TOURNAMENT_TEXTS)
+    return observed(lambda: asyncio.run(compute_score(members, judge=SampleJudge(judge), **options)), judge)
+
+
+def pointwise_template(tmp_path) -> str:
+    path = tmp_path / "pointwise.txt"
+    path.write_text("Rate this answer to {prompt}:\n[Answer]\n{response}\nEnd with a JSON score.")
+    return str(path)
+
+
 RANKED_TEXTS = ("good poem\nlast line one", "bad poem\nlast line two", "plain poem\nlast", "<think>never closed")
 
 
@@ -233,6 +253,11 @@ def cases(tmp_path, tokenizer_dir) -> dict[tuple[str, str], Case]:
         ("tournament", "format_error_reward"): Case(0.0, -0.5, tournament),
         ("tournament", "template"): Case(None, pairwise_template(tmp_path), tournament),
         ("tournament", "system_prompt"): Case(None, "Be terse.", tournament),
+        # reward_fns.pointwise: each answer scored alone by 'good' minus 'bad', normalised in the group.
+        ("pointwise", "normalise"): Case("win_rate", "scale", pointwise),
+        ("pointwise", "template"): Case(None, pointwise_template(tmp_path), pointwise),
+        ("pointwise", "system_prompt"): Case(None, "Be terse.", pointwise),
+        ("pointwise", "format_error_reward"): Case(0.0, -0.5, pointwise),
         ("tournament", "output"): Case("verdict", "scores", lambda **o: tournament(reply=scores_reply, **o)),
         ("tournament", "tie_margin"): Case(0.0, 1.0, lambda **o: tournament(reply=scores_reply, output="scores", **o)),
         # reward_fns.group_ranking: one GenRM call ranks the group.
