@@ -189,3 +189,58 @@ def png_colours(data: bytes) -> set[str]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = imread(io.BytesIO(data), format="png")
     return {to_hex(rgb) for rgb in {tuple(p) for p in pixels[:, :, :3].reshape(-1, 3).tolist()}}
+
+
+# ---------------------------------------------------------------- a group reward through verl's reward loop
+
+GROUP_PROMPT = "Write a toast for a wedding."
+
+
+def group_loop_config(overlay: str, tokenizer_dir, server, n: int, *more: str):
+    """``overlay`` composed for verl's reward loop on the session's Ray: 2 reward workers, groups of ``n``,
+    the judge at ``server``."""
+    from writing_rl.tools.shared.verl_config import compose
+
+    return compose(
+        overlay,
+        [
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+            f"reward.reward_kwargs.judge.base_url={server.base_url}",
+            "reward.reward_kwargs.judge.model=scripted-judge",
+            "reward.num_workers=2",
+            f"actor_rollout_ref.rollout.n={n}",
+            "actor_rollout_ref.rollout.val_kwargs.n=1",
+            "reward.reward_kwargs.groups.timeout_s=30",
+            "reward.reward_kwargs.groups.settle_s=60",
+            *more,
+        ],
+    )
+
+
+def group_batch(tokenizer, groups, prompt: str = GROUP_PROMPT):
+    """verl's batch of ``groups`` [(uid, texts)], each text a rollout of one writing row."""
+    from writing_rl.reward_loop.batch import build_reward_batch
+
+    row = {
+        "data_source": "writing",
+        "prompt": [{"role": "user", "content": prompt}],
+        "reward_model": {"ground_truth": {"prompt": prompt}},
+        "extra_info": {"index": 0, "split": "train"},
+    }
+    texts = [t for _, group in groups for t in group]
+    uids = [uid for uid, group in groups for _ in group]
+    return build_reward_batch(tokenizer, [row] * len(texts), texts, uids)
+
+
+def streamed_rewards(manager, batch, seed: int) -> list[float]:
+    """verl's streaming mode: each rollout sent alone, in a shuffled order, to a random reward worker; the rewards
+    in batch order."""
+    import random
+
+    import ray
+
+    order = list(range(len(batch)))
+    random.Random(seed).shuffle(order)
+    rng = random.Random(seed + 1)
+    refs = {i: rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1]) for i in order}
+    return [ray.get(refs[i])["reward_score"] for i in range(len(batch))]

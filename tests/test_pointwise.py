@@ -4,21 +4,17 @@ hydra_configs/pointwise.yaml, GroupRewardManager and verl's real reward loop (ba
 import asyncio
 import random
 import re
-import time
 import uuid
 
 import pytest
-import ray
 
 from reward_fns.pointwise import METHOD, compute_score, score_messages
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
-from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.failures import UnreadableJudgeReply
 from writing_rl.settings import ConfigError
-from writing_rl.tools.shared.verl_config import compose
 
-from conftest import reward_loop
+from conftest import GROUP_PROMPT, group_batch, group_loop_config, reward_loop, streamed_rewards
 from judge_server import Reply, ScriptedJudgeServer, quality
 
 TEXTS = ["bad bad toast", "bad toast", "plain toast", "good toast", "good good toast", "good good good toast"]
@@ -239,34 +235,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def manager(ray_cluster, server, tokenizer_dir):
-    config = compose(
-        "pointwise",
-        [
-            f"actor_rollout_ref.model.path={tokenizer_dir}",
-            f"reward.reward_kwargs.judge.base_url={server.base_url}",
-            "reward.reward_kwargs.judge.model=scripted-judge",
-            "reward.num_workers=2",
-            f"actor_rollout_ref.rollout.n={N}",
-            "actor_rollout_ref.rollout.val_kwargs.n=1",
-            "reward.reward_kwargs.groups.timeout_s=30",
-            "reward.reward_kwargs.groups.settle_s=60",
-        ],
-    )
-    with reward_loop(config) as m:
+    with reward_loop(group_loop_config("pointwise", tokenizer_dir, server, N)) as m:
         yield m
-
-
-def pointwise_batch(tokenizer, groups):
-    prompt = "Write a toast for a wedding."
-    row = {
-        "data_source": "writing",
-        "prompt": [{"role": "user", "content": prompt}],
-        "reward_model": {"ground_truth": {"prompt": prompt}},
-        "extra_info": {"index": 0, "split": "train"},
-    }
-    texts = [t for _, group in groups for t in group]
-    uids = [uid for uid, group in groups for _ in group]
-    return build_reward_batch(tokenizer, [row] * len(texts), texts, uids)
 
 
 def new_groups(count, seed):
@@ -277,7 +247,7 @@ def new_groups(count, seed):
 def expected(groups) -> list[float]:
     rewards = []
     for uid, texts in groups:
-        results, _ = run(members(*texts, uid=uid, prompt="Write a toast for a wedding."))
+        results, _ = run(members(*texts, uid=uid, prompt=GROUP_PROMPT))
         rewards += [r["score"] for r in results]
     return rewards
 
@@ -285,7 +255,7 @@ def expected(groups) -> list[float]:
 def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer):
     groups = new_groups(3, seed=1)
     before = len(server.requests)
-    output = manager.compute_rm_score(pointwise_batch(tokenizer, groups))
+    output = manager.compute_rm_score(group_batch(tokenizer, groups))
     assert output.batch["rm_scores"].sum(-1).tolist() == pytest.approx(expected(groups))
     assert len(server.requests) - before == 3 * N  # one call per rollout (the answers are distinct)
     assert {"judge_score", "parse_error", "judge_error"} <= set(output.meta_info["reward_extra_keys"])
@@ -293,12 +263,4 @@ def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer):
 
 def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokenizer):
     groups = new_groups(3, seed=2)
-    batch = pointwise_batch(tokenizer, groups)
-    order = list(range(len(batch)))
-    random.Random(7).shuffle(order)
-    rng = random.Random(8)
-    refs = {}
-    for i in order:
-        refs[i] = rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1])
-        time.sleep(rng.random() * 0.02)  # rollouts finish at different times
-    assert [ray.get(refs[i])["reward_score"] for i in range(len(batch))] == pytest.approx(expected(groups))
+    assert streamed_rewards(manager, group_batch(tokenizer, groups), seed=7) == pytest.approx(expected(groups))

@@ -3,22 +3,18 @@ hydra_configs/tournament.yaml, GroupRewardManager and verl's real reward loop (b
 
 import asyncio
 import random
-import time
 import uuid
 from itertools import combinations
 
 import pytest
-import ray
 
 from reward_fns.tournament import METHOD, compute_score
 from writing_rl.judge import JudgeReply, JudgeTimeout, SampleJudge
 from writing_rl.protocols.prompts import read_pairwise_request
-from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.contract import Member
 from writing_rl.settings import ConfigError
-from writing_rl.tools.shared.verl_config import compose
 
-from conftest import reward_loop
+from conftest import group_batch, group_loop_config, reward_loop, streamed_rewards
 from judge_server import ScriptedJudgeServer, preference_verdict, quality
 
 TEXTS = ["bad bad toast", "bad toast", "plain toast", "good toast", "good good toast", "good good good toast"]
@@ -323,35 +319,9 @@ def schedule(request):
 
 @pytest.fixture(scope="module")
 def manager(ray_cluster, server, tokenizer_dir, schedule):
-    config = compose(
-        "tournament",
-        [
-            f"actor_rollout_ref.model.path={tokenizer_dir}",
-            f"reward.reward_kwargs.judge.base_url={server.base_url}",
-            "reward.reward_kwargs.judge.model=scripted-judge",
-            "reward.num_workers=2",
-            f"actor_rollout_ref.rollout.n={N}",
-            "actor_rollout_ref.rollout.val_kwargs.n=1",
-            "reward.reward_kwargs.groups.timeout_s=30",
-            "reward.reward_kwargs.groups.settle_s=60",
-            f"reward.custom_reward_function.reward_kwargs.schedule={schedule}",
-        ],
-    )
-    with reward_loop(config) as m:
+    schedule_option = f"reward.custom_reward_function.reward_kwargs.schedule={schedule}"
+    with reward_loop(group_loop_config("tournament", tokenizer_dir, server, N, schedule_option)) as m:
         yield m
-
-
-def tournament_batch(tokenizer, groups):
-    prompt = "Write a toast for a wedding."
-    row = {
-        "data_source": "writing",
-        "prompt": [{"role": "user", "content": prompt}],
-        "reward_model": {"ground_truth": {"prompt": prompt}},
-        "extra_info": {"index": 0, "split": "train"},
-    }
-    texts = [t for _, group in groups for t in group]
-    uids = [uid for uid, group in groups for _ in group]
-    return build_reward_batch(tokenizer, [row] * len(texts), texts, uids)
 
 
 def new_groups(count, seed):
@@ -370,7 +340,7 @@ def expected(groups, schedule) -> list[float]:
 def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer, schedule):
     groups = new_groups(3, seed=1)
     before = len(server.requests)
-    output = manager.compute_rm_score(tournament_batch(tokenizer, groups))
+    output = manager.compute_rm_score(group_batch(tokenizer, groups))
     assert output.batch["rm_scores"].sum(-1).tolist() == pytest.approx(expected(groups, schedule))
     games = N * (N - 1) // 2 if schedule == "round_robin" else N - 1  # every pair, or a bracket's games
     assert len(server.requests) - before == 3 * 2 * games  # each game in both orders
@@ -382,12 +352,5 @@ def test_batch_mode_through_verls_reward_loop(manager, server, tokenizer, schedu
 
 def test_streaming_mode_one_rollout_per_call_on_a_random_worker(manager, tokenizer, schedule):
     groups = new_groups(3, seed=2)
-    batch = tournament_batch(tokenizer, groups)
-    order = list(range(len(batch)))
-    random.Random(7).shuffle(order)
-    rng = random.Random(8)
-    refs = {}
-    for i in order:
-        refs[i] = rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1])
-        time.sleep(rng.random() * 0.02)  # rollouts finish at different times
-    assert [ray.get(refs[i])["reward_score"] for i in range(len(batch))] == pytest.approx(expected(groups, schedule))
+    rewards = streamed_rewards(manager, group_batch(tokenizer, groups), seed=7)
+    assert rewards == pytest.approx(expected(groups, schedule))
