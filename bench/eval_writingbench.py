@@ -52,8 +52,8 @@ def lean_client_s(url: str, bench: Path, responses: Path, capacity: int) -> floa
 
     import aiohttp
 
-    from writing_rl.tools.evaluation.inputs import responses_by_index
-    from writing_rl.tools.evaluation.writingbench import CriterionCall, critic_messages, read_benchmark
+    from writing_rl.evaluation.inputs import responses_by_index
+    from writing_rl.evaluation.writingbench import CriterionCall, critic_messages, read_benchmark
 
     queries = read_benchmark(bench)
     answers = responses_by_index(str(responses), queries)
@@ -82,7 +82,7 @@ JSON = {"Content-Type": "application/json"}
 
 
 def timed(bench: Path, responses: Path, out: Path, settings) -> tuple[dict, float]:
-    from writing_rl.tools.evaluation.writingbench import run_writingbench
+    from writing_rl.evaluation.writingbench import run_writingbench
 
     start = time.perf_counter()
     run_writingbench(str(bench), str(responses), str(out), settings, progress=False)
@@ -99,7 +99,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from writing_rl.judge.config import JudgeConfig
-    from writing_rl.tools.shared.judge_settings import JudgeSettings
+    from writing_rl.offline.judge import JudgeSettings
 
     latency_s = args.latency_ms / 1000
     judge_proc, judge_url = start_judge(latency_s, args.capacity, script="critic_script")

@@ -81,7 +81,7 @@ VARIANTS = {
 
 
 def config_for(variant: str, tokenizer_dir, judge_url: str):
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     manager, fn_path, fn_name = VARIANTS[variant]
     overrides = [

@@ -220,7 +220,7 @@ def main() -> None:
     import ray
     from transformers import AutoTokenizer
 
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     from tiny import build_tiny_tokenizer
 

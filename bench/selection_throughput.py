@@ -66,8 +66,8 @@ def make_inputs(directory: Path, rows: int, per_id: int) -> tuple[Path, Path]:
 
 
 def timed_select(data, responses, out, settings, cache, top_percent: float) -> tuple[dict, float]:
-    from writing_rl.tools.selection.job import SelectJob
-    from writing_rl.tools.selection.select import run_select
+    from writing_rl.selection.job import SelectJob
+    from writing_rl.selection.select import run_select
 
     start = time.perf_counter()
     report = run_select(
@@ -90,10 +90,10 @@ def judge_without_cache(data, responses, settings) -> float:
     import pyarrow.parquet as pq
 
     from writing_rl.judge import OpenAIJudge
-    from writing_rl.tools.selection.margins import MARGIN_KINDS
-    from writing_rl.tools.selection.select import call_messages, judge_calls, read_tasks
-    from writing_rl.tools.shared.responses import match_responses
-    from writing_rl.tools.shared.tool_judge import judge_all
+    from writing_rl.offline.files import match_responses
+    from writing_rl.offline.judge import judge_all
+    from writing_rl.selection.margins import MARGIN_KINDS
+    from writing_rl.selection.select import call_messages, judge_calls, read_tasks
 
     rows = pq.read_table(data).to_pylist()
     items, tasks = read_tasks(rows, "data_source", need_domain=False)
@@ -148,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from writing_rl.judge.config import JudgeConfig
-    from writing_rl.tools.shared.judge_settings import JudgeSettings
+    from writing_rl.offline.judge import JudgeSettings
 
     latency_s = args.latency_ms / 1000
     judge_proc, judge_url = start_judge(latency_s, args.capacity)

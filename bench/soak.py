@@ -259,7 +259,7 @@ def run_soak(
     from transformers import AutoTokenizer
     from verl.experimental.reward_loop import RewardLoopManager
 
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     from tiny import build_tiny_tokenizer
 

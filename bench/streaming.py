@@ -199,7 +199,7 @@ def judge_calls(judge_url: str) -> int:
 
 def config_for(name: str, tokenizer_dir, judge_url: str, latency_s: float, args, state_dir: str):
     """The variant's config; the clients may keep as many requests in flight as the judge serves."""
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     common = [
         f"actor_rollout_ref.model.path={tokenizer_dir}",

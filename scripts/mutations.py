@@ -513,7 +513,7 @@ BREAKS = [
     # ---------------------------------------------------------------- config errors and the preflight (issue 45)
     _break(
         "hydra-error-untranslated",
-        "writing_rl/tools/shared/verl_config.py",
+        "writing_rl/offline/compose.py",
         "refused.append(_explain(err, config_name, kept))",
         "refused.append(str(err).strip().splitlines()[0])",
         (
@@ -524,7 +524,7 @@ BREAKS = [
     ),
     _break(
         "refused-override-drops-the-rest",
-        "writing_rl/tools/shared/verl_config.py",
+        "writing_rl/offline/compose.py",
         "                kept.remove(bad)",
         "                kept.clear()",
         (

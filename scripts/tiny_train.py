@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from writing_rl.cpu_backend.platform_name import CHECKPOINT_ENGINE
+from writing_rl.offline.compose import compose
 from writing_rl.tools.shared.cluster.submit import joining_overrides
 from writing_rl.tools.shared.trainers import TRAINERS, trainer_of, unmet, unsupported
-from writing_rl.tools.shared.verl_config import compose
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))  # tiny_results.py beside this file, also when loaded by path (tests)

@@ -124,7 +124,7 @@ PER_SAMPLE = [
 
 
 def compose_writing_rl(tokenizer_dir, base_url: str, *overrides: str, per_sample: bool = True):
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     return compose(
         "writing_rl",
@@ -199,7 +199,7 @@ GROUP_PROMPT = "Write a toast for a wedding."
 def group_loop_config(overlay: str, tokenizer_dir, server, n: int, *more: str):
     """``overlay`` composed for verl's reward loop on the session's Ray: 2 reward workers, groups of ``n``,
     the judge at ``server``."""
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     return compose(
         overlay,

@@ -14,7 +14,7 @@ import json, sys
 import numpy as np, torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 config = compose("brpo", ["actor_rollout_ref.model.path=/unused"])
 assert not {"writing_rl.reward_loop.group_manager", "writing_rl.reward_loop.manager"} & set(sys.modules)
@@ -49,7 +49,7 @@ def test_check_config_wants_the_plugin_that_registers_brpo_loaded(monkeypatch):
 
     from writing_rl.settings import ConfigError
     from writing_rl.tools.preflight.config_checks import check_config
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     config = compose("brpo", ["actor_rollout_ref.model.path=/m", "reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1",
                               "reward.reward_kwargs.judge.model=m"])  # fmt: skip

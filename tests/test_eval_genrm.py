@@ -12,13 +12,13 @@ import pytest
 
 from data_prep.build_parquet import main as build
 from reward_fns.ranking_accuracy import compute_score
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.genrm_pairwise import bucket_names, bucket_of, run_genrm_pairwise
+from writing_rl.evaluation.genrm_ranking import RankingOptions, run_genrm_ranking
+from writing_rl.evaluation.inputs import InputError
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.judge import JudgeSettings
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.evaluation import stats
-from writing_rl.tools.evaluation.genrm_pairwise import bucket_names, bucket_of, run_genrm_pairwise
-from writing_rl.tools.evaluation.genrm_ranking import RankingOptions, run_genrm_ranking
-from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply, default_script, gqm_reply, quality
 from offline_helpers import first_position_judge, pair_of, verdict, write_jsonl

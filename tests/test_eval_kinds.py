@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from writing_rl.evaluation.kind import EvalKind
+from writing_rl.evaluation.kinds import KINDS
 from writing_rl.tools.cli import build_parser
 from writing_rl.tools.commands.evaluation import add_eval
-from writing_rl.tools.evaluation.kind import EvalKind
-from writing_rl.tools.evaluation.kinds import KINDS
 
 from conftest import REPO_DIR
 
@@ -99,6 +99,6 @@ def test_writing_rl_help_imports_no_kind_work_module():
     code = "import sys; from writing_rl.tools.cli import build_parser; build_parser(); print(*sorted(sys.modules))"
     imported = set(subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, capture_output=True, text=True,
                                   check=True).stdout.split())  # fmt: skip
-    assert {"writing_rl.tools.evaluation.kinds.writingbench", "writing_rl.tools.evaluation.kind"} <= imported
+    assert {"writing_rl.evaluation.kinds.writingbench", "writing_rl.evaluation.kind"} <= imported
     assert not {kind.module for kind in KINDS} & imported
-    assert not {"pyarrow", "writing_rl.judge.cache", "writing_rl.tools.evaluation.judge_calls"} & imported
+    assert not {"pyarrow", "writing_rl.judge.cache", "writing_rl.offline.judge"} & imported

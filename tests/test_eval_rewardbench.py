@@ -11,13 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from writing_rl.evaluation.genrm_ranking import RankingOptions
+from writing_rl.evaluation.inputs import InputError
+from writing_rl.evaluation.rewardbench import run_rewardbench
+from writing_rl.evaluation.rewardbench_sets import v1_scores, v2_scores
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.judge import JudgeSettings
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
-from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.evaluation.rewardbench import run_rewardbench
-from writing_rl.tools.evaluation.rewardbench_sets import v1_scores, v2_scores
-from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from conftest import png_colours
 from judge_server import Reply, default_script, gqm_candidates

@@ -1,4 +1,4 @@
-"""The statistics of `writing-rl eval` reports (writing_rl/tools/evaluation/stats.py) on known cases."""
+"""The statistics of `writing-rl eval` reports (writing_rl/evaluation/stats.py) on known cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from writing_rl.tools.evaluation import stats
+from writing_rl.evaluation import stats
 
 VALUES = [3.0, 7.0, 4.0, 9.0, 5.0, 6.0, 2.0, 8.0]
 

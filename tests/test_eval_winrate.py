@@ -8,13 +8,13 @@ import json
 
 import pytest
 
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.inputs import InputError
+from writing_rl.evaluation.winrate import run_winrate
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.judge import JudgeSettings
 from writing_rl.settings import ConfigError
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.evaluation import stats
-from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.evaluation.winrate import run_winrate
-from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from conftest import writing_row
 from judge_server import Reply

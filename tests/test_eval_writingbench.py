@@ -9,13 +9,13 @@ import socket
 
 import pytest
 
+from writing_rl.evaluation.inputs import InputError
+from writing_rl.evaluation.stats import paired_difference, ratio_with_ci
+from writing_rl.evaluation.writingbench import run_writingbench
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.judge import JudgeSettings
 from writing_rl.settings import ConfigError
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.evaluation.stats import paired_difference, ratio_with_ci
-from writing_rl.tools.evaluation.writingbench import run_writingbench
-from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply
 from offline_helpers import write_jsonl

@@ -15,7 +15,7 @@ from writing_rl.judge import SampleJudge
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.reward_loop.results import FN_DEFAULTS, GROUP_KEYS
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 from conftest import reward_loop
 from judge_server import ScriptedJudgeServer, quality

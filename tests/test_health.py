@@ -141,7 +141,7 @@ def test_rows_from_columns():
 
 
 def composed(*overrides):
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     return compose(
         "writing_rl", ["actor_rollout_ref.model.path=/m", "reward.reward_kwargs.judge.base_url=http://j/v1", *overrides]

@@ -19,7 +19,8 @@ LAYERS = (
     ("writing_rl.judge", "writing_rl.data", "writing_rl.terms"),
     ("writing_rl.genrm", "writing_rl.reward_loop"),
     ("writing_rl.curriculum",),  # a service Writing-RL asks the reward loop for: the loop never imports it
-    ("writing_rl.cpu_backend", "writing_rl.plugin"),
+    ("writing_rl.cpu_backend", "writing_rl.plugin", "writing_rl.offline"),
+    ("writing_rl.evaluation", "writing_rl.selection", "writing_rl.ordering"),  # offline commands over the judge
     ("writing_rl.tools",),
 )
 
@@ -148,7 +149,7 @@ def test_the_checks_see_an_upward_import_and_a_cycle():
 
 
 # writing_rl/tools/: the command line (cli, commands/) over command families (one module or package per
-# family: selection/, ordering/, preflight/, evaluation/, monitor, score, quickstart_report), over the
+# family: preflight/, probe/, monitor, score, quickstart_report), over the
 # utilities the families share (shared/). A family imports its own modules, shared/ and lower layers only;
 # shared/ imports only itself (and lower layers); nothing below the command line imports it.
 TOOLS = "writing_rl.tools"
@@ -182,14 +183,14 @@ def test_tools_families_import_only_the_shared_utilities():
 
 def test_the_tools_check_sees_a_family_importing_another():
     graph = {
-        "writing_rl.tools.selection.select": {"writing_rl.tools.shared.plot", "writing_rl.tools.ordering.job"},
-        "writing_rl.tools.shared.plot": {"writing_rl.tools.cli"},
-        "writing_rl.tools.commands.judging": {"writing_rl.tools.selection.job"},
-        "writing_rl.tools.monitor": {"writing_rl.tools.shared.inputs", "writing_rl.reward_loop.health"},
+        "writing_rl.tools.probe.run": {"writing_rl.tools.shared.trainers", "writing_rl.tools.preflight.runner"},
+        "writing_rl.tools.shared.trainers": {"writing_rl.tools.cli"},
+        "writing_rl.tools.commands.judging": {"writing_rl.tools.probe.job"},
+        "writing_rl.tools.monitor": {"writing_rl.offline.files", "writing_rl.reward_loop.health"},
     }
     assert tools_violations(graph) == [
-        ("writing_rl.tools.selection.select", "writing_rl.tools.ordering.job"),
-        ("writing_rl.tools.shared.plot", "writing_rl.tools.cli"),
+        ("writing_rl.tools.probe.run", "writing_rl.tools.preflight.runner"),
+        ("writing_rl.tools.shared.trainers", "writing_rl.tools.cli"),
     ]
 
 

@@ -138,7 +138,7 @@ def test_concurrency_is_a_share_of_the_run_total(judge_server, tokenizer_dir, to
 
 
 def test_genrm_hosted_by_verl_is_the_default_judge(tokenizer_dir, tokenizer):
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     config = compose(
         "writing_rl",

@@ -15,7 +15,7 @@ from transformers import AutoTokenizer
 
 from data_prep.build_parquet import main as build
 from writing_rl.tools.preflight.runner import run_preflight
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 from conftest import REPO_DIR
 

@@ -15,12 +15,12 @@ from reward_fns.pairwise import read_writing_rl_task
 from writing_rl import tournament
 from writing_rl.data.builders.writing import SCHEMA
 from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.errors import JudgeFailures
+from writing_rl.offline.judge import JudgeSettings
+from writing_rl.ordering.job import OrderJob
+from writing_rl.ordering.order_references import run_order_references
+from writing_rl.ordering.rank_aggregation import PromptResult, easiest_first, order_candidates
 from writing_rl.tools.cli import main as cli
-from writing_rl.tools.ordering.job import OrderJob
-from writing_rl.tools.ordering.order_references import run_order_references
-from writing_rl.tools.ordering.rank_aggregation import PromptResult, easiest_first, order_candidates
-from writing_rl.tools.shared.errors import JudgeFailures
-from writing_rl.tools.shared.judge_settings import JudgeSettings
 
 from judge_server import Reply
 from offline_helpers import first_position_judge, pair_of, table_judge, write_jsonl

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from writing_rl.tools.preflight.runner import run_preflight
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 from conftest import REPO_DIR, writing_row
 

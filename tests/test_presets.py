@@ -12,7 +12,7 @@ from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.settings import ConfigError
 from writing_rl.tools.cli import main as cli_main
 from writing_rl.tools.preflight.config_checks import check_config
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 GENRM = "/models/genrm-8b"
 PRESETS = {
@@ -121,7 +121,7 @@ def test_check_config_cli_accepts_the_preset(capsys):
 
 @pytest.mark.parametrize("overlay", ["brpo", "grrm_mt_grpo"])
 def test_colocated_preset_composes_with_the_group_reward_overlays(overlay):
-    from writing_rl.tools.shared.verl_config import config_dir
+    from writing_rl.offline.compose import config_dir
 
     if not (config_dir() / f"{overlay}.yaml").exists():
         pytest.skip(f"hydra_configs/{overlay}.yaml is not in this tree")

@@ -302,7 +302,7 @@ def test_a_judge_refusing_the_key_stops_at_once(server, tmp_path, capsys):
 
 
 def test_failed_calls_stop_the_run_unless_allowed(server, targets, tmp_path):
-    from writing_rl.tools.shared.errors import JudgeFailures
+    from writing_rl.offline.errors import JudgeFailures
 
     broken = lambda request, index: Reply(status=400, body=b'{"error": {"message": "no"}}')  # noqa: E731
     target = replace(targets["writing_rl"], judge=replace(targets["writing_rl"].judge, max_retries=0))
@@ -347,7 +347,7 @@ def test_preflight_probe_reports_an_unreadable_judge_as_a_problem(server, tokeni
 def test_preflight_probe_passes_a_fair_judge_and_runs_only_when_asked(server, tokenizer_dir, tmp_path, capsys):
     from writing_rl.tools.preflight.runner import run_preflight
     from writing_rl.tools.probe.preflight_probe import probe_check
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     server.switch.script = FAIR
     config = compose("writing_rl", preflight_overrides(server, tokenizer_dir, tmp_path))

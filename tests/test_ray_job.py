@@ -104,7 +104,7 @@ def test_a_submitted_training_script_trains_on_the_cluster_with_its_variables_an
     cluster, tiny, tmp_path
 ):
     from writing_rl.tools.shared.cluster.demand import job_demand
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     done = submit(cluster, tiny, tmp_path, *TWO_WORKERS, *WATCH)
     output = done.stdout + done.stderr

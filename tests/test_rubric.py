@@ -17,7 +17,7 @@ from writing_rl.protocols.rubric import (
     rubric_reward,
 )
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 from conftest import reward_loop
 from judge_server import Reply

@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.tools.cli import main as cli
-from writing_rl.tools.selection.job import SelectJob
-from writing_rl.tools.selection.margins import (
+from writing_rl.offline.errors import JudgeFailures
+from writing_rl.offline.judge import JudgeSettings, Judgment
+from writing_rl.selection.job import SelectJob
+from writing_rl.selection.margins import (
     MARGIN_KINDS,
     IdMargin,
     bin_counts,
@@ -23,10 +24,8 @@ from writing_rl.tools.selection.margins import (
     response_score,
     tie_key,
 )
-from writing_rl.tools.selection.select import run_select, score_pair_judgment
-from writing_rl.tools.shared.errors import JudgeFailures
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment
+from writing_rl.selection.select import run_select, score_pair_judgment
+from writing_rl.tools.cli import main as cli
 
 from conftest import png_colours, writing_row
 from judge_server import Reply, default_script
@@ -458,7 +457,7 @@ def test_bin_counts(values, low, high, bins, counts):
 
 def test_margin_histogram_png():
     from writing_rl.plot import BLUE, GREY, RED, Series, histogram, render_png
-    from writing_rl.tools.selection.outputs import margin_histogram
+    from writing_rl.selection.outputs import margin_histogram
 
     ranked = rank_ids(items({0: 1.0, 1: 0.9, 2: 0.2, 3: 0.2}))
     choice = choose(ranked, top_k=2)

@@ -18,7 +18,7 @@ from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
 from writing_rl.reward_loop.shadow.scoring import ShadowDrift, ShadowScoring
 from writing_rl.reward_loop.shadow.watch import DriftWatch
 from writing_rl.settings import ConfigError
-from writing_rl.tools.shared.verl_config import compose
+from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, ScriptedJudgeServer, default_script, quality

@@ -4,6 +4,7 @@ measure a learning check follows."""
 
 import pytest
 
+from writing_rl.evaluation.writingbench import CriterionCall, Query, critic_judgment, critic_messages
 from writing_rl.protocols import gqm_prompt, read_score_pair
 from writing_rl.protocols.comparison import comparison_messages, read_outcome
 from writing_rl.protocols.gqm_reply import read_gqm_output
@@ -15,7 +16,6 @@ from writing_rl.protocols.rubric import (
     read_rubric_scores,
     rubric_messages,
 )
-from writing_rl.tools.evaluation.writingbench import CriterionCall, Query, critic_judgment, critic_messages
 
 from stand_in_judge import script
 from taste import measure, parse_taste

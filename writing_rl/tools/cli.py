@@ -105,7 +105,7 @@ def path_problem(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from writing_rl.tools.shared.errors import describe_error
+    from writing_rl.offline.errors import describe_error
 
     args = build_parser().parse_args(argv)
     prefix = f"writing-rl {args.command}: error:"

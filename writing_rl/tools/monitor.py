@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from writing_rl.offline.files import InputError, lines
 from writing_rl.reward_loop.health.metrics import (
     COST_CUMULATIVE,
     COST_TOTAL,
@@ -31,7 +32,6 @@ from writing_rl.reward_loop.health.shadow import PREFIX as SHADOW
 from writing_rl.reward_loop.results import UNREADABLE_KEYS
 from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
 from writing_rl.settings import ConfigError
-from writing_rl.tools.shared.inputs import InputError, lines
 
 # Keys whose values feed the health numbers: checked per line so a bad value names its file:line.
 HEALTH_KEYS = (

@@ -34,10 +34,10 @@ import ray
 
 from hydra_configs import DEFAULT_OVERLAY
 from writing_rl.files import atomic_write_text
+from writing_rl.offline.files import MatchedResponse, match_responses
 from writing_rl.reward_loop import registry
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.reward_loop.results import FAILURE_KEYS
-from writing_rl.tools.shared.responses import MatchedResponse, match_responses
 
 PROGRESS = ".score_progress.jsonl"
 _INFRASTRUCTURE = tuple(
@@ -86,7 +86,7 @@ def with_group_sizes(rows: list[dict], samples: list[MatchedResponse]) -> list[d
 def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | None, config_dir: str | None = None):
     from omegaconf import OmegaConf, open_dict
 
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     config = compose(config_name, overrides, config_dir)
     with open_dict(config):

@@ -1,5 +1,5 @@
 """``eval``: measure what training bought, one subcommand per kind of evaluation (``evaluation.kinds.KINDS``;
-each kind declares its own options and run in ``writing_rl/tools/evaluation/kinds/``)."""
+each kind declares its own options and run in ``writing_rl/evaluation/kinds/``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from functools import partial
 from pathlib import Path
 from typing import Sequence
 
+from writing_rl.evaluation.kind import EvalKind
+from writing_rl.evaluation.kinds import KINDS
 from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from
-from writing_rl.tools.evaluation.kind import EvalKind
-from writing_rl.tools.evaluation.kinds import KINDS
 
 
 def add_eval(subparsers, kinds: Sequence[EvalKind] = KINDS) -> None:

@@ -1,6 +1,6 @@
 """The judge options of the commands that call a judge themselves (``select``, ``order-references``,
 ``eval``): the training config's judge with the same shortcuts as ``score``, read into the judge settings
-(``writing_rl.tools.shared.judge_settings``). Failed judge calls (``JudgeFailures``) end such a command with
+(``writing_rl.offline.judge``). Failed judge calls (``JudgeFailures``) end such a command with
 one line through ``writing_rl.tools.cli``."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def add_judge_options(p) -> None:
 
 
 def judge_settings_from(args):
-    from writing_rl.tools.shared.judge_settings import load_judge_settings
+    from writing_rl.offline.judge import load_judge_settings
 
     shortcuts = judge_overrides(
         args.judge_url, args.judge_model, args.api_key_env, args.max_concurrency, args.timeout_s, args.max_retries

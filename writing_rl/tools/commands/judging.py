@@ -3,9 +3,9 @@ they build (``SelectJob``, ``OrderJob``)."""
 
 from __future__ import annotations
 
+from writing_rl.ordering.job import OrderJob
+from writing_rl.selection.job import SelectJob
 from writing_rl.tools.commands.judge_options import add_judge_options, judge_settings_from
-from writing_rl.tools.ordering.job import OrderJob
-from writing_rl.tools.selection.job import SelectJob
 
 
 def add_select(subparsers) -> None:
@@ -54,8 +54,8 @@ def add_select(subparsers) -> None:
 
 
 def _run_select(args) -> int:
-    from writing_rl.tools.selection.margins import parse_quotas
-    from writing_rl.tools.selection.select import run_select
+    from writing_rl.selection.margins import parse_quotas
+    from writing_rl.selection.select import run_select
 
     job = SelectJob(
         data=args.data, responses=args.responses, out=args.out, top_k=args.top_k, top_percent=args.top_percent,
@@ -117,7 +117,7 @@ def add_order_references(subparsers) -> None:
 
 
 def _run_order_references(args) -> int:
-    from writing_rl.tools.ordering.order_references import run_order_references
+    from writing_rl.ordering.order_references import run_order_references
 
     job = OrderJob(
         input_path=args.input, out=args.output, candidates_key=args.candidates_key, names_key=args.names_key,

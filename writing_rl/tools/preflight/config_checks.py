@@ -268,7 +268,7 @@ def runs_our_manager(config) -> bool:
 
 
 def run_check(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     return check_config(compose(config_name, overrides, config_dir))
 

@@ -19,9 +19,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from writing_rl.offline.endpoints import ping_judge, served_model
 from writing_rl.tools.preflight.data_checks import Row
 from writing_rl.tools.preflight.report import Report
-from writing_rl.tools.shared.endpoints import ping_judge, served_model
 
 MARKER = "\u2063RESPONSE\u2063"  # stands for a policy response in a rendered judge prompt
 

@@ -266,7 +266,7 @@ def cluster_address() -> str:
 
 
 def run_from_args(args, extra_checks: Sequence[Callable] = ()) -> int:
-    from writing_rl.tools.shared.verl_config import compose_leniently
+    from writing_rl.offline.compose import compose_leniently
 
     try:  # a mistyped override is one line, and the rest is checked without it
         config, refused = compose_leniently(args.config_name, args.overrides, args.config_dir)

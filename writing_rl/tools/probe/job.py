@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from writing_rl.tools.shared.judged_job import JudgedJob
+from writing_rl.offline.files import JudgedJob
 
 FLAGGED_EXIT = 3  # the exit status when a probe, the position bias or the self-consistency is flagged
 UNREADABLE_EXIT = (

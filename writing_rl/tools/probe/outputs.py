@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from writing_rl.offline.files import written_together
 from writing_rl.plot import BLUE, GREY, NO_MATPLOTLIB, RED, render_png
 from writing_rl.tools.probe.battery import COUNTS_WHEN
 from writing_rl.tools.probe.placing import Comparison
 from writing_rl.tools.probe.summary import NOT_APPLICABLE, UNREADABLE_ADVICE, ProbeReport, readable_counts
 from writing_rl.tools.probe.verdict import FAILED, FLAGGED, INCONCLUSIVE
-from writing_rl.tools.shared.judged_job import written_together
 
 STATUS_COLOURS = {FLAGGED: RED, FAILED: RED, INCONCLUSIVE: "#e68c28"}
 ADVICE = (

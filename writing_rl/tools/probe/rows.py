@@ -66,8 +66,8 @@ def user_rows(data: str | Path, method: str, responses: str | Path | None, rows_
     ``rows_hold_answer``); rows ``--responses`` names no answer for are left out."""
     import pyarrow.parquet as pq
 
+    from writing_rl.offline.files import match_responses
     from writing_rl.protocols.pairwise_task import read_writing_rl_task
-    from writing_rl.tools.shared.responses import match_responses
 
     table = pq.read_table(data).to_pylist()
     honest: dict[int, str] = {}

@@ -18,6 +18,8 @@ from typing import Any, Callable, Sequence
 from writing_rl.judge import SampleJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import JudgeError, JudgeHTTPError
+from writing_rl.offline.errors import JudgeFailures, judge_error_line
+from writing_rl.offline.judge import STOP_STATUSES, ProgressLine, ToolJudge, open_judge, stop_on_failures
 from writing_rl.protocols import strip_think
 from writing_rl.protocols.languages import language_name
 from writing_rl.reward_loop.probing import ProbePlacement
@@ -28,8 +30,6 @@ from writing_rl.tools.probe.job import ProbeJob, probe_method
 from writing_rl.tools.probe.placing import Comparison, Placer
 from writing_rl.tools.probe.rows import ProbeRow, sample_rows, shipped_rows, user_rows
 from writing_rl.tools.probe.summary import ProbeReport, summarise
-from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
-from writing_rl.tools.shared.tool_judge import STOP_STATUSES, ProgressLine, ToolJudge, open_judge, stop_on_failures
 
 TRANSLATE = "Translate the text below into {language}. Reply with the translation only, nothing else.\n\n{text}"
 
@@ -48,7 +48,7 @@ class ProbeTarget:
 
 def load_target(method: str, config_name: str | None, overrides: Sequence[str], config_dir: str | None):
     """The judge and reward fn of ``config_name`` (default: the method's overlay), composed as ``main_ppo`` would."""
-    from writing_rl.tools.shared.verl_config import compose
+    from writing_rl.offline.compose import compose
 
     overlay = probe_method(method).method.probe.overlay
     return target_of(method, compose(config_name or overlay, overrides, config_dir))

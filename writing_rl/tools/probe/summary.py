@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from writing_rl.offline.files import run_lines, run_section
 from writing_rl.tools.probe.battery import Probe
 from writing_rl.tools.probe.placing import Comparison, winner
 from writing_rl.tools.probe.verdict import (
@@ -21,7 +22,6 @@ from writing_rl.tools.probe.verdict import (
     Share,
     readable_share,
 )
-from writing_rl.tools.shared.judged_job import run_lines, run_section
 
 DECIDED = ("win", "tie", "loss")
 # What a probe's share counts: the judge's decisions and the method's refusal (a loss paid without asking the

@@ -35,6 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from writing_rl.evaluation import report as out
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows, require_fields
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_jobs, verdict_judgment
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome, shown
 from writing_rl.protocols.prompts import (
     PAIRWISE_SYSTEM,
@@ -42,11 +46,6 @@ from writing_rl.protocols.prompts import (
     load_template,
     read_pairwise_request,
 )
-from writing_rl.tools.evaluation import judge_calls, stats
-from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows, require_fields
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
 
 LENGTH_EDGES = (100, 500)
 ORDERS = ("chosen_first", "chosen_second")  # the chosen response shown as A, then as B
@@ -190,7 +189,7 @@ def run_genrm_pairwise(
     if template:
         load_template(template)  # a template without both response placeholders fails before any call
     pairs, calls = given.pairs, given.calls
-    judgments, judge_section = judge_calls.judge(
+    judgments, judge_section = judge_jobs(
         settings, calls, lambda c: c.messages(template), verdict_judgment, out_dir, cache, progress
     )
     records = [judgment_record(call, judgment) for call, judgment in zip(calls, judgments)]

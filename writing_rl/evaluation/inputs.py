@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from writing_rl.offline.files import InputError, lines
 from writing_rl.settings import ConfigError
-from writing_rl.tools.shared.inputs import InputError, lines
 
 
 def require_fields(record: dict, fields: Iterable[str], where: str) -> None:

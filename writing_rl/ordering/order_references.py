@@ -34,12 +34,11 @@ from writing_rl.data import fields
 from writing_rl.data.builder import BadRow, parse_test_size, test_mask
 from writing_rl.data.builders.writing import WritingRLBuilder
 from writing_rl.data.readers import iter_chunks
+from writing_rl.offline.files import csv_text, run_lines, run_section, written_together
+from writing_rl.offline.judge import JudgeSettings, judge_through_cache, stop_on_failures
+from writing_rl.ordering.job import OrderJob
+from writing_rl.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
 from writing_rl.protocols.comparison import SLOTS, comparison_messages
-from writing_rl.tools.ordering.job import OrderJob
-from writing_rl.tools.ordering.rank_aggregation import METHODS, Ordering, PromptResult, order_candidates
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.judged_job import csv_text, run_lines, run_section, written_together
-from writing_rl.tools.shared.tool_judge import judge_through_cache, stop_on_failures
 
 _ORDERED = "__ordered_references__"  # the builder's references column, filled with the judged order
 CSV_COLUMNS = (

@@ -36,24 +36,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from writing_rl.protocols import Unreadable, gqm_prompt
-from writing_rl.protocols.gqm import labels_for
-from writing_rl.protocols.gqm_task import read_answer
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, load_template
-from writing_rl.tools.evaluation import judge_calls, stats
-from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation.genrm_pairwise import ORDERS, PreferenceCall, PreferencePair
-from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
-from writing_rl.tools.evaluation.inputs import InputError
-from writing_rl.tools.evaluation.rewardbench_sets import (
+from writing_rl.evaluation import report as out
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.genrm_pairwise import ORDERS, PreferenceCall, PreferencePair
+from writing_rl.evaluation.genrm_ranking import RankingOptions
+from writing_rl.evaluation.inputs import InputError
+from writing_rl.evaluation.rewardbench_sets import (
     V1_SECTIONS,
     RewardBenchItem,
     read_items,
     v1_scores,
     v2_scores,
 )
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_jobs, verdict_judgment
+from writing_rl.protocols import Unreadable, gqm_prompt
+from writing_rl.protocols.gqm import labels_for
+from writing_rl.protocols.gqm_task import read_answer
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, load_template
 
 GENRMS = ("pairwise", "ranking")
 SHARE = {"chosen": 1.0, "tie": 0.5, None: 0.5, "rejected": 0.0}  # None: a reply with no verdict
@@ -114,13 +113,13 @@ def run_rewardbench(
             for j, rejected in enumerate(item.rejected)
             for order in ORDERS
         ]
-        judgments, judge_section = judge_calls.judge(
+        judgments, judge_section = judge_jobs(
             settings, calls, lambda c: c.call.messages(options.template), verdict_judgment, out_dir, cache, progress
         )
         records = [_comparison_record(c, j) for c, j in zip(calls, judgments)]
     else:
         calls = group_calls(items, options)
-        judgments, judge_section = judge_calls.judge(
+        judgments, judge_section = judge_jobs(
             settings, calls, lambda c: c.messages, lambda text: Judgment(value=text), out_dir, cache, progress
         )
         records = [_group_record(c, j, options) for c, j in zip(calls, judgments)]

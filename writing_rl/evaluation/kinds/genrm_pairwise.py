@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from writing_rl.tools.evaluation.kind import EvalKind, add_out
+from writing_rl.evaluation.kind import EvalKind, add_out
 
 
 def add_arguments(p) -> None:
@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, judge_settings) -> list[str]:
-    from writing_rl.tools.evaluation.genrm_pairwise import run_genrm_pairwise
+    from writing_rl.evaluation.genrm_pairwise import run_genrm_pairwise
 
     settings = judge_settings()
     options = {"template": args.template, "length_edges": args.length_edges}
@@ -66,6 +66,6 @@ KIND = EvalKind(
     ),
     add_arguments=add_arguments,
     run=run,
-    module="writing_rl.tools.evaluation.genrm_pairwise",
+    module="writing_rl.evaluation.genrm_pairwise",
     plot="length_buckets.png",
 )

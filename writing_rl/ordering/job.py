@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from writing_rl.tools.shared.judged_job import JudgedJob
+from writing_rl.offline.files import JudgedJob
 
 
 @dataclass(frozen=True, kw_only=True)

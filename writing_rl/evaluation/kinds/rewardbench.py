@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from writing_rl.evaluation.kind import EvalKind, add_out
 from writing_rl.protocols.gqm import PROMPT_TYPES, VARIANTS
-from writing_rl.tools.evaluation.kind import EvalKind, add_out
 
 
 def add_arguments(p) -> None:
@@ -45,9 +45,9 @@ def add_arguments(p) -> None:
 
 
 def run(args, judge_settings) -> list[str]:
-    from writing_rl.tools.evaluation.genrm_ranking import RankingOptions
-    from writing_rl.tools.evaluation.inputs import InputError
-    from writing_rl.tools.evaluation.rewardbench import run_rewardbench
+    from writing_rl.evaluation.genrm_ranking import RankingOptions
+    from writing_rl.evaluation.inputs import InputError
+    from writing_rl.evaluation.rewardbench import run_rewardbench
 
     ranking_only = {"--prompt-type": args.prompt_type, "--variant": args.variant,
                     "--optional-headers": args.optional_headers}  # fmt: skip
@@ -84,6 +84,6 @@ KIND = EvalKind(
     ),
     add_arguments=add_arguments,
     run=run,
-    module="writing_rl.tools.evaluation.rewardbench",
+    module="writing_rl.evaluation.rewardbench",
     plot="subsets.png",
 )

@@ -35,14 +35,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
-from writing_rl.protocols import strip_think
-from writing_rl.protocols.comparison import POINTS, SLOTS, agreed, comparison_messages, consistency, outcome
-from writing_rl.protocols.pairwise_task import read_writing_rl_task
-from writing_rl.protocols.prompts import Messages, format_criteria, load_template
-from writing_rl.settings import ConfigError
-from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation import stats
-from writing_rl.tools.evaluation.inputs import (
+from writing_rl.evaluation import report as out
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.inputs import (
     InputError,
     dump_matcher,
     is_parquet,
@@ -51,11 +46,14 @@ from writing_rl.tools.evaluation.inputs import (
     require_fields,
     responses_by_index,
 )
-from writing_rl.tools.evaluation.judge_calls import judge
-from writing_rl.tools.evaluation.report import rate, write_jsonl
-from writing_rl.tools.shared.inputs import field_value
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
+from writing_rl.evaluation.report import rate, write_jsonl
+from writing_rl.offline.files import field_value
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_jobs, verdict_judgment
+from writing_rl.protocols import strip_think
+from writing_rl.protocols.comparison import POINTS, SLOTS, agreed, comparison_messages, consistency, outcome
+from writing_rl.protocols.pairwise_task import read_writing_rl_task
+from writing_rl.protocols.prompts import Messages, format_criteria, load_template
+from writing_rl.settings import ConfigError
 
 LENGTH_UNIT = "characters"
 ORDERS = SLOTS  # the policy's slot: first, then second
@@ -195,7 +193,7 @@ def run_winrate(
         Job(pair, slot) for pair in pairs if pair.policy is not None and pair.baseline is not None for slot in ORDERS
     ]
     build = partial(job_messages, template=settings.template)
-    judgments, judge_section = judge(settings, jobs, build, verdict_judgment, out_dir, cache, progress)
+    judgments, judge_section = judge_jobs(settings, jobs, build, verdict_judgment, out_dir, cache, progress)
     records = prompt_records(pairs, jobs, judgments)
     write_jsonl(Path(out_dir) / "judgments.jsonl", records)
     report = summarise(records, len(items), len(policy), without_baseline, judgments)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from writing_rl.tools.shared.judged_job import JudgedJob
+from writing_rl.offline.files import JudgedJob
 
 
 @dataclass(frozen=True, kw_only=True)

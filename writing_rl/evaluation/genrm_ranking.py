@@ -37,6 +37,10 @@ import numpy as np
 
 from writing_rl.data.builder import BadRow
 from writing_rl.data.builders.gqm_rows import GroupReader
+from writing_rl.evaluation import report as out
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_jobs
 from writing_rl.protocols import Unreadable, gqm_prompt
 from writing_rl.protocols.gqm import LABELS, Ranking, format_ranking
 from writing_rl.protocols.gqm_task import (
@@ -48,11 +52,6 @@ from writing_rl.protocols.gqm_task import (
     tiers,
 )
 from writing_rl.protocols.prompts import Messages
-from writing_rl.tools.evaluation import judge_calls, stats
-from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation.inputs import InputError, indexed_lines, is_parquet, parquet_rows
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ def run_genrm_ranking(
 ) -> list[str]:
     """Judge, write every output, and return the lines to print."""
     groups = read_groups(data, options)
-    judgments, judge_section = judge_calls.judge(
+    judgments, judge_section = judge_jobs(
         settings, groups, lambda g: g.messages, lambda text: Judgment(value=text), out_dir, cache, progress
     )
     records = [score_group(group, judgment, options) for group, judgment in zip(groups, judgments)]

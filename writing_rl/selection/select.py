@@ -49,12 +49,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from writing_rl.judge.cache import CachedJudge
+from writing_rl.offline.files import field_value, match_responses, run_lines, run_section
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_through_cache, stop_on_failures, verdict_judgment
 from writing_rl.plot import NO_MATPLOTLIB
 from writing_rl.protocols import score_pair_or_none, strip_think
 from writing_rl.protocols.comparison import SLOTS, comparison_messages, outcome
 from writing_rl.protocols.pairwise_task import read_writing_rl_task
-from writing_rl.tools.selection.job import SelectJob
-from writing_rl.tools.selection.margins import (
+from writing_rl.selection.job import SelectJob
+from writing_rl.selection.margins import (
     MARGIN_KINDS,
     IdMargin,
     MarginKind,
@@ -64,13 +66,7 @@ from writing_rl.tools.selection.margins import (
     rank_ids,
     response_score,
 )
-from writing_rl.tools.selection.outputs import write_outputs
-from writing_rl.tools.shared.inputs import field_value
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.judged_job import run_lines, run_section
-from writing_rl.tools.shared.responses import match_responses
-from writing_rl.tools.shared.tool_judge import judge_through_cache, stop_on_failures
-from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
+from writing_rl.selection.outputs import write_outputs
 
 
 def score_pair_judgment(text: str) -> Judgment:

@@ -43,13 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from writing_rl.protocols import Unreadable, read_json_score, strip_think
-from writing_rl.protocols.prompts import Messages, format_criteria
-from writing_rl.protocols.quoting import fence, plain_text
-from writing_rl.settings import ConfigError
-from writing_rl.tools.evaluation import judge_calls, stats
-from writing_rl.tools.evaluation import report as out
-from writing_rl.tools.evaluation.inputs import (
+from writing_rl.evaluation import report as out
+from writing_rl.evaluation import stats
+from writing_rl.evaluation.inputs import (
     InputError,
     check_index,
     dump_matcher,
@@ -57,8 +53,11 @@ from writing_rl.tools.evaluation.inputs import (
     require_fields,
     responses_by_index,
 )
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment
+from writing_rl.offline.judge import JudgeSettings, Judgment, judge_jobs
+from writing_rl.protocols import Unreadable, read_json_score, strip_think
+from writing_rl.protocols.prompts import Messages, format_criteria
+from writing_rl.protocols.quoting import fence, plain_text
+from writing_rl.settings import ConfigError
 
 SYSTEM = "You are a strict, fair evaluator of writing. You score one criterion at a time."
 
@@ -225,7 +224,7 @@ def run_writingbench(
         for item in queries[index].checklist
     ]  # fmt: skip
     out_path = Path(out_dir)
-    judgments, judge_section = judge_calls.judge(
+    judgments, judge_section = judge_jobs(
         settings, calls, lambda c: critic_messages(c, template_text, system_prompt), critic_judgment, out_dir, cache,
         progress,
     )  # fmt: skip

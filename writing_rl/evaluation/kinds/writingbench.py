@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from writing_rl.tools.evaluation.kind import EvalKind, add_out
+from writing_rl.evaluation.kind import EvalKind, add_out
 
 
 def add_arguments(p) -> None:
@@ -34,7 +34,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, judge_settings) -> list[str]:
-    from writing_rl.tools.evaluation.writingbench import run_writingbench
+    from writing_rl.evaluation.writingbench import run_writingbench
 
     return run_writingbench(
         args.benchmark, args.responses, args.out, judge_settings(),
@@ -59,6 +59,6 @@ KIND = EvalKind(
     ),
     add_arguments=add_arguments,
     run=run,
-    module="writing_rl.tools.evaluation.writingbench",
+    module="writing_rl.evaluation.writingbench",
     plot="domains.png",
 )

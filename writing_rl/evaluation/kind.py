@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from writing_rl.tools.shared.judge_settings import JudgeSettings
+    from writing_rl.offline.judge import JudgeSettings
 
 
 @dataclass(frozen=True)

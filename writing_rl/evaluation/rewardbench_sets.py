@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from writing_rl.tools.evaluation.inputs import InputError, is_parquet, lines, parquet_rows
+from writing_rl.evaluation.inputs import InputError, is_parquet, lines, parquet_rows
 
 V1_SECTIONS: dict[str, dict[str, int]] = {
     "Chat": {"alpacaeval-easy": 100, "alpacaeval-length": 95, "alpacaeval-hard": 95, "mt-bench-easy": 28,

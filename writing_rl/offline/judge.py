@@ -1,10 +1,13 @@
-"""The offline tools' judge (``writing-rl select``, ``order-references``, ``eval``) and their calls through it.
+"""The judge of the offline commands (``score``, ``select``, ``order-references``, ``eval``, ``probe-judge``)
+and their calls through it.
 
-- the judge itself: ``ToolJudge``, an ``OpenAIJudge`` behind a ``CachedJudge`` (resume after a crash);
-- one judgment (verdict or counted failure) and a bounded runner with a progress line (``ProgressLine``);
-- the failure policy: judge errors stop a run before it writes anything, unless allowed; a reply that
-  every call would get (HTTP 401, 403, 404: key, endpoint or model) stops it at once. Either way the
-  answered calls stay cached and the same command resumes.
+- ``JudgeSettings``: the judge and pairwise template of a training config (``reward.reward_kwargs.judge``
+  and the fn's ``template``), so that a command judges exactly as the reward does;
+- ``ToolJudge``: an ``OpenAIJudge`` behind a ``CachedJudge`` (a rerun resumes after a crash), its endpoints
+  checked before its first call; ``Judgment``: one call's verdict, value or counted failure;
+- a bounded runner with a progress line, and the failure policy: judge errors stop a run before it writes
+  anything, unless allowed; a reply that every call would get (HTTP 401, 403, 404: key, endpoint or model)
+  stops it at once. Either way the answered calls stay cached and the same command resumes.
 """
 
 from __future__ import annotations
@@ -12,19 +15,69 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from hydra_configs import DEFAULT_OVERLAY
 from writing_rl.judge import Judge, JudgeError, Messages, judge_client
 from writing_rl.judge.base import JudgeReply
 from writing_rl.judge.cache import CachedJudge
 from writing_rl.judge.config import JudgeConfig
 from writing_rl.judge.errors import JudgeContextLengthError, JudgeHTTPError
-from writing_rl.protocols import Unreadable, read_reply
-from writing_rl.tools.shared.endpoints import CheckedJudge
-from writing_rl.tools.shared.errors import JudgeFailures, judge_error_line
-from writing_rl.tools.shared.judge_settings import JudgeSettings
-from writing_rl.tools.shared.verdicts import Judgment, verdict_judgment
+from writing_rl.offline.endpoints import CheckedJudge
+from writing_rl.offline.errors import JudgeFailures, judge_error_line
+from writing_rl.offline.files import CACHE_FILE
+from writing_rl.protocols import Unreadable, read_reply, verdict_or_none
+from writing_rl.reward_loop.config import ManagerConfig
+from writing_rl.settings import ConfigError
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The judge an offline tool calls, and the pairwise template it renders."""
+
+    judge: JudgeConfig
+    template: str | None = None  # pairwise template file; None = the built-in one
+
+
+def load_judge_settings(
+    config_name: str = DEFAULT_OVERLAY, overrides: Sequence[str] = (), config_dir: str | None = None
+) -> JudgeSettings:
+    """The judge of a training config (composed as ``main_ppo`` would), for use outside training."""
+    from writing_rl.offline.compose import compose
+
+    config = compose(config_name, overrides, config_dir)
+    judge_raw = config.reward.reward_kwargs.get("judge") or {}
+    if not judge_raw.get("base_url"):
+        raise ConfigError(
+            "no judge endpoint: pass --judge-url URL (or reward.reward_kwargs.judge.base_url=URL). Offline tools "
+            "do not start verl's GenRM; serve one with `writing-rl serve-judge` or `vllm serve`"
+        )
+    judge = ManagerConfig.from_verl(config).judge
+    fn_kwargs = config.reward.get("custom_reward_function", {}).get("reward_kwargs") or {}
+    return JudgeSettings(judge=judge, template=fn_kwargs.get("template"))
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judge call's result: a verdict "A"/"B"/"C" (or another reader's ``value``), nothing read (a
+    parse failure) or a failure kind."""
+
+    verdict: str | None = None
+    error: str | None = None  # JudgeError kind: timeout, connection, http, context_length, bad_response
+    scores: tuple[int, int] | None = None  # (A, B) when the judge was asked for a score pair
+    value: Any = None  # what a reader other than a verdict reader read (e.g. a critic's score and reason)
+
+    @property
+    def parse_failure(self) -> bool:
+        return self.verdict is None and self.value is None and self.error is None
+
+
+def verdict_judgment(text: str) -> Judgment:
+    """The reply's verdict as a ``Judgment``; ``Judgment()`` (a parse failure) when it has none."""
+    return Judgment(verdict=verdict_or_none(text))
+
 
 T = TypeVar("T")
 # Statuses every call of a run would get (a bad key, endpoint or model name): stop at the first.
@@ -200,3 +253,30 @@ def stop_on_failures(errors: Mapping[str, int], calls: int, cache: CachedJudge, 
     """Raise ``JudgeFailures`` (before anything is written) when some of ``calls`` failed, unless ``allowed``."""
     if errors and not allowed:
         raise JudgeFailures(failure_message(dict(errors), calls, cache))
+
+
+def judge_jobs(
+    settings: JudgeSettings,
+    jobs: Sequence[T],
+    build: Callable[[T], Messages],
+    read: Callable[[str], Judgment],
+    out_dir: str | Path,
+    cache: str | Path | None = None,
+    progress: bool = True,
+) -> tuple[list[Judgment], dict]:
+    """The judgments of every job (the cache at ``cache``, default ``OUT/judge_cache.sqlite``, answers
+    what it holds) and the report's ``judge`` section (calls, cache hits, wall time: the only part of a
+    report that a rerun changes).
+
+    A prompt longer than the judge's context fails that call only (``Judgment(error="context_length")``,
+    counted as a judge error like any other): an evaluation's prompts differ in length, so one long
+    prompt must not stop the run. Statuses every call would get (401, 403, 404) still stop it."""
+    cache_path = Path(cache) if cache else Path(out_dir) / CACHE_FILE
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    judgments, judge_cache, wall_s = judge_through_cache(
+        settings, jobs, build, cache_path, progress, read, stop_on_context_length=False
+    )
+    section = {"calls": len(jobs), "cache_hits": judge_cache.stats.hits, "wall_s": round(wall_s, 3)}
+    if judge_cache.first_error is not None:  # the URL and the cause, for the error line
+        section["first_failure"] = judge_error_line(judge_cache.first_error)
+    return judgments, section

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from writing_rl.offline.files import csv_text, written_together
 from writing_rl.plot import BLUE, GREY, Series, histogram, render_png
-from writing_rl.tools.selection.margins import MARGIN_KINDS, IdMargin, MarginKind, Selection, bin_counts
-from writing_rl.tools.shared.judged_job import csv_text, written_together
+from writing_rl.selection.margins import MARGIN_KINDS, IdMargin, MarginKind, Selection, bin_counts
 
 CSV_COLUMNS = (
     "id", "domain", "margin", "rank", "responses", "comparisons", "parse_failures", "judge_errors",

@@ -18,7 +18,7 @@ from typing import Any
 from writing_rl.judge import Messages
 from writing_rl.judge.base import JudgeReply
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.tools.shared.errors import JudgeFailures
+from writing_rl.offline.errors import JudgeFailures
 
 # Where a training run sets the endpoint, the key and the model; an offline tool passes its flags.
 TRAINING_KEYS = {

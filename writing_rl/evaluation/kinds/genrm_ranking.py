@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from writing_rl.evaluation.kind import EvalKind, add_out
 from writing_rl.protocols.gqm import PROMPT_TYPES, VARIANTS
-from writing_rl.tools.evaluation.kind import EvalKind, add_out
 
 
 def add_arguments(p) -> None:
@@ -48,7 +48,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, judge_settings) -> list[str]:
-    from writing_rl.tools.evaluation.genrm_ranking import RankingOptions, run_genrm_ranking
+    from writing_rl.evaluation.genrm_ranking import RankingOptions, run_genrm_ranking
 
     options = RankingOptions(
         prompt_type=args.prompt_type, variant=args.variant, require_headers=not args.optional_headers,
@@ -82,6 +82,6 @@ KIND = EvalKind(
     ),
     add_arguments=add_arguments,
     run=run,
-    module="writing_rl.tools.evaluation.genrm_ranking",
+    module="writing_rl.evaluation.genrm_ranking",
     plot="kendall_tau.png",
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from writing_rl.tools.evaluation.kind import EvalKind, add_out
+from writing_rl.evaluation.kind import EvalKind, add_out
 
 
 def add_arguments(p) -> None:
@@ -46,7 +46,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, judge_settings) -> list[str]:
-    from writing_rl.tools.evaluation.winrate import run_winrate
+    from writing_rl.evaluation.winrate import run_winrate
 
     return run_winrate(
         args.prompts, args.responses, args.out, judge_settings(),
@@ -74,6 +74,6 @@ KIND = EvalKind(
     ),
     add_arguments=add_arguments,
     run=run,
-    module="writing_rl.tools.evaluation.winrate",
+    module="writing_rl.evaluation.winrate",
     plot="winrate.png",
 )

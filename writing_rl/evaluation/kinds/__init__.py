@@ -4,6 +4,6 @@ here, and one line in ``KINDS``."""
 
 from __future__ import annotations
 
-from writing_rl.tools.evaluation.kinds import genrm_pairwise, genrm_ranking, rewardbench, winrate, writingbench
+from writing_rl.evaluation.kinds import genrm_pairwise, genrm_ranking, rewardbench, winrate, writingbench
 
 KINDS = (writingbench.KIND, winrate.KIND, genrm_pairwise.KIND, genrm_ranking.KIND, rewardbench.KIND)
