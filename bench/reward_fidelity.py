@@ -205,8 +205,8 @@ def row_overrides(row: Row, tokenizer_dir, urls: list[str], workers: int) -> lis
 
 def row_config(row: Row, tokenizer_dir, urls: list[str], workers: int):
     """The composed config, checked as a reward worker reads it (a refused key raises ConfigError)."""
-    from writing_rl.reward_loop.config import ManagerConfig
     from writing_rl.offline.compose import compose
+    from writing_rl.reward_loop.config import ManagerConfig
 
     config = compose(row.config, row_overrides(row, tokenizer_dir, urls, workers))
     ManagerConfig.from_verl(config)

@@ -1,8 +1,6 @@
 """Check a GenRM SFT run on a laptop before it reaches GPUs: ``python -m data_prep.check_sft [--print] OVERRIDES``.
 
-The checks (``writing_rl.data.sft_check``): verl's SFT config composed with the overrides builds, the
-batch divides over the ranks, every parquet holds trainable chats, and a sample fits ``data.max_length``.
-Used by ``DRY_RUN=1 scripts/train_genrm_sft.sh``.
+The checks: ``writing_rl.data.sft_check``; ``DRY_RUN=1 scripts/train_genrm_sft.sh`` runs this.
 """
 
 from __future__ import annotations

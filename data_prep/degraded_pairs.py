@@ -1,27 +1,13 @@
 """Preference pairs and ranked groups from real answers and degraded copies of them, labelled by construction.
 
-    python data_prep/degraded_pairs.py --input examples/real/smollm2_answers.jsonl --output data/degraded \\
-        [--heldout 0.2] [--seed 0] [--max-copies 4]
-
-Input: JSONL rows ``{"id", "prompt", "answer", "sample"}`` (``id`` names the prompt; scripts/smollm2_answers.py
-writes them). Each answer gets the degraded copies of ``writing_rl.data.degrade`` that apply to it, and
-becomes:
-
-- preference pairs ``{id, prompt_id, sample, prompt, chosen, rejected, degradation, critique,
-  critique_swapped}``: chosen = the answer, rejected = one copy, and a one-sentence critique naming the damage
-  and the response it is in (``degrade.CRITIQUES``; ``critique`` with the chosen answer as Response A,
-  ``critique_swapped`` for the other order; ``--no-critique`` leaves both out); ``build_parquet.py pref-sft``
-  / ``pref-rl`` read them as they are (and write each pair in both orders, the SFT reply the critique then
-  the verdict);
-- one ranked group ``{id, prompt_id, sample, prompt, mt_texts, scores, degradations}``: the answer and up to
-  ``--max-copies`` copies (2 at least, else no group) in a seeded random order, scored by
-  ``degrade.RANK_SCORES`` (original 9 > repeated 7 > shuffled 5 > cut 3 > swapped 1); ``gqm-rl`` and
-  ``gqm-sft --no-cot`` read them as writing groups (a ``prompt``, no source text).
-
-Prompts, not answers, are split: a seeded ``--heldout`` share of them is held out with all their answers, and
-a ``swapped`` copy is drawn from answers of the same split only, so no held-out prompt or answer text appears in
-the train files. Writes pairs_train.jsonl, pairs_heldout.jsonl, groups_train.jsonl and groups_heldout.jsonl into
-the output dir, each complete or not at all; the same input and seed give the same files.
+Input: the JSONL answers scripts/smollm2_answers.py writes (``id`` names the prompt). Into the output dir go
+pairs_train.jsonl and pairs_heldout.jsonl (the answer chosen, one of its copies from ``writing_rl.data.degrade``
+rejected, a critique for each order), which ``build_parquet.py pref-sft`` / ``pref-rl`` read as they are, and
+groups_train.jsonl and groups_heldout.jsonl (the answer and its copies in a seeded order, scored by
+``degrade.RANK_SCORES``), which ``gqm-rl`` and ``gqm-sft --no-cot`` read as writing groups. Each file is
+complete or not there; the same input and seed give the same files. Prompts, not answers, are split, and a
+``swapped`` copy comes from answers of the same split only, so no held-out prompt or answer text appears in the
+train files. The command and the GenRM it trains: docs/genrm/training.md#real-text-with-labels-no-judge-gave.
 """
 
 from __future__ import annotations

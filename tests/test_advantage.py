@@ -47,9 +47,9 @@ def test_brpo_rewards_are_the_advantage_and_the_reference_gets_none():
 def test_check_config_wants_the_plugin_that_registers_brpo_loaded(monkeypatch):
     import pytest
 
+    from writing_rl.offline.compose import compose
     from writing_rl.settings import ConfigError
     from writing_rl.tools.preflight.config_checks import check_config
-    from writing_rl.offline.compose import compose
 
     config = compose("brpo", ["actor_rollout_ref.model.path=/m", "reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1",
                               "reward.reward_kwargs.judge.model=m"])  # fmt: skip

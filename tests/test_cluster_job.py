@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from writing_rl.offline.compose import compose
 from writing_rl.settings import ConfigError
 from writing_rl.tools.shared.cluster.demand import Group, job_demand, schedulability, unplaced
 from writing_rl.tools.shared.cluster.job_env import check_upload, forwarded_env, job_env_from_environ, upload_files
 from writing_rl.tools.shared.cluster.submit import entrypoint, joining_overrides, judge_key_envs
-from writing_rl.offline.compose import compose
 
 REPO = Path(__file__).resolve().parent.parent
 

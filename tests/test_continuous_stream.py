@@ -25,9 +25,9 @@ from verl_streaming import Continuous, overlapping
 
 from reward_fns.brpo import choose_references
 from writing_rl.curriculum.scheduler import scheduler_name
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
 from writing_rl.reward_loop.group.collector import collector_name
-from writing_rl.offline.compose import compose
 
 from conftest import RELEASE_SUITE, compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, ScriptedJudgeServer, default_script, quality

@@ -187,9 +187,9 @@ def test_the_policy_server_loads_the_trainers_weights_and_refuses_foreign_ones(t
 def test_check_config_names_a_missing_trainer_package_and_its_install(monkeypatch):
     import importlib.util
 
+    from writing_rl.offline.compose import compose
     from writing_rl.settings import ConfigError
     from writing_rl.tools.preflight.config_checks import check_config
-    from writing_rl.offline.compose import compose
 
     judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1", "reward.reward_kwargs.judge.model=m"]
     config = compose("writing_rl", judge)
@@ -209,9 +209,9 @@ def test_check_config_names_a_missing_trainer_package_and_its_install(monkeypatc
 
 
 def test_check_config_wants_the_cpu_platform_chosen_for_the_cpu_backend(monkeypatch):
+    from writing_rl.offline.compose import compose
     from writing_rl.settings import ConfigError
     from writing_rl.tools.preflight.config_checks import check_config
-    from writing_rl.offline.compose import compose
 
     judge = ["reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1", "reward.reward_kwargs.judge.model=m"]
     config = compose("writing_rl", [*judge, "+backend=cpu"])

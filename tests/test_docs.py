@@ -434,8 +434,8 @@ def test_the_architecture_map_names_every_module():
 
 
 def test_the_preflight_output_shown_is_what_check_config_prints():
-    from writing_rl.tools.preflight.config_checks import check_config
     from writing_rl.offline.compose import compose
+    from writing_rl.tools.preflight.config_checks import check_config
 
     page = (REPO_DIR / "docs" / "getting-started.md").read_text(encoding="utf-8")
     shown = {line.strip().removeprefix("ok").strip() for line in page.splitlines() if line.strip().startswith("ok ")}

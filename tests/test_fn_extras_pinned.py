@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from writing_rl.reward_loop.failures import ON_PARSE_ERROR
 from writing_rl.offline.compose import compose
+from writing_rl.reward_loop.failures import ON_PARSE_ERROR
 
 from conftest import score_in_reward_worker, writing_row
 from judge_server import Reply

@@ -13,11 +13,11 @@ from functools import lru_cache
 import pytest
 from omegaconf import OmegaConf, open_dict
 
+from writing_rl.offline.compose import compose
 from writing_rl.settings import ConfigError
 from writing_rl.terms import BUILTIN
 from writing_rl.tools.cli import main as cli
 from writing_rl.tools.preflight.config_checks import check_config
-from writing_rl.offline.compose import compose
 
 JUDGE = ("reward.reward_kwargs.judge.base_url=http://judge:8000/v1", "reward.reward_kwargs.judge.model=m")
 FN_PREFIX = "reward.custom_reward_function.reward_kwargs"

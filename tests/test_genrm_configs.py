@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_prep.build_parquet import main as build
+from writing_rl.offline.compose import compose
 from writing_rl.protocols import gqm
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.tools.preflight.config_checks import check_config
-from writing_rl.offline.compose import compose
 
 from conftest import REPO_DIR, reward_loop
 

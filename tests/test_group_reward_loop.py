@@ -12,10 +12,10 @@ import ray
 
 from reward_fns.brpo import choose_references
 from writing_rl.judge import SampleJudge
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.group.collector import collector_name
 from writing_rl.reward_loop.results import FN_DEFAULTS, GROUP_KEYS
-from writing_rl.offline.compose import compose
 
 from conftest import reward_loop
 from judge_server import ScriptedJudgeServer, quality

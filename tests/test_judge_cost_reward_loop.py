@@ -10,10 +10,10 @@ import pytest
 import ray
 from verl_streaming import stream
 
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
 from writing_rl.reward_loop.health.metrics import judge_health, rows_from_columns
 from writing_rl.tools.monitor import monitor, table
-from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, default_script, words_usage

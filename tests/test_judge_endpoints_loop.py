@@ -5,10 +5,10 @@ import threading
 
 import pandas as pd
 
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.tools.preflight.runner import run_preflight
-from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from waiting import wait_until

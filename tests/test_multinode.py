@@ -19,10 +19,10 @@ from test_group_reward_loop import N, expected_rewards, make_batch, new_groups
 from writing_rl.curriculum.config import CurriculumConfig
 from writing_rl.curriculum.log import read_state
 from writing_rl.curriculum.scheduler import scheduler_name
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.config import GroupConfig, ManagerConfig
 from writing_rl.reward_loop.group.collector import collector_name, get_or_create_collector
 from writing_rl.settings import ConfigError
-from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop
 from judge_server import ScriptedJudgeServer

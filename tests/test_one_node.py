@@ -14,8 +14,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from data_prep.build_parquet import main as build
-from writing_rl.tools.preflight.runner import run_preflight
 from writing_rl.offline.compose import compose
+from writing_rl.tools.preflight.runner import run_preflight
 
 from conftest import REPO_DIR
 

@@ -11,8 +11,8 @@ import sys
 import pandas as pd
 import pytest
 
-from writing_rl.tools.preflight.runner import run_preflight
 from writing_rl.offline.compose import compose
+from writing_rl.tools.preflight.runner import run_preflight
 
 from conftest import REPO_DIR, writing_row
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from writing_rl.offline.compose import compose
 from writing_rl.reward_loop.config import ManagerConfig
 from writing_rl.settings import ConfigError
 from writing_rl.tools.cli import main as cli_main
 from writing_rl.tools.preflight.config_checks import check_config
-from writing_rl.offline.compose import compose
 
 GENRM = "/models/genrm-8b"
 PRESETS = {

@@ -345,9 +345,9 @@ def test_preflight_probe_reports_an_unreadable_judge_as_a_problem(server, tokeni
 
 
 def test_preflight_probe_passes_a_fair_judge_and_runs_only_when_asked(server, tokenizer_dir, tmp_path, capsys):
+    from writing_rl.offline.compose import compose
     from writing_rl.tools.preflight.runner import run_preflight
     from writing_rl.tools.probe.preflight_probe import probe_check
-    from writing_rl.offline.compose import compose
 
     server.switch.script = FAIR
     config = compose("writing_rl", preflight_overrides(server, tokenizer_dir, tmp_path))

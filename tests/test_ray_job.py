@@ -103,8 +103,8 @@ def training_jobs(cluster) -> int:
 def test_a_submitted_training_script_trains_on_the_cluster_with_its_variables_and_workers_on_both_nodes(
     cluster, tiny, tmp_path
 ):
-    from writing_rl.tools.shared.cluster.demand import job_demand
     from writing_rl.offline.compose import compose
+    from writing_rl.tools.shared.cluster.demand import job_demand
 
     done = submit(cluster, tiny, tmp_path, *TWO_WORKERS, *WATCH)
     output = done.stdout + done.stderr

@@ -12,9 +12,9 @@ import uuid
 import pytest
 
 from reward_fns.brpo import choose_references
+from writing_rl.offline.compose import compose
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.batch import build_reward_batch
-from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, gqm_candidates, gqm_reply, preference_verdict

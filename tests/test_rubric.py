@@ -7,6 +7,7 @@ import re
 import pytest
 from verl_streaming import stream
 
+from writing_rl.offline.compose import compose
 from writing_rl.protocols import Unreadable
 from writing_rl.protocols.rubric import (
     Criterion,
@@ -17,7 +18,6 @@ from writing_rl.protocols.rubric import (
     rubric_reward,
 )
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
-from writing_rl.offline.compose import compose
 
 from conftest import reward_loop
 from judge_server import Reply

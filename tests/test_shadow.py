@@ -10,6 +10,7 @@ import pytest
 from verl_streaming import stream
 
 from writing_rl.judge import JudgeError, SampleJudge
+from writing_rl.offline.compose import compose
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
 from writing_rl.reward_loop.config import ShadowConfig
@@ -18,7 +19,6 @@ from writing_rl.reward_loop.shadow.keys import SHADOW_KEYS
 from writing_rl.reward_loop.shadow.scoring import ShadowDrift, ShadowScoring
 from writing_rl.reward_loop.shadow.watch import DriftWatch
 from writing_rl.settings import ConfigError
-from writing_rl.offline.compose import compose
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, ScriptedJudgeServer, default_script, quality

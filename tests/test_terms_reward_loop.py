@@ -4,8 +4,8 @@ its default length; and a failed judge call that a positive term cannot pay for.
 
 import pytest
 
-from writing_rl.reward_loop.batch import build_reward_batch
 from writing_rl.offline.compose import compose
+from writing_rl.reward_loop.batch import build_reward_batch
 
 from conftest import compose_writing_rl, reward_loop, writing_row
 from judge_server import Reply, default_script, quality

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from writing_rl.offline.compose import compose
 from writing_rl.settings import ConfigError
 from writing_rl.tools.preflight.config_checks import check_config
 from writing_rl.tools.shared.trainers import TRAINERS, trainer_of, unmet
-from writing_rl.offline.compose import compose
 
 from conftest import REPO_DIR
 

@@ -1,13 +1,8 @@
 """verl's checkpoint engine ``gloo``: the trainer's weights to rollout replicas in other processes, on the CPU.
 
-The trainers that keep rollout apart from training (v1 ``separate_async``, fully-async, one-step-off) send
-each new version of the weights through a checkpoint engine (``verl.checkpoint_engine``): nccl between GPUs
-by default. This one does the same over gloo: actor rank 0 broadcasts the weights, bucket by bucket, to
-verl's checkpoint worker of every rollout replica, which hands them to the CPU rollout's adapter.
-``+backend=cpu`` selects it (``actor_rollout_ref.rollout.checkpoint_engine.backend=gloo``).
-
-Each sync builds its own group (verl calls ``prepare``, ``build_topology`` and ``init_process_group`` before
-every update and ``finalize`` after): rank 0 holds the group's store on a free loopback port.
+What it sends, how, and for which trainers (``actor_rollout_ref.rollout.checkpoint_engine.backend=gloo``):
+docs/trainers.md and docs/train-on-a-laptop.md#how-it-plugs-into-verl. Each sync builds its own group: verl calls
+``prepare``, ``build_topology`` and ``init_process_group`` before every update and ``finalize`` after.
 """
 
 from __future__ import annotations

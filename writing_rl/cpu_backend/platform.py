@@ -1,10 +1,8 @@
-"""verl's platform for a machine without an accelerator: every "device" is the CPU.
+"""verl's platform for a machine without an accelerator: every "device" is the CPU, the collective backend gloo.
 
-verl asks its platform (``verl.plugin.platform``) for the device name, the ``torch.<device>`` module,
-the collective backend and the Ray resource its workers ask for. Here the device is ``cpu`` and the
-collective backend gloo. Ray placement still counts ``GPU`` resources (verl's resource pools ask for
-GPUs only), so a CPU run starts Ray with logical GPUs (``ray_kwargs.ray_init.num_gpus``, set by
-``+backend=cpu``): one per training process, no device behind it.
+verl asks its platform (``verl.plugin.platform``) for the device name, the ``torch.<device>`` module, the
+collective backend and the Ray resource its workers ask for. Ray still counts logical GPUs, one per training
+process (``ray_kwargs.ray_init.num_gpus``, set by ``+backend=cpu``): docs/train-on-a-laptop.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""verl's rollout backend ``transformers``: the policy's rollouts, and a GenRM verl hosts, on the CPU.
+"""verl's rollout backend ``transformers``: the policy's rollouts, and a GenRM verl hosts, on the CPU, selected
+as vLLM is (``actor_rollout_ref.rollout.name=transformers``, ``reward.reward_model.rollout.name`` for a GenRM).
 
-verl runs rollouts on replicas (``verl.workers.rollout.replica.RolloutReplica``), each a set of server
-actors its agent loop calls ``generate`` on; the training workers push new weights to them through a
-``BaseRollout`` adapter. Selected with ``actor_rollout_ref.rollout.name=transformers`` (and
-``reward.reward_model.rollout.name=transformers`` for a hosted GenRM), as vLLM is with ``vllm``:
-
-- ``TransformersReplica`` starts one server actor per replica, named as vLLM names its own so that the
-  adapter finds it: a ``PolicyServer`` (token ids in, token ids and log-probs out) for the policy, a
-  ``GenRMServer`` (``writing-rl serve-judge``'s OpenAI-compatible HTTP server over the hf engine) for
-  a reward model, which verl's reward router forwards chat completions to.
-- ``TransformersServerAdapter`` lives in the training worker (and, for a GenRM, in verl's checkpoint
-  worker): it hands the trainer's weights to the policy server after each step.
+- ``TransformersReplica`` (a verl ``RolloutReplica``) starts one server actor per replica, named as vLLM names
+  its own so that the adapter finds it: a ``PolicyServer`` (token ids in, token ids and log-probs out) that
+  verl's agent loop calls ``generate`` on, or a ``GenRMServer`` (``writing-rl serve-judge``'s OpenAI-compatible
+  HTTP server over the hf engine) that verl's reward router forwards chat completions to.
+- ``TransformersServerAdapter`` (a verl ``BaseRollout``) lives in the training worker (and, for a GenRM, in
+  verl's checkpoint worker): it hands the trainer's weights to the policy server after each step.
 """
 
 from __future__ import annotations

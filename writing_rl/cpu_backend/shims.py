@@ -1,19 +1,8 @@
-"""The four places where verl 0.9.1 cannot run on a CPU through its plugin points alone.
+"""The four places where verl 0.9.1 cannot run on a CPU through its plugin points alone: each shim changes one
+name in one verl module, in CPU runs only (``VERL_PLATFORM=cpu``), never on a GPU cluster.
 
-Each shim changes one name in one verl module, in CPU runs only (``VERL_PLATFORM=cpu``): nothing here
-runs on a GPU cluster. ``tests/test_cpu_backend.py`` reads verl's own code and fails once verl no longer
-needs a shim, so that it is removed then.
-
-1. ``engine_workers``: the training worker's process group backend is built as
-   ``cpu:gloo,{device}:{backend}``, which for the CPU is ``cpu:gloo,cpu:gloo``, refused by torch
-   ("Duplicate device type cpu"). The shim passes ``gloo``.
-2. ``rollout.base._ROLLOUT_REGISTRY``: the training worker finds its rollout adapter in this dict, and
-   verl offers no function to add to it (the replica side has ``RolloutReplicaRegistry.register``).
-3. ``transformer_impl.CPUOffloadPolicy``: a forward-only FSDP2 model (the reference policy) is always
-   offloaded with ``pin_memory=True``, and pinning needs an accelerator. The shim pins nothing.
-4. ``distributed.initialize_global_process_group`` (the SFT trainer's, under torchrun): the same
-   ``cpu:gloo,cpu:gloo`` as 1, written into the function with no backend argument to pass. The shim
-   replaces the function with one that starts the same process group on gloo.
+Each shim and why: docs/train-on-a-laptop.md#how-it-plugs-into-verl. ``tests/test_cpu_backend.py`` reads verl's
+own code and fails once verl no longer needs a shim, so that it is removed then.
 """
 
 from __future__ import annotations

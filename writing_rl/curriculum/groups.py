@@ -1,15 +1,10 @@
-"""Writing-RL's groups as the reference scheduler sees them, one rollout at a time.
+"""Writing-RL's groups as the reference scheduler sees them, one rollout at a time: neither the level a group is
+judged at nor its advance needs the rollouts together (docs/methods/writing-rl.md, "Curriculum"). The first
+rollout of a group (verl's ``uid``) to reach the scheduler pins the level for all (``GroupTally``); the last
+report decides the advance.
 
-A Writing-RL group shares two things: the reference its rollouts are judged against (the prompt's level,
-pinned once per group) and the decision to move the level up (once every rollout was judged). Neither
-needs the rollouts together, so in verl's streaming mode each rollout is judged as soon as it arrives, on
-whichever reward worker verl picked: the first rollout of a group (verl's ``uid``) to reach the scheduler
-pins the level for all of them (``GroupTally``), each reports whether it won, and the last report decides
-the advance. A group whose rollouts do not all report within ``groups.timeout_s`` is dropped unadvanced.
-
-Reward workers send these requests through ``Batched``: one call in flight, carrying every request that
-arrived while the previous one was out; the reports of one group in it go as one (``merge_reports``). A
-worker asks for a group's level once (``GroupPins``): its later rollouts of the group reuse the answer.
+Reward workers send these requests through ``Batched`` (the reports of one group in a call go as one:
+``merge_reports``); a worker asks for a group's level once (``GroupPins``).
 """
 
 from __future__ import annotations

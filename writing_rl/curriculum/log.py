@@ -1,41 +1,18 @@
 """The curriculum's durable state: level snapshots, and a write-ahead log (WAL) of the changes since.
 
-Files in ``state_dir``:
+The files in ``state_dir`` and their formats: docs/curriculum.md ("The files"). Replay: the snapshot, then the
+WAL's records with a larger ``seq``, in order. A last line cut short or unreadable is a record never
+acknowledged (a kill during its write: an acknowledgement waits for its fsync) and is ignored; an unreadable
+line with readable ones after it is damage and an error.
 
-- ``levels.latest.npz``: the base snapshot. npz arrays ``ids`` (str), ``levels`` and ``references``
-  (int32), and ``meta``, a JSON string: ``seq`` (the last WAL record the snapshot includes), ``checkpoint``
-  (the last verl checkpoint step seen when it was taken, null before the first), ``marker`` ([step,
-  mtime_ns] of verl's tracker file when last seen, or null) and ``run`` (the trainer run that wrote it).
-- ``levels.wal``: JSON lines, appended; one record a line, three kinds::
+Durability (fsync before acknowledgement, group commit: docs/curriculum.md): snapshot jobs run in the WAL's
+queue, so a job never overtakes a record queued before it. Compaction writes the snapshot holding every record
+up to ``seq`` N, then truncates the WAL: a kill between the two leaves records <= N in the WAL, which replay skips.
 
-      {"seq": 12, "ckpt": 40, "id": "17", "level": 2, "refs": 3}        id 17 is now at level 2 of 3 references
-      {"seq": 13, "ckpt": 50, "checkpoint": 50, "mtime_ns": 17...}      verl wrote checkpoint 50 (a cut)
-      {"seq": 14, "ckpt": 50, "group": "9f2c", "pin": ["17", 2, 8, 1.79e9]}
-                                      group 9f2c (8 rollouts, open until that Unix time) is judged at id 17's level 2
-      {"seq": 15, "ckpt": 50, "group": "9f2c", "closed": 1}             group 9f2c finished, expired or was withdrawn
-
-  Group pins matter only to a scheduler restarted within the run: the groups being judged when it died
-  keep their level (the snapshot's ``meta`` holds the pins of the groups open when it was taken).
-
-  ``seq`` grows by one per record (a record whose write failed leaves a gap); ``ckpt`` is the last
-  checkpoint step seen when the record was written, so the records after the cut of step S carry S.
-- ``levels.step_<S>.npz``: the state at the end of step S, in the snapshot format.
-
-Replay: the snapshot, then the WAL's records with a larger ``seq``, in order. Reading stops at a last
-line that is cut short or unreadable (a kill during a write: that record was never acknowledged, since
-an acknowledgement waits for its fsync); an unreadable line with readable ones after it is damage and
-an error.
-
-Durability: ``WriteAheadLog.append`` returns a future that resolves once the record is written and
-fsynced. Records that arrive while one fsync runs share the next one (group commit). Snapshot jobs run
-in the same queue, so a job never overtakes a record queued before it. Compaction writes the snapshot
-(temp file, fsync, rename, fsync of the directory) holding every record up to ``seq`` N and then
-truncates the WAL: a kill between the two leaves records <= N in the WAL, which replay skips.
-
-A failed write or fsync of the WAL is fatal to the log: the memory of its owner may be ahead of the disk
-in ways only a replay sorts out (a later record or a compaction's snapshot may already hold a level the
-failed record set), so the failed batch, everything queued after it and every later append fail with
-``WALWriteError``, and the owner starts again from the disk (scheduler.py).
+A failed write or fsync of the WAL is fatal to the log: its owner's memory may be ahead of the disk in ways only
+a replay sorts out (a later record or a compaction's snapshot may already hold a level the failed record set),
+so the failed batch, everything queued after it and every later append fail with ``WALWriteError``, and the
+owner starts again from the disk (scheduler.py).
 """
 
 from __future__ import annotations
@@ -134,7 +111,7 @@ def step_snapshots(state_dir: str | Path) -> dict[int, Path]:
 
 @dataclass
 class Meta:
-    """What a snapshot says about itself (see the module docstring)."""
+    """What a snapshot says about itself (docs/curriculum.md, "The files")."""
 
     seq: int = 0
     checkpoint: int | None = None

@@ -1,48 +1,19 @@
 """Writing-RL's dynamic reference curriculum: which reference each prompt is currently judged against.
 
-Every prompt (ground-truth ``id``) holds a list of references, easiest first, and a *level*: the index of
-the reference its rollouts are judged against. ``ReferenceScheduler`` keeps the levels of a run in one
-named Ray actor that every reward worker talks to; levels start at 0 the first time an id is seen (no
-index-file step). The Writing-RL group reward (``reward_fns.pairwise.compute_group_score``) pins the
-level once per group, judges every rollout of the group against that reference, then asks to advance:
-the level moves one step when the group qualified, only if it still equals the pinned level (two groups
-of one id in flight move it once), and never past the last reference. A group verl evicts without
-training on it (its replay buffer, under the v1 trainers) takes its move back (``withdraw``).
+``ReferenceScheduler`` keeps each prompt's *level* (the index of the reference, easiest first, its rollouts are
+judged against) in one named Ray actor that every reward worker talks to. How groups pin and advance a level:
+docs/methods/writing-rl.md; what survives crashes, checkpoints and restarts: docs/curriculum.md. Beyond those:
 
-Durability: an advance returns only once its record is in the write-ahead log and fsynced, so a reward
-that reflects a level change is never paid for a change a crash can lose (file formats, group commit and
-compaction: log.py). ``pin`` never hands out a level that is not durable either: a pin of an
-id whose advance is still being written waits for that write. (A new id's level-0 record is written
-without waiting: level 0 is also what replay gives an id it has never seen.)
-
-A failed WAL write or fsync is fatal to the scheduler: the advances waiting on it, and every later call,
-fail with ``WALWriteError`` (the reward fails with it: nothing is paid). Inside a Ray actor the process
-then exits, and Ray (``max_restarts``) starts it again from the disk; a call lost to the exit is retried
-there (``max_task_retries``) and sees the durable state. A failed advance may or may not be on disk
-(its record may have reached it, or a compaction taken in the meantime may hold it): either is a
-consistent state, since nothing was paid for it. When the disk stays unwritable, the restarted
-scheduler cannot start (it rewrites its snapshot first), Ray does not restart an actor whose constructor
-raised, and every call fails with that error.
-
-Checkpoints, by an ordering rule rather than by timing: before it applies any request, the scheduler
-stats verl's tracker file (``latest_checkpointed_iteration.txt`` in ``trainer.default_local_dir``); when
-it names a checkpoint not seen yet, the scheduler first *cuts*: a "checkpoint S" record in the WAL and
-``levels.step_<S>.npz`` of the state before this request (the last ``keep_steps`` kept). This relies on
-verl's synchronous trainer, which per step returns every reward of step S (so every advance of step S
-has returned), updates, saves checkpoint S (the tracker file last), validates (validation moves no
-level), and only then rolls out step S+1. So the state at the cut is exactly the state at the end of
-step S. Every WAL record carries the last checkpoint seen, so when a run dies between writing checkpoint
-S and the next request, the state at S is rebuilt from the WAL. With asynchronous trainers (rollouts
-of step S+1 overlapping the save of S) advances made while the save runs land on either side of the cut;
-with ``actor.checkpoint.async_save`` verl writes no tracker file, so there are no cuts and a resume gets
-the latest levels (with a warning).
-
-Start: a scheduler restarted within the same trainer run (same Ray session, job and namespace, same
-resume settings: Ray restarts the actor when its process dies) continues from the snapshot + WAL,
-losing nothing acknowledged. A trainer (re)start follows verl: ``trainer.resume_mode=disable`` starts at 0 and drops
-the old step snapshots; resuming from checkpoint S (the tracker file, or ``trainer.resume_from_path``)
-restores the state at S and drops the later history (step snapshots after S, WAL records after the cut
-of S), so it does not come back at the next restart; with no checkpoint to resume from, the latest state.
+- ``pin`` never hands out a level that is not durable: a pin of an id whose advance is still being written waits
+  for that write. (A new id's level-0 record is written without waiting: level 0 is also what replay gives an
+  id it has never seen.)
+- A failed WAL write or fsync stops the scheduler (``_fail``, then ``on_fatal``). A failed advance may or may not
+  be on disk (its record may have reached it, or a compaction taken meanwhile may hold it): either is a
+  consistent state, since nothing was paid for it.
+- Checkpoints are cut by an ordering rule, not by timing: before it applies any request, the scheduler stats
+  verl's tracker file and first cuts a checkpoint it has not seen (``_observe_checkpoint``). verl's synchronous
+  trainer returns every reward of step S, updates, saves checkpoint S (the tracker file last), validates
+  (validation moves no level) and only then rolls out step S+1, so the state at the cut is that at the end of S.
 """
 
 from __future__ import annotations
@@ -146,8 +117,9 @@ class ReferenceScheduler:
         return min(int(self.table.levels[row]), references - 1)
 
     async def advance(self, key: str, pinned: int, uid: str | None = None) -> bool:
-        """One step up, if ``key`` is still at the level the group ``uid`` was judged against; returns once
-        the change is durable (``WALWriteError`` if it could not be written: module docstring)."""
+        """One step up, if ``key`` is still at the level the group ``uid`` was judged against (two groups of one
+        id in flight move it once) and below its last reference; returns once the change is durable
+        (``WALWriteError`` if it could not be written: module docstring)."""
         self._usable()
         self._observe_checkpoint()
         row = self.table.index.get(key)

@@ -1,5 +1,5 @@
-"""Where a (re)started reference scheduler begins: which levels, by the rule of scheduler.py's docstring
-("Start"), from verl's tracker file, the snapshots and the write-ahead log in the state dir."""
+"""Where a (re)started reference scheduler begins: which levels, by the rule of docs/curriculum.md ("Restarts
+follow verl"), from verl's tracker file, the snapshots and the write-ahead log in the state dir."""
 
 from __future__ import annotations
 

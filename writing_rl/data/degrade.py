@@ -1,18 +1,11 @@
 """Degraded copies of a real answer, each worse than it by a rule rather than by a judge's opinion.
 
-A GenRM learns to prefer better text from pairs and ranked groups; when the label comes from another judge,
-the GenRM learns that judge's taste and blind spots. Here the label comes from how the copy was made: a
-model's own answer beats the same answer damaged in a known way. Four damages, mildest first (``SEVERITY``):
-
-- ``repeated``: one sentence said twice in a row (a one-sentence answer: the whole text twice);
-- ``shuffled``: the sentences in another order (needs 3 sentences or more);
-- ``cut``: only the first 40% of the words, most often stopping mid-sentence;
-- ``swapped``: the answer to another prompt, so off-topic.
-
-Each is a small function of the text and a ``random.Random`` that returns the copy, or None when it does not
-apply or would change nothing (a copy always differs from the original). ``degraded_copies`` applies them
-all, each with its own generator seeded by the seed, its name and the text, so reruns give the same copies
-and adding a damage does not change the others' draws. Pure: no model, no I/O.
+A GenRM that learns from another judge's labels learns that judge's taste and blind spots; here the label comes
+from how the copy was made: a model's own answer beats the same answer damaged in a known way. Each damage
+(``SEVERITY``, mildest first) returns the copy, or None when it does not apply or would change nothing.
+``degraded_copies`` seeds each one's generator with the seed, its name and the text, so reruns give the same
+copies and adding a damage does not change the others' draws. Pure: no model, no I/O. Where the copies go:
+docs/genrm/training.md#real-text-with-labels-no-judge-gave.
 """
 
 from __future__ import annotations

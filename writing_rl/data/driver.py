@@ -4,20 +4,11 @@ the builder (``builder.Builder``), split train/test, report bad rows, and write 
 ``run`` is a few named steps: the split rule (``plan_splits``: which split each input row goes to), the
 row step (``_Rows``: each row built, or rejected by the reject rule of ``rejects.Rejects``), the rows
 waiting for their split's next chunk (``_Pending``), and the kept columns' way to the files
-(``_DeclaredColumns``, or the spool-and-rewrite path of ``_InferredColumns``), through
-``split_files.SplitFiles``.
-
-Memory stays bounded: rows are written every ``chunk_size`` output rows, whatever the augmentation
-factor. What the user gave beyond what the builder reads goes into each row's ``extra_info``
-(``kept_columns.KeptColumns``), each column with one type over the whole input. A parquet file or a
-datasets dir declares those types. From JSONL, JSON and CSV they are inferred in the same pass that
-builds the rows (``kept_columns.ColumnTypes``): chunks are written with the columns known when the first
-one is, and the kept values of their input rows wait in a spool file (``spool.Spool``); when a column
-came or changed type later, the files are written again, chunk for chunk, from the spool, so the
-outputs are what one type per column from the start gives. Only a test split reads more than once: its
-seeded draw of exactly N rows needs the row count first (``readers.count_rows``: a line count for JSONL,
-free for parquet and datasets dirs); and a build that stops at a bad row before its ``--id-key`` column
-was seen reads the input again for its column names.
+(``_DeclaredColumns``, or the spool-and-rewrite path of ``_InferredColumns``: ``kept_columns.ColumnTypes``,
+``spool.Spool``), through ``split_files.SplitFiles``. What a user sees of it (one pass, the kept columns and
+their types, the rewrite, the count a test split needs first): docs/data-builders.md. Rows are written every
+``chunk_size`` output rows, whatever the augmentation factor. Besides a test split, only a build that stops at
+a bad row before its ``--id-key`` column was seen reads the input again (for its column names).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""What the user gave is kept in each output row's ``extra_info`` (``KeptColumns``):
-- their row id as ``source_id``: the ``--id-key`` column, else ``id``, else ``index`` when present;
-- every other input column the builder does not read (a domain, a source, a language...) under its own
-  name, or ``source_<name>`` when the name is one of the builder's own keys or a key the reward path
-  reads (``index``, ``split``, ``group_size``, ``src_text``...): a user column never changes how a row
-  is rewarded. Each column has one Arrow type over the whole input, so every chunk has the same schema:
-  what a parquet file or a datasets dir declares, else inferred chunk by chunk while the rows are read
-  (``ColumnTypes``); a column of mixed kinds, and any value holding an object, is kept as JSON text.
+"""What the user gave is kept in each output row's ``extra_info`` (``KeptColumns``): the row id as
+``source_id`` and every other input column the builder does not read, each with one Arrow type over the whole
+input (declared by a parquet file or a datasets dir, else inferred chunk by chunk: ``ColumnTypes``), so every
+chunk has the same schema. The naming rules and the types: docs/data-builders.md#what-you-gave-is-kept.
 """
 
 from __future__ import annotations

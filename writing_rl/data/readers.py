@@ -1,10 +1,8 @@
 """Read raw rows from parquet, JSONL, JSON, CSV or a local Hugging Face ``datasets`` directory, in chunks.
 
-Each record comes with where it is in the input: JSONL and CSV records by their 1-based line in the file,
-parquet, JSON and ``datasets`` rows by their 0-based row index. A record that cannot be a row (a JSONL
-line that is not UTF-8, not JSON or not an object; a JSON item that is not an object; a CSV line with
-undecodable bytes or more cells than the header) comes with its error instead, so a build can reject it
-like any bad row.
+Each record comes with where it is in the input (its 1-based line in JSONL and CSV, its 0-based row index
+otherwise) and, when it cannot be a row (docs/data-builders.md#bad-input), with its error instead, so a build can
+reject it like any bad row.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Checks of a GenRM SFT run before it reaches GPUs (the logic of ``python -m data_prep.check_sft``).
+"""Checks of a GenRM SFT run before it reaches GPUs (the logic of ``python -m data_prep.check_sft``, which
+``DRY_RUN=1 scripts/train_genrm_sft.sh`` runs).
 
-Composes verl's own SFT config (``sft_trainer_engine``, what ``python -m verl.trainer.sft_trainer`` runs)
-with the Hydra overrides, then checks what fails late on a cluster:
-- the engine, optimizer and checkpoint sections build verl's config dataclasses;
-- ``data.train_batch_size`` divides over the data-parallel ranks (nnodes x n_gpus_per_node);
-- every train/val parquet has the ``data.messages_key`` column as chats of {role, content} with an
-  assistant turn (the shape verl's MultiTurnSFTDataset and LLaMA-Factory's sharegpt format read);
-- when ``model.path`` (or ``model.tokenizer_path``) is a local directory: the first ``--sample`` rows go
-  through verl's MultiTurnSFTDataset with that tokenizer, and none may exceed ``data.max_length`` under
-  ``data.truncation=error``.
-Used by ``DRY_RUN=1 scripts/train_genrm_sft.sh``.
+Composes verl's own SFT config (``sft_trainer_engine``, what ``python -m verl.trainer.sft_trainer`` runs) with
+the Hydra overrides, then checks what fails late on a cluster (the list: docs/genrm/training.md, "2. SFT"). The
+chats must be what verl's MultiTurnSFTDataset and LLaMA-Factory's sharegpt format read: {role, content} turns
+with an assistant turn; the length check applies under ``data.truncation=error``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """``writing-rl eval genrm-pairwise``: a pairwise GenRM's accuracy on labelled preference pairs.
 
-Input: the RL parquet of ``build_parquet.py pref-rl`` (verdict format), or a JSONL of ``{prompt, chosen,
-rejected}`` (optional ``index`` or ``id``).
-
-A pref-rl row is judged with its own messages, sent exactly as the builder wrote them (system message,
-template and all): the GenRM sees the request it was trained or is evaluated on, whatever template built
-the rows, and never the policy reward's template of a training config. The row's label
-(``reward_model.ground_truth``: the chosen response's slot) says which order it is: ``A`` is the chosen
-response first, ``B`` second. The rows of one pair share ``extra_info.index`` (the builder writes both
-orders as two rows; ``--no-swap`` rows hold one order, judged in that order only); tie-labelled rows have
-no chosen response and are skipped (pairs counted). When a row's request is in the built-in pairwise
-layout its texts are read back for the length difference (and the two rows of a pair must show the same
-texts); a row built with another template is still judged, its pair's length difference is unknown.
-
-A JSONL pair is rendered in both orders, the chosen response as A, then as B, with the built-in pairwise
-prompt (``protocols.prompts.pairwise_messages``) or ``--template`` (JSONL input only; never the config's
-reward template). Its index is the line's ``index`` (else ``id``); a file whose lines have neither is
-indexed by line number, and once one line has an index or id every line needs one (``inputs.indexed_lines``).
-
-Each reply is read for one verdict ``[[A]]``/``[[B]]``/``[[C]]``. A tie is a wrong answer; an unreadable
-reply or a failed call is counted and left out of every accuracy (a rerun retries failed calls; answered
-ones come from the cache in ``--out``).
-
-Report: accuracy in each order and over both (per pair, resampled by pair for the 95% bootstrap
-interval), both orders right, position consistency (the two verdicts name the same response, or both
-are ties; pairs judged in both orders), the tie rate, failure rates, and the accuracy by length
-difference ``d = len(chosen) - len(rejected)`` in characters, bucketed at ``±edges`` (default 100 and 500).
-Outputs in ``--out``: ``report.json``, ``report.md``, ``judgments.jsonl`` and ``length_buckets.png``.
+A pref-rl row is sent as built, so the GenRM sees the request it was trained or is evaluated on, whatever template
+built it. Its label (``reward_model.ground_truth``: the chosen response's slot) is its order; the builder writes a
+pair's two orders as two rows sharing ``extra_info.index`` (``--no-swap``: one row, judged in that order only); tie
+rows are skipped and counted. Only a request in the built-in layout gives back the texts, so the length difference
+of a pair built with another template is unknown. The report: docs/evaluation.md, GenRM accuracy.
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """``writing-rl eval genrm-ranking``: a GQM (group-ranking) GenRM's accuracy on groups with gold scores.
 
-Input: the RL parquet of ``build_parquet.py gqm-rl`` (a file or directory; every row, augmented ones
-included, is one group: its own prompt messages are sent as they are, its ``reward_model.ground_truth``
-holds the gold score dict or ranking), or a JSONL of groups in the builder's input format: ``prompt``
-(a writing request) or ``src_text``/``source`` (+ ``src_lang``, ``trg_lang`` or ``lang_pair``: a text to
-translate), ``candidates`` (or ``mt_texts``), ``scores`` (one integer 0-10 per candidate), optional
-``index`` or ``id`` (on every line or on none: ``inputs.indexed_lines``); its requests are
-rendered by ``protocols.gqm_prompt`` (``--template``, ``--system-prompt``).
-
-Each reply is read and scored exactly as the RLVR reward (``reward_fns/ranking_accuracy.py``) does, by
-``protocols.gqm_task``: the prompt type (``--prompt-type``, else the row's, else from the truth), the
-variant and the header rule; the pairwise-order term (share of candidate pairs ordered as the gold
-ranking orders them, ties included) and the score term (margin rewards on score differences). Besides:
-Kendall's tau-b per group between the gold and the predicted tiers (undefined when either ranks every
-candidate equal: counted, left out of the mean), the exact-ranking rate, and the pairwise-order term by
-group size and by augmentation. Unreadable replies and failed calls are counted, never scored; a rerun
-retries failed calls, answered ones come from the cache in ``--out``.
-
-Source groups are clusters. A gqm-rl parquet holds, besides each input group, its augmented rows
-(shuffles, subgroups and their shuffles) under the same source id (``extra_info.index``; a row without
-one is its own source); a JSONL group is its own source. Every metric is computed per row (per judged
-group), then averaged within each source, then across sources, so each source weighs the same however
-many augmented rows it has; the 95% bootstrap intervals resample sources (a cluster bootstrap:
-``stats.mean_with_ci`` over the per-source means). Each breakdown (by group size, by augmentation) is
-aggregated the same way within its rows. ``n`` is the rows that enter a mean, ``sources`` their sources.
-Outputs: ``report.json``, ``report.md``, ``judgments.jsonl`` and ``kendall_tau.png``.
+Each reply is read and scored by ``protocols.gqm_task``, exactly as the RLVR reward (``reward_fns/ranking_accuracy.py``)
+does. Source groups are clusters: a gqm-rl input group and its augmented rows (shuffles, subgroups) share
+``extra_info.index``, a JSONL group is its own source. Every metric is computed per row, averaged within each source,
+then across sources (``clustered``), so each source weighs the same; the intervals resample sources. The report:
+docs/evaluation.md, GenRM accuracy.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""Reading what an evaluation judges: JSONL files keyed by index; the JSONL dumps verl writes during
-training (``trainer.validation_data_dir`` / ``trainer.rollout_data_dir``); and the parquet verl's generation
-entry point writes (``python -m verl.trainer.main_generation_server``: the input rows plus ``responses``), so
-a checkpoint's responses are evaluated without reformatting. Bad input fails with the file and line number.
-
-Dump lines and generated rows are matched to an index by the caller's ``match(record)`` (``dump_matcher``
-builds the usual one): a record holds ``input`` (the prompt text), ``output`` (the response), ``gts`` (the
-ground truth) and, for generated rows, ``extra_info``. verl dumps one line per sample, so a run with
-``rollout.n > 1`` (or a rollout dump, ``trainer.rollout_data_dir``) has several lines per prompt: the first
-sample of each index is evaluated and the others are counted (``ResponsesByIndex.extra_samples``), never an error.
-A generated row's ``responses`` list is read the same way: its first response.
-
-An index is an integer or a string (a JSONL line's ``index``, else its ``id``); anything else is an error
-naming the line.
+"""Reading what ``writing-rl eval`` judges: JSONL keyed by index, verl's dumps (``<step>.jsonl``, a line per sample:
+``input``, ``output``, ``gts``) and the parquet of verl's generation entry point, whose rows ``generated_rows``
+reads as dump lines. Bad input fails naming the file and line. The formats and how responses are matched to the
+benchmark: docs/evaluation.md, Responses from a checkpoint.
 """
 
 from __future__ import annotations
@@ -142,14 +132,10 @@ class ResponsesByIndex(dict):
 
 def dump_matcher(known: Mapping[Any, Any]) -> Callable[[dict], Any]:
     """The index (a key of ``known``, whose values have a ``query`` text) of a verl dump line or generated
-    row, or None for a record of another prompt set.
-
-    By id: the ``index``/``id``/``source_id`` of its ground truth, or its ``extra_info.source_id``
-    (``build_parquet.py prompts`` keeps the benchmark's index there; ``extra_info.index`` only counts the
-    builder's rows), accepted when that query's text is in the prompt or the record has no prompt text;
-    an id whose query the prompt does not hold is another set's id, and the text decides. By text: the
-    longest query the prompt holds; two different queries of that length are ambiguous (``InputError``;
-    ``responses_by_index`` adds the line)."""
+    row, or None for a record of another prompt set. By id (``build_parquet.py prompts`` keeps the benchmark's
+    index in ``extra_info.source_id``; ``extra_info.index`` only counts the builder's rows) when the prompt holds
+    that query's text or has no text, else by the longest query the prompt holds; two of that length are
+    ambiguous (``InputError``; ``responses_by_index`` adds the line)."""
     texts = {index: str(item.query).strip() for index, item in known.items()}
 
     def by_text(prompt: str) -> Any:

@@ -1,11 +1,6 @@
-"""What ``writing-rl eval`` needs of a kind of evaluation (``EvalKind``): its subcommand, its own options and
-how it runs from them. The command line (``tools/commands/evaluation.py``) adds one subcommand per kind of
-``kinds.KINDS``, with the shared judge options, and prints what the kind returns.
-
-A kind is its work module here (``<kind>.py``: ``run_<kind>`` judges, then writes report.json from its
-``summarise``, report.md from its ``markdown`` and a PNG plot) and its declaration (``kinds/<kind>.py``:
-``KIND``). The declarations are light on purpose: ``writing-rl --help`` imports them all, so a kind's ``run``
-imports its work module (pyarrow, the judge cache) only when the kind runs.
+"""What ``writing-rl eval`` needs of a kind of evaluation (``EvalKind``), declared in ``kinds/<kind>.py``. The
+declarations stay light: ``writing-rl --help`` imports them all, so a kind's ``run`` imports its work module (pyarrow,
+the judge cache) only when the kind runs. How to add a kind: docs/evaluation.md.
 """
 
 from __future__ import annotations

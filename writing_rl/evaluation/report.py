@@ -1,10 +1,6 @@
-"""Writing an evaluation's outputs in ``--out``: report.json (machine-readable), report.md (a table a
-person reads), JSONL files (judgments.jsonl, ...) and PNG plots, each written to a temp file and renamed
-when complete; and the report's failure section (``failures``: judge errors and unreadable replies).
-
-Plots need matplotlib (``pip install 'writing-rl[plot]'``); without it the reports are still written and
-``plot`` (from ``writing_rl.plot``: ``plot(path, draw) -> str``) returns a line saying how to enable
-the plots.
+"""The output files of ``writing-rl eval``'s kinds in ``--out``, each written whole or not at all, and the report's
+failure section (``failures``). ``plot`` (``writing_rl.plot``'s) returns the line to print, which says how to get
+the plots when matplotlib is missing.
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """``writing-rl eval rewardbench``: a pairwise or group-ranking GenRM on RewardBench (v1) or RewardBench 2.
 
-Input: the benchmark's own file, parquet or JSONL (``rewardbench_sets`` reads it and holds the
-benchmark's weights). Every prompt has one answer that should win and one (v1) or several (v2, usually
-three) that should lose.
-
-Pairwise GenRMs (``--genrm pairwise``, the default; our protocol, not a published one): the chosen answer
-against each rejected one, in both orders (the chosen answer as A, then as B), with the built-in pairwise
-prompt or ``--template``. A comparison's share s is the mean over its two orders of 1 when the verdict
-prefers the chosen answer, 1/2 for a tie or a reply with no verdict (no preference, as RewardBench's
-scripts count an unparsed reply), 0 when it prefers the rejected one. A prompt scores the product of its
-comparisons' shares: the chance that the chosen answer beats every rejected one when each comparison is
-shown once in a random order (how RewardBench v1's generative script presents a pair), computed exactly
-instead of drawn. A judge answering at random scores 0.5^k for k rejected answers. ``strict`` also
-reports the share of prompts whose chosen answer wins every comparison in both orders.
-
-Group-ranking GenRMs (``--genrm ranking``): one GQM call per prompt with every answer, the chosen one
-placed at a position drawn from the prompt's id (the same on every run, spread over the positions); this
-is the comparable protocol for RewardBench 2, whose generative script shows all four answers in one call.
-A prompt scores 1 when the chosen answer ranks first alone and 1/k when it shares the first tier with
-k - 1 others (RewardBench's tie penalty), else 0; an unreadable reply scores 1/(k + 1) for k rejected
-answers (no preference: chance level, as RewardBench 2 counts it).
-
-A prompt with a failed judge call (an error after the retries) is not scored: counted per subset and in
-the failures; a rerun retries the failed calls, answered ones come from the cache in ``--out``. Per
-subset: the mean prompt score with its 95% bootstrap interval (prompts resampled), the count scored and
-the chance level; then the benchmark's section and overall scores. Outputs: report.json, report.md,
-judgments.jsonl (one line per call), items.jsonl (one line per prompt) and subsets.png.
+``rewardbench_sets`` reads the benchmark's files and holds its weights. How each GenRM's prompts are scored, and the
+report: docs/evaluation.md, RewardBench.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""RewardBench's files and its own aggregation: reading v1 and v2 rows, and turning per-subset accuracies
-into the benchmark's section scores and overall score (the judging is in ``rewardbench``).
-
-v1 (allenai/reward-bench, ``filtered`` split): rows ``prompt, chosen, rejected, subset`` (strings;
-``id`` optional: a row without one is known by its place in the file). The preference test sets
-(allenai/pref-test-sets) hold chat transcripts: their prompt must be flattened to one string first.
-Sections are the example-count-weighted means of their subsets' accuracies, with the benchmark's fixed counts (``math-prm`` counts 984, not its 447 rows, so that it weighs as much as the six
-code subsets together); the overall score is the mean of the sections present, and a Prior Sets section
-(the preference sets ``anthropic_helpful``, ``anthropic_hhh``, ``shp``, ``summarize``: their plain mean)
-counts half a section when the file holds any of them. This is reward-bench's ``EXAMPLE_COUNTS``,
-``SUBSET_MAPPING`` and leaderboard average.
-
-v2 (allenai/reward-bench-2): rows ``id, prompt, chosen[], rejected[], subset``. Each subset scores the
-accuracy of its prompts; the overall score is the unweighted mean of the six subset scores. Ties is
-scored from scalar rewards and their margins, which a pairwise verdict or a ranking does not give, so it
-is always left out; an overall score over fewer than the six subsets is not the
-leaderboard's number, and the report says so.
+"""RewardBench's files and its own aggregation (the judging is in ``rewardbench``): reading v1 and v2 rows, and
+turning per-subset accuracies into the benchmark's section and overall scores as reward-bench's ``EXAMPLE_COUNTS``,
+``SUBSET_MAPPING`` and leaderboard average do. ``math-prm`` counts 984, not its 447 rows, so that it weighs as much
+as the six code subsets together. The files and the scores: docs/evaluation.md, RewardBench.
 """
 
 from __future__ import annotations

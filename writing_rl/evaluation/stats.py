@@ -1,7 +1,5 @@
-"""The statistics of the evaluation reports: bootstrap intervals, Kendall tau and a logistic fit.
-
-Every interval is a percentile bootstrap with a fixed seed, so a rerun on the same judgments gives the
-same report byte for byte.
+"""The statistics of the evaluation reports: bootstrap intervals, Kendall tau and a logistic fit. Every interval
+is a percentile bootstrap with a fixed seed, so a rerun on the same judgments gives the same report byte for byte.
 """
 
 from __future__ import annotations
@@ -89,11 +87,9 @@ def logistic_fit(features: np.ndarray, targets: np.ndarray, weights: np.ndarray 
 
 
 def length_controlled_winrate(outcomes: Sequence[float], length_difference: Sequence[float]) -> float:
-    """The win rate with the length difference regressed out, as AlpacaEval's length-controlled win rate
-    does: with the bounded feature ``x = tanh(d / std(d))`` (``d``: policy minus baseline length), fit
-    P(win) = sigmoid(a + b * x) and report sigmoid(a), the predicted win rate at equal lengths (x = 0).
-    The tanh keeps a few very long or very short answers from dominating the slope. When every difference
-    is the same (no spread) the feature is 0 and the result is the raw win rate."""
+    """AlpacaEval's length-controlled win rate: fit P(win) = sigmoid(a + b * tanh(d / std(d))), ``d`` policy minus
+    baseline length, and return sigmoid(a), the win rate at equal lengths. The tanh keeps a few very long or very
+    short answers from dominating the slope. No spread in ``d``: the raw win rate."""
     d = np.asarray(length_difference, dtype=float)
     spread = d.std()
     features = np.tanh(d / spread) if spread > 0 else np.zeros_like(d)

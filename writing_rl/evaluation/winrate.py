@@ -1,30 +1,8 @@
 """``writing-rl eval winrate``: the policy's pairwise win rate against a baseline system or the references.
 
-Inputs: the prompts (a Writing-RL parquet from ``build_parquet.py writing-rl``, indexed by
-``ground_truth.id``, else ``extra_info.index``, else the row's position from 0; or a JSONL of ``{index, prompt,
-[criteria], [reference]}``, ``reference`` one text or a list easiest first); the policy's responses (JSONL
-``{index or id, response}``, a verl dump or verl's generation parquet); and one baseline: another system's
-responses in the same formats (``baseline``) or each prompt's best reference, the last one, as Writing-RL
-trains against it (``against_reference``).
-
-Every prompt is judged in both orders (policy as Response A, then as B) with the reward's pairwise prompt
-(``settings.template`` or the built-in one, the row's criteria) and verdict reader. Per prompt: a **win**
-when the policy wins both orders, a **loss** when it loses both, else a **tie** (tie verdicts, or orders that
-disagree). Rates count a win 1, a tie 0.5 and a loss 0. **Inconsistent**: the two orders give the policy
-different outcomes (as ``order-references`` counts it); a *flip* is a win in one order and a loss in the other.
-The length-controlled win rate (AlpacaEval-LC) fits P(win) = sigmoid(a + b * tanh(d / std(d))), ``d`` the
-length difference, policy minus baseline, in characters of the answer, and reports sigmoid(a), the win rate
-at equal lengths. It is fitted on the judged prompts only (an outcome from the judge in both orders).
-
-A response with no answer (an unclosed ``<think>``, or blank) loses without a judge call, as in training
-(a baseline without one: the policy wins; neither: a tie). These prompts count in the raw win rate but not
-in the length-controlled one: their outcome is not the judge's, and their length difference (a blank
-answer is 0 characters long) would pass a missing answer off as length bias. The report gives their share
-beside the length-controlled rate. A prompt with a failed or unreadable order is left out of every rate
-and counted, never scored; a rerun retries only those calls (answered ones come from the cache).
-
-Outputs in ``--out``: ``judgments.jsonl`` (per prompt: both verdicts, both outcomes, the outcome),
-``report.json``, ``report.md`` and ``winrate.png`` (win rate overall and per domain, 95% CIs).
+A response with no answer loses without a judge call, as in training (``NO_ANSWER``); such prompts count in the raw
+win rate, not in the length-controlled one (``summarise`` says why). **Inconsistent**: the two orders give the policy
+different outcomes, as ``order-references`` counts it. The rates and the report: docs/evaluation.md, Win rate.
 """
 
 from __future__ import annotations

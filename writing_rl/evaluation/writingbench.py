@@ -1,38 +1,9 @@
 """``writing-rl eval writingbench``: criteria-based scoring in WritingBench's own formats.
 
-Inputs: the benchmark JSONL (``index, domain1, domain2, query, checklist``; each checklist item has a
-``name``, a ``criteria_description`` and score bands ``"1-2"`` ... ``"9-10"``; items are checked when the
-file is read, and criterion names are unique within a query) and the responses (JSONL ``{index,
-response}``, a verl validation or rollout dump, or verl's generation parquet; see ``inputs``). One critic
-call per (query, criterion); the critic answers a JSON object ``{"score": <integer 1-10>, "reason": ...}``,
-possibly fenced, read by ``protocols.read_json_score`` (conflicting or unaccounted scores are unreadable,
-never a score).
-
-The response shown is its answer (``protocols.strip_think``, as the policy-side kinds read it: a closed
-reasoning block dropped) with special-token-like tags broken (``plain_text``), as the reward shows
-responses. A response with no answer (empty, or a ``<think>`` never closed) gets no critic call: it is
-counted in the report (``no_answer``) and left out of every mean. WritingBench's own script would send
-it and score it (low); we count it instead, so compare ``no_answer`` when comparing with its numbers.
-
-``--template``: a critic prompt file with ``{query}``, ``{response}`` (fenced) or ``{response_text}``
-(unfenced), ``{criterion}``, ``{criteria}``, ``{criteria_python}``; one of the two response fields is
-required. Placeholders are filled in one pass (text in a response that looks like a placeholder is left
-alone; an unknown field is left as written). A template written for Python's ``str.format`` (WritingBench's
-published ``evaluate_prompt`` is one: it doubles the braces of its JSON example) is recognised by a ``{{``
-anywhere in it: then every ``{{`` and ``}}`` outside the placeholders reaches the critic as one brace, as
-``str.format`` would give it. ``--system-prompt`` replaces our system message (WritingBench's
-``evaluate_system`` for its published setup).
-
-Outputs in ``--out``: ``scores.jsonl`` in WritingBench's format (one line per query, benchmark order:
-``{"index", "scores": {criterion name: [{"score", "reason"}]}}``, which the benchmark's own score
-calculator reads unchanged), ``report.json``, ``report.md`` and ``domains.png``. The overall score is
-WritingBench's: the mean over all criterion scores; domain scores are means of per-query means, as the
-benchmark's calculator computes them. Failed or unreadable critic calls are counted in the report and
-left out of every mean (a rerun retries them; answered calls come from the cache).
-
-``--compare`` pairs another run's score file with ours by (index, criterion name): the overall difference
-is WritingBench's overall score of ours minus theirs on the shared pairs (95% interval from a paired
-bootstrap over queries), and per domain1 the mean difference of per-query means on the shared criteria.
+The critic sees a response as the reward shows it (``strip_think``, then ``plain_text``). A response with no answer
+gets no critic call and is counted as ``no_answer``, left out of every mean, where WritingBench's own script would
+score it (low): compare ``no_answer`` when comparing with its numbers. The scores, ``--template``, ``--compare`` and
+the outputs: docs/evaluation.md, WritingBench.
 """
 
 from __future__ import annotations
@@ -77,10 +48,8 @@ Score the response from 1 to 10 on this criterion, using the score bands above. 
 end your reply with one JSON object and nothing after it:
 {"score": <integer from 1 to 10>, "reason": "<one or two sentences>"}
 """
-# Placeholders a --template may use: {query}, {response} (fenced), {response_text} (unfenced), {criterion}
-# (the item as readable lines), {criteria} (the item as JSON) and {criteria_python} (the item as Python
-# prints a dict: WritingBench's own script inserts it that way, so its published prompt needs this one).
-# Filled in one pass: text in a response that looks like a placeholder is left alone.
+# The placeholders a --template may use (docs/evaluation.md), filled in one pass: text in a response that looks
+# like a placeholder is left alone.
 FIELDS = r"query|response|response_text|criterion|criteria|criteria_python"
 PLACEHOLDER = re.compile(r"\{(" + FIELDS + r")\}")
 # A str.format template: doubled braces are one brace each, read left to right as str.format reads them.

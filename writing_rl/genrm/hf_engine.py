@@ -1,20 +1,10 @@
 """A transformers GenRM engine (CPU or GPU) that batches the requests queued while it was busy.
 
-``generate`` validates and tokenizes a request at once (a bad request fails at once), then queues it.
-One background task takes the oldest request plus every queued request with the same sampling
-settings (up to ``max_batch_size`` rows and ``max_batch_tokens`` padded tokens), runs one left-padded
-``model.generate`` in a worker thread, and answers each request; whatever arrived meanwhile forms the
-next batch. A batch that runs out of memory is halved and each half retried (a request that does not
-fit even alone fails alone), so one oversized batch costs time, not answers; the batch size limit then
-drops to half the failed batch and creeps back up by one after every ``RAISE_CAP_AFTER`` full batches
-that fit, so steady memory pressure does not fail a ``generate`` call per batch. Only the request's own
-sampling applies (no top-k or repetition penalty from the model's
-generation config), the same as the vLLM engine.
-
-Greedy outputs in float32 match one-request-at-a-time generation; in bfloat16 the padding and batch
-composition change rounding, so a greedy token can flip where two logits nearly tie. A sampled
-request with a ``seed`` runs in a batch of its own, seeded, so it is reproducible; other sampled
-requests draw from the replica's generator (seeded once at start).
+``generate`` validates and tokenizes a request at once (a bad request fails at once), then queues it. One
+background task takes the oldest request plus every queued request with the same sampling settings, runs one
+left-padded ``model.generate`` in a worker thread and answers each request; whatever arrived meanwhile forms the
+next batch. Batch limits, out-of-memory halving, sampling and reproducibility: docs/genrm/hosting.md ("Engines").
+Sampled requests without a ``seed`` draw from the replica's generator, seeded once at start.
 """
 
 from __future__ import annotations

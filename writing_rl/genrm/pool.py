@@ -1,18 +1,8 @@
 """A GenRM hosted on Ray actors, behind the same ``await judge.complete(messages)`` as the HTTP client.
 
-``GenRMPool`` reserves one placement-group bundle per replica (strategy SPREAD by default, so
-replicas land on different nodes when the cluster has several) and starts one ``GenRMReplica`` actor
-per bundle. A replica holds one engine: ``hf`` (transformers, CPU or one GPU, dynamic batching) or
-``vllm`` (``tensor_parallel_size`` GPUs per replica). Requests go to the replica with the fewest
-requests outstanding. When a replica dies, its requests are retried on the others at once (at most
-``max_attempts`` tries each) while a replacement starts on the same bundle; ``close()`` kills the
-actors and removes the placement group, which frees the GPUs. The replica actor lives in
-``replica.py``; ``PoolConfig`` and the pool's errors in ``pool_config.py``.
-
-Use it from one event loop::
-
-    async with GenRMPool(PoolConfig(model="/models/genrm", engine="vllm", replicas=4)) as pool:
-        reply = await pool.complete([{"role": "user", "content": "..."}])
+``GenRMPool`` starts one ``GenRMReplica`` actor (``replica.py``) per placement-group bundle; ``PoolConfig`` and
+the pool's errors are in ``pool_config.py``. Placement, routing, what a dead replica costs, and an example:
+docs/genrm/hosting.md ("In Python: ``GenRMPool``"). Use it from one event loop.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``writing-rl serve-judge``: an OpenAI-compatible HTTP server in front of a ``GenRMPool``.
 
-Endpoints: ``POST /v1/chat/completions`` (non-streaming, n=1), ``GET /v1/models``, ``GET /health``.
-Training runs on other machines, ``writing-rl score`` and any OpenAI client share one GenRM
-deployment through it. Requests are validated before they reach the pool (400 with the OpenAI error
-JSON naming the field); at most ``max_pending`` requests are admitted at a time, the next get 429
-with ``Retry-After``. The port opens at once; ``/health`` answers 503 until the replicas are ready.
+Its endpoints, the requests it refuses (400 with the OpenAI error JSON naming the field), back-pressure
+(``max_pending``, then 429 with ``Retry-After``) and failures: docs/genrm/hosting.md. The port opens at once;
+``/health`` answers 503 until the replicas are ready.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""A vLLM GenRM engine: one ``AsyncLLM`` per replica, which batches continuously by itself.
+"""A vLLM GenRM engine: one ``AsyncLLM`` per replica, which batches continuously by itself (docs/genrm/hosting.md).
 
-GPU only. vLLM is imported when a replica starts, inside the Ray actor, so the driver (and any CPU
-machine) never needs it. The replica's Ray actor holds ``tensor_parallel_size`` GPUs; vLLM's
-multiprocessing executor runs the tensor-parallel workers on exactly those (Ray sets
-``CUDA_VISIBLE_DEVICES``), the same executor verl uses for its own vLLM servers.
-
-The prompt is rendered with the model's chat template (transformers) and handed to vLLM as token ids,
-by ``requests.ChatRequests`` as in the HF engine, so prompt accounting and context checks match. Only the
-request's sampling applies (vLLM's ``SamplingParams`` defaults otherwise; no defaults from the model's
-generation config).
+vLLM is imported when a replica starts, inside the Ray actor, so the driver never needs it. The replica's Ray
+actor holds ``tensor_parallel_size`` GPUs, on which vLLM's multiprocessing executor runs the tensor-parallel
+workers (Ray sets ``CUDA_VISIBLE_DEVICES``): the same executor verl uses for its own vLLM servers. Prompts are
+rendered by ``requests.ChatRequests``, as in the HF engine; only the request's sampling applies (vLLM's
+``SamplingParams`` defaults otherwise).
 """
 
 from __future__ import annotations

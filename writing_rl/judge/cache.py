@@ -1,22 +1,9 @@
 """A judge wrapper that remembers replies on disk, so a rerun after a crash repeats no judge call.
 
-``CachedJudge(judge, path, model=..., sampling=...)`` has the ``Judge`` interface. A reply is stored
-under the SHA-256 of (model, messages, sampling settings) as soon as it arrives; the next request
-with the same key is answered from disk. Failures (``JudgeError``) are never stored: a rerun tries
-them again.
-
-Storage is one SQLite file in WAL mode with ``synchronous=NORMAL``: every reply is committed on its
-own, and a committed reply survives the process being killed at any moment (SQLite's journal keeps
-the file consistent; only an OS crash or power loss may drop the last few replies, which are then
-judged again). Several processes may share one file.
-
-All coroutines of an event loop share one connection. A lookup or insert takes tens of
-microseconds, so it runs inline instead of hopping to a thread. Identical requests in flight at the
-same time are sent once: later callers wait for the first one's reply (or its failure).
-
-With ``temperature > 0`` the cache pins the first sampled reply: a rerun reuses it rather than
-drawing a new one, which is what resuming means. Change a sampling setting (or the model name) and
-every key changes.
+What it keys, stores and survives (SQLite in WAL mode, shared by processes; failures never stored; identical
+requests in flight sent once; at temperature > 0 the first sampled reply kept): docs/offline-tools.md ("Resuming:
+the judgment cache"). All coroutines of an event loop share one connection: a lookup or insert takes tens of
+microseconds, so it runs inline instead of hopping to a thread.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Which judge endpoint gets the next request: the least loaded healthy one, behind a circuit breaker.
 
-Each endpoint has a breaker:
-
-- closed: it takes requests; ``max_failures`` requests in a row without a reply (connection errors,
-  timeouts) open it, and so do error replies (5xx) when there are at least ``max_failures`` of them and
-  they are at least half of its last ``ERROR_WINDOW`` replies: a server that answers is alive, and a
-  sporadic 500 is retried elsewhere, not a reason to stop sending it requests. Any other reply (a 4xx too, a 429 too: busy, not dead) resets
-  the count of requests without a reply.
-- open: it is left out for ``cooldown_s``; then it is half-open.
-- half-open: one request goes there as a probe (before any other endpoint gets a request); a reply
-  closes the breaker, a failure opens it again for another ``cooldown_s``.
-
-Requests sent before the breaker last opened may still be in flight (until ``timeout_s``): they neither
-hold back the probe nor, when they fail, open the breaker again (their failure was already counted).
-
-An endpoint that asked for a pause (``Retry-After``) is left out until the pause ends while another can
-take the request. With a single endpoint there is nowhere else to go: its breaker never opens (``max_failures``
-None), a call fails after its own retries as it always did. Pure and clock-injected: tests drive it
-with a fake clock.
+The breaker's states (closed, open, half-open), what opens and closes it, its probe (sent first) and the requests
+sent before it opened (counted already): docs/judges/concurrency.md ("Several endpoints"). An endpoint that
+asked for a pause (``Retry-After``) is left out until the pause ends while another can take the request. With a
+single endpoint the breaker never opens (``max_failures`` None): a call fails after its own retries. Pure and
+clock-injected: tests drive it with a fake clock.
 """
 
 from __future__ import annotations

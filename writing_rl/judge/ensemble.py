@@ -1,12 +1,7 @@
-"""A judge ensemble (``judge.ensemble``, docs/judges/ensembles.md): every judge asked each judgment at once;
-one reply that holds each judge's reply or failure, read through ``SampleJudge.read`` (``votes.py``).
-
-- A judge whose call fails is left out of the judgment and counted; fewer answers than ``quorum`` (with
-  the default 1: none at all) fail the call with ``EnsembleFailed``, a ``JudgeError`` like any other.
-- A failure no reply can cause (a wrong key, model or URL, a prompt over a judge's context, the budget spent)
-  is raised as it is, whatever the other judges answered: it stops the step as it would with one judge,
-  rather than leaving that judge out of every judgment.
-- The judges hold one share of ``judge.budget`` together (``spend.Budget``): a judgment costs each one's call.
+"""A judge ensemble (``judge.ensemble``): every judge asked each judgment at once; one reply that holds each
+judge's reply or failure, read through ``SampleJudge.read`` (``votes.py``). What a failed judge, a quorum not met
+(``EnsembleFailed``) and a failure no reply can cause (``stops_the_run``) do, and the one shared budget
+(``spend.Budget``): docs/judges/ensembles.md.
 """
 
 from __future__ import annotations

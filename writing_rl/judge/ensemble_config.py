@@ -1,8 +1,6 @@
 """``reward.reward_kwargs.judge.ensemble``: several judges asked for every judgment, their readings combined
-(``ensemble.py``, ``votes.py``; docs/judges/ensembles.md).
-
-Each member is a whole judge: the ``judge`` section's keys with the member's own on top. Nothing here imports
-``config.py`` (which holds this section): a member is built as ``type(base)``.
+(``ensemble.py``, ``votes.py``; docs/judges/ensembles.md). Nothing here imports ``config.py`` (which holds this
+section): a member, a whole judge, is built as ``type(base)``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Hedged requests: a request that takes much longer than the judge usually does gets a second copy.
 
 A training step waits for its slowest reward, so one stuck request (a replica that stalls, a GC pause, a
-connection that silently died) costs the whole step its latency. When a request has been in flight
-``hedge_after`` times the judge's 95th-percentile latency (over its last ``LATENCY_WINDOW`` replies; at
-least ``MIN_DELAY_S``), a copy goes to another endpoint (the same one when there is only one); the first
-reply wins and the other request is cancelled. Waiting for the 95th percentile keeps the copies to a few percent of requests
-however the judge's latency is spread (as "The Tail at Scale" recommends); and at most a tenth of the
-client's concurrency limit (at least one) are copies at a time, so a judge that slows down as a whole is
-not sent twice the load.
-
-Once hedged, a request that fails while another of the call's is still in flight is replaced at once (the
-client says where, and counts the failure against the call's retries), and a request still unanswered
-after another delay gets a second copy (a copy can be slow, or refused where it went): a slow request
+connection that silently died) costs the whole step its latency. When copies go, how many and where, and what
+replaces a failed one: docs/judges/concurrency.md ("Hedged requests"). Waiting for the 95th percentile follows
+"The Tail at Scale". A second copy goes because a copy can be slow, or refused where it went: a slow request
 whose copy failed would otherwise set the pace of the step again.
 """
 

@@ -1,20 +1,12 @@
 """A pooled async client for any OpenAI-compatible chat-completions endpoint, or several of them: one
 call's life, from its first request to the reply it returns or the error it raises.
 
-vLLM (`vllm serve`), verl's reward router, DashScope's compatible mode, OpenRouter and OpenAI all speak
-this protocol. One client per reward worker; what it talks over (its session per event loop, its endpoints,
-the request body): ``session.py``. A call retries what is worth retrying. A 429 is not a failure: the
-request goes at once to an endpoint that has not refused it, else waits (``Retry-After``, else backoff) and
-queues again, for at most ``rate_limit_wait_s``.
-
-A failed request is sent again at once to an endpoint the call has not tried since it last backed off;
-once every endpoint that takes requests has had its try, the call backs off (``backoff_base_s``,
-``backoff_max_s``, or the server's ``Retry-After``) before going round again. So an outage of every
-endpoint costs the call backoff waits, not a burst of retries that ends it at once. A reply that failed
-(a 5xx, a body that cannot be read) from a server whose replies are mostly fine is sporadic: the call
-goes round again at once, since a training step waits for its slowest sample and a backoff there is
-paid by the whole step. So a retry also goes before fresh requests (``limiter.Room``), and a hedged
-request that fails while its copy is out is replaced at once (``hedge.py``).
+One client per reward worker; what it talks over (its session per event loop, its endpoints, the request body):
+``session.py``. How a call retries, fails over, backs off and waits out 429s: docs/judges/concurrency.md. The
+rule under them: an outage of every endpoint costs the call backoff waits, not a burst of retries that ends it
+at once; a sporadic failure is retried at once, since a training step waits for its slowest sample and a
+backoff there is paid by the whole step. So a retry also goes before fresh requests (``limiter.Room``), and a
+hedged request that fails while its copy is out is replaced at once (``hedge.py``).
 """
 
 from __future__ import annotations

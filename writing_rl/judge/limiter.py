@@ -1,47 +1,18 @@
 """How many judge requests go to one endpoint at once: an AIMD limit (one per endpoint, shared by the
 clients of an event loop: ``upstream.py``), and the asyncio gate that holds a client to its own share.
 
-AIMD (additive increase, multiplicative decrease, as TCP's congestion window):
+The rules (start, bounds, clean rounds, decrease, the climb back to ``peak``) and why the reward workers need no
+shared counter: docs/judges/concurrency.md ("Adaptive concurrency"). The whys it leaves out:
 
-- it starts at the worker's share of ``judge.max_concurrency`` and never goes above it, nor below
-  ``min_concurrency`` (at least 1);
-- it grows by one slot after a clean round: ``limit`` replies in a row with no rate-limit signal in
-  between, counting only replies while the limit is in use (the request was sent with every slot taken:
-  a client with fewer requests than slots has not tested its limit) and while the recent latency (short
-  average) stays within ``latency_tolerance`` of the long-run average, so a judge that answers later and
-  later as it is loaded stops the growth;
-- a rate-limit signal (429, 503, a timeout) multiplies the limit by ``concurrency_decrease`` (0.9), and
-  takes at least one slot away (else a small limit, 3 x 0.9 = 2.7, would keep its slots and the request
-  over capacity would be refused again at once); at most once per round: a signal from a request sent
-  before the last decrease is ignored (its round was already paid for), and so is one that comes less
-  than the judge's usual latency after the last decrease (a 429 comes back at once: a burst of them
-  would otherwise take many rounds' decreases in the time one request is served). The decrease is
-  gentle (not TCP's 0.5): against an endpoint that refuses with an immediate 429, a request over its
-  capacity costs a cheap refusal while a slot left unused costs throughput, so the limit should stay
-  just under the capacity rather than halve below it;
-- an endpoint that refuses everything (a provider's rate window, a gateway shedding all load) is not
-  overloaded by us: while it has refused since it last answered, its further signals are ignored (the
-  first one already cut the limit; fewer requests would not make it answer sooner);
-- after a decrease the limit climbs back fast towards where it was (``peak``), half the distance per
-  clean round (as BIC-TCP's binary search; at most a quarter of the limit at a time, so a limit far
-  below its peak after a long overload does not leap back into it), then one slot per round again: a burst of 429s that has
-  passed (a provider's rate window) costs a few rounds, not thousands of replies. A signal that comes
-  after the limit grew but before it is back lowers the peak halfway to where it was refused, so under
-  a lasting overload the peak settles at the capacity.
+- a decrease takes at least one slot away: else a small limit (3 x 0.9 = 2.7) would keep its slots, and the
+  request over capacity would be refused again at once;
+- a signal from a request sent before the last decrease is ignored: its round was already paid for;
+- the climb back takes at most a quarter of the limit at a time, so a limit far below its peak after a long
+  overload does not leap back into it;
+- a refused request keeps its slot while it waits to be sent again (``http.py``): otherwise the next queued
+  request would take the place just refused and be refused at once, a storm of 429s.
 
-A refused request keeps its slot while it waits to be sent again (``http.py``): otherwise the next queued
-request would take the place just refused and be refused at once, a storm of 429s.
-
-Why this is enough across reward workers without a shared counter: each worker starts from its share,
-so together they never exceed ``max_concurrency``; and clients running AIMD against one bottleneck
-converge to a split whose sum oscillates just around the capacity (Chiu & Jain, 1989). Each worker sees
-the 429s its own requests get, which is the signal it needs. The split need not be even (a worker whose
-request just ended takes the freed place first), but the judge stays busy, which is what the run needs.
-
-The limit (``AimdLimit``) is pure and clock-free; ``Gate`` is its asyncio side, first come first served,
-except that a request being sent again (after a failure or a 429) goes before every fresh one: a training
-step waits for its slowest sample, so a retry must not also wait behind the requests of the samples that
-came after it.
+``AimdLimit`` is pure and clock-free; ``Gate`` is its asyncio side, first come first served, retries first.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """What a judge client talks over: one aiohttp session (connection pool) per event loop, the endpoints its
-requests go to, and the request body.
-
-A client sends each request to the least loaded healthy endpoint (``endpoints.py``) that has room under its
-adaptive limit (``limiter.py``); both are shared by every client of the loop that talks to that endpoint
-(``upstream.py``). The client keeps to its own concurrency besides (its ``Gate``). What one call does with
-them, its attempts, retries and hedges: ``http.py``.
+requests go to (``endpoints.py``, each with an adaptive limit, ``limiter.py``, shared by the loop's clients:
+``upstream.py``), its own concurrency (its ``Gate``) and the request body. What one call does with them: ``http.py``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """What a judge client spends, and its share of the run's budget (``judge.price``, ``judge.budget``;
-docs/judges/cost.md).
-
-Each reward worker is a process with a client of its own, and no count is shared between them: each client
-holds ``budget / workers``, the way ``max_concurrency`` is split. A call is refused before it is sent when it
-could pass a share: what was spent, plus the most the calls in flight and this one can cost (each one call,
-and its counted prompt with a reply of max_tokens, or the mean of a call so far when that is larger). The counts start from 0 in every process, so a
-restarted run gets its whole budget again.
+docs/judges/cost.md). No count is shared between reward workers: each client holds ``budget / workers``, counted
+from 0 in every process, and refuses a call before it is sent when it could pass that share (``Spend.admit``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""What every judge client in one event loop shares about one judge endpoint.
+"""What every judge client in one event loop shares about one judge endpoint: its breaker and in-flight count
+(``endpoints.Endpoint``), its adaptive limit (``limiter.AimdLimit``) and its queue of requests waiting for room
+(``limiter.Room``); who shares what, and how: docs/judges/concurrency.md ("One limit per endpoint, shared").
 
-Two reward fns, two judges or a judge and its health checks pointing at one server from one reward worker
-(a worker runs one event loop) must not overrun it, nor learn twice that it is down. So per endpoint (its
-chat-completions URL and API key: a provider's rate limit is per key) the clients of a loop share:
-
-- its circuit breaker and in-flight count (``endpoints.Endpoint``);
-- its adaptive concurrency limit (``limiter.AimdLimit``): at most ``limit.slots`` requests in flight
-  there from all the clients together; its 429s lower the limit for each of them. The limit's ceiling is
-  the largest concurrency a client asked for (each client still keeps to its own);
-- the queue of requests waiting for room there, first come first served (retries first: ``limiter.Room``).
-  A request that may go to any of several endpoints waits in the queue of each and takes the first room
-  that frees.
-
-The first client's limiter settings hold for all. State lives as long as the loop: a new loop (each
-``asyncio.run``) starts fresh, so nothing learned about a server outlives the process that talked to it.
+Why: two reward fns, two judges or a judge and its health checks pointing at one server from one reward worker
+must not overrun it, nor learn twice that it is down. An endpoint is its URL with its API key, since a
+provider's rate limit is per key. State lives as long as the loop: a new loop (each ``asyncio.run``) starts
+fresh, so nothing learned about a server outlives the process that talked to it.
 """
 
 from __future__ import annotations

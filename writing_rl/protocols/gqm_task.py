@@ -3,16 +3,7 @@ two terms of the ranking-accuracy reward, as pure functions.
 
 ``reward_fns/ranking_accuracy.py`` (the RLVR reward) and ``writing-rl eval genrm-ranking`` (a GenRM's
 accuracy on gold-scored groups) both score with these, so an evaluation reports exactly the terms
-training pays.
-
-Ground truth, as in GRRM's released RL parquet or ours (``build_parquet.py gqm-rl``): the score dict
-``{"A": 9, "B": 7, ...}`` as JSON text or a mapping, or a ranking string ``B > A = C``.
-
-- ranking term: the share of candidate pairs whose order the predicted ranking gets right (a tie where
-  the truth has an order, or an order where it has a tie, is wrong);
-- score term (score dicts and answers with scores only): the mean over pairs of
-  ``margin_rewards[|Δtruth − Δpredicted|]`` with Δ the score difference of the pair: {0: 1.0, 1: 0.6,
-  2: 0.2, more: 0}.
+training pays. The terms: docs/genrm/training.md (GRRM's RLVR).
 """
 
 from __future__ import annotations

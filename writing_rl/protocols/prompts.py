@@ -1,12 +1,8 @@
-"""Judge prompt templates.
+"""Judge prompt templates: pairwise, asking for reasoning first and a final verdict ``[[A]]``, ``[[B]]`` or
+``[[C]]`` (tie), the convention of MT-Bench and Writing-RL, so judge models trained on it work unchanged.
 
-Pairwise templates ask for reasoning first and a final verdict ``[[A]]``, ``[[B]]`` or ``[[C]]`` (tie),
-the convention of MT-Bench and Writing-RL, so judge models trained on it work unchanged.
-Placeholders: ``{prompt}``, ``{response_a}``, ``{response_b}``, ``{criteria}``. They are filled in one
-pass, so text inside a response that looks like a placeholder is left alone. A response goes in as
-``writing_rl.protocols.quoting`` makes it safe: ``{response_a}`` is its text in a code fence nothing inside can
-close, with special-token-like tags broken up; ``{response_a_text}`` (and ``_b_text``) is the same text
-unfenced, for templates that must reproduce a published prompt exactly.
+The placeholders, filled in one pass, and how a response goes in (``writing_rl.protocols.quoting``):
+docs/judges/prompts.md.
 """
 
 from __future__ import annotations

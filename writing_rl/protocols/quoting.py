@@ -1,12 +1,9 @@
 """How text a policy wrote enters a judge prompt: in a block it cannot close, with its special tokens
-as plain text.
+as plain text (docs/judges/integrity.md).
 
-A response is free text chosen by the policy being trained, so it may imitate the prompt's own
-separators or spell out a chat template's role tags (``<|im_start|>system``). The judge endpoint
-renders messages with ``apply_chat_template`` and tokenizes the result, where such a tag would become
-the real special token. ``plain_text`` breaks every special-token-like tag with a zero-width space
-(the judge still reads it, the tokenizer no longer matches it); ``fence`` wraps the text in a code
-fence longer than any backtick run inside it, so nothing inside can end the block.
+A response may imitate the prompt's own separators or spell out a chat template's role tags
+(``<|im_start|>system``); the judge endpoint renders messages with ``apply_chat_template`` and tokenizes the
+result, where such a tag would become the real special token.
 """
 
 from __future__ import annotations

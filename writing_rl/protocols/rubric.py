@@ -1,21 +1,10 @@
 """Rubric rewards: a row's weighted criteria, the judge prompts that score a response on them, and the
 reader of the judge's scores.
 
-A row's ground truth carries ``rubric: [{"criterion": str, "weight": float}, ...]``. A criterion with a
-negative weight is a pitfall (Rubrics as Rewards): its score says how far the response falls into it.
-With s_i the judge's score (1-10) of criterion i, rescaled to [0, 1] as (s_i - 1) / 9::
-
-    reward = max(0, (sum_{w_i > 0} w_i (s_i - 1)/9  -  sum_{w_i < 0} |w_i| (s_i - 1)/9) / sum_{w_i > 0} w_i)
-
-in [0, 1]: 1 when every criterion is fully met and no pitfall is hit, 0 (the loss, and what a failure
-pays) at worst.
-
-One call (the default) shows the criteria numbered 1..k in the listed order and reads a JSON object
-``{"scores": [{"id": 1, "score": 7}, ...]}`` (fenced or not, after any reasoning); per criterion, one call
-each, reading WritingBench's critic format ``{"score": s, "reason": r}``. Both readers follow the
-protocol rules (``writing_rl/protocols/__init__.py``): every JSON object with the key must agree, a key
-no decoded object accounts for (a response's block copied unescaped) makes the reply unreadable, and a
-reply that misses a criterion, repeats an id or scores out of range is unreadable, never a reward.
+The row's format, the reward's formula, the two ways of calling the judge (all criteria at once, or one call per
+criterion in WritingBench's critic format) and what makes a reply unreadable: docs/methods/rubric.md. Both readers
+follow the protocol rules (``writing_rl/protocols/__init__.py``): every JSON object with the key must agree, and
+a key no decoded object accounts for (a response's block copied unescaped) makes the reply unreadable.
 """
 
 from __future__ import annotations
@@ -182,7 +171,7 @@ def _scores_by_id(entries: Any, count: int) -> list[float] | Unreadable:
 
 
 def rubric_reward(criteria: list[Criterion], scores: list[float]) -> float:
-    """The formula of the module docstring."""
+    """The reward of docs/methods/rubric.md#reward: pitfalls (negative weights) subtract, in [0, 1]."""
     met = sum(c.weight * (s - LOW) / (HIGH - LOW) for c, s in zip(criteria, scores))  # pitfalls subtract
     positive = sum(c.weight for c in criteria if c.weight > 0)
     return max(0.0, met / positive)

@@ -1,9 +1,6 @@
 """What a method's service hears of the groups verl dropped untrained (stale or failed: evicted from its replay
 buffer before a step trained on them), so it can take back what they did (Writing-RL's curriculum moves a
-prompt's level back down).
-
-A listener is a named Ray actor of the run, named ``listener_name(kind)``, with an async method
-``dropped(uids) -> dict[str, float]`` that returns totals for the tracker; ``JudgeHealthSampler``
+prompt's level back down). A listener's contract: docs/methods/your-own.md; ``JudgeHealthSampler``
 (reward_loop/health/sampler.py) tells every listener it finds, without knowing what they are.
 """
 

@@ -1,22 +1,12 @@
 """The failure policy, in one module: the rules that turn a failed or unreadable judgment into a reward, for
 every method (through reward_loop/contract.py), the tournament's blame and the managers.
 
-An RL policy optimises against everything the reward path does, so a failure must never pay more than a loss:
-otherwise text that breaks the judge's format, or its calls, is a strategy.
-
-- A reply the reward cannot read (no verdict, conflicting verdicts, cut at the token limit, a refusal):
-  ``reward.reward_kwargs.on_parse_error`` picks ``loss`` (the default), ``tie``, or ``raise`` (stop the step);
-  the manager passes it to the reward fn, which counts the reply with ``unreadable_flags``.
-- A judge call that failed after its retries (``FailurePolicy``, one per reward worker):
-  ``reward.reward_kwargs.on_judge_error`` pays the method's loss (``failure_score``: its
-  ``METHOD.failure_score``, or ``reward.reward_kwargs.failure_score``) under ``loss``, a fn's own result for it
-  never paying more; the fn's neutral result under ``neutral``; and stops the step under ``raise``. A failure
-  no response causes (a prompt over the judge's context, a wrong key, model or URL, the budget spent) always
-  stops it.
-- An ensemble's split (judge/votes.py: ``SPLIT_AS``) is read as a tie, a loss or an unreadable reply, which
-  these rules then pay: never more than a tie.
-
-The guard that stops a run whose recent samples fail too often is reward_loop/failure_guard.py.
+A failure must never pay more than a loss, or text that breaks the judge's format, or its calls, is a strategy.
+What ``on_parse_error`` and ``on_judge_error`` pay, and the failures that always stop the step:
+docs/judges/integrity.md and docs/reference/extra-info.md#failures-are-never-silent. Under ``loss`` a fn's own
+result for a failed call never pays more than ``failure_score``; an ensemble's split (judge/votes.py:
+``SPLIT_AS``) never more than a tie. The guard that stops a run whose recent samples fail too often:
+reward_loop/failure_guard.py.
 """
 
 from __future__ import annotations

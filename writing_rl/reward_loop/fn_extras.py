@@ -1,12 +1,6 @@
-"""What a reward manager hands the reward fn besides the sample, for the parameters the fn declares.
-
-- ``judge``: the sample's (or group's) ``SampleJudge`` — always;
-- ``judge_tokenizer``: the GenRM's tokenizer when verl hosts the GenRM;
-- ``uid`` and ``group_size``: the sample's group (verl's ``uid``) and how many rollouts it has
-  (``extra_info.group_size``, else ``rollout.val_kwargs.n`` for validation rows, else ``rollout.n``);
-- ``on_parse_error``: ``reward.reward_kwargs.on_parse_error``, what an unreadable judge reply counts as;
-- each extra the method asks for (``RewardMethod.extras``, reward_loop/contract.py), under its name: what the
-  extra's worker side gives for the call, or None when the run switched the extra off.
+"""What a reward manager hands the reward fn besides the sample, for the parameters the fn declares (the list:
+docs/methods/your-own.md#the-contract): ``judge`` always; each extra the method asks for
+(``RewardMethod.extras``) under its name, None when the run switched the extra off.
 """
 
 from __future__ import annotations

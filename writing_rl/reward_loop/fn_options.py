@@ -1,12 +1,9 @@
 """A reward fn's options (``reward.custom_reward_function.reward_kwargs``), checked once at start.
 
-A reward method declares its options (``METHOD.options``, reward_loop/contract.py) as a frozen dataclass
-(fields with their defaults, bounded with ``writing_rl.settings.option``, the comment above each field
-saying what it does; an optional ``check(prefix)`` for rules across fields). The fn reads its keyword
-arguments with ``read_options``, and the same declaration is read by ``check_fn_options`` (through
-reward_loop/reward_fn.py, when ``writing-rl check-config``, the preflight, ``DRY_RUN`` or our reward
-managers start) and by the config reference (scripts/config_reference.py). A fn whose module declares no
-``METHOD`` is checked against its signature.
+A method declares them (``METHOD.options``: docs/methods/your-own.md#the-contract; an optional ``check(prefix)``
+for rules across fields); the fn reads its keyword arguments with ``read_options``. ``check_fn_options`` reads the
+same declaration when ``writing-rl check-config``, the preflight, ``DRY_RUN`` or our reward managers start
+(through reward_loop/reward_fn.py), as the config reference does (scripts/config_reference.py).
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
 """GroupRewardManager: verl's reward-loop manager for rewards that score a rollout against its siblings.
 
-verl finds it by name in its registry of reward managers (writing_rl/plugin.py)::
-
-    reward.reward_manager.name=GroupRewardManager
-
-A sample's path: decode the response -> the worker's ``GroupRendezvous`` gathers its group
-(``reward_loop/group/rendezvous.py``: at once when this worker holds the whole group, else through the
-uid's ``GroupCollector``, ``reward_loop/group/collector.py``) -> the leader of the group runs the group
-reward fn once, with its own judge client -> every member gets its own result back -> verl. It works in
-every reward-loop mode: colocated (the batch is chunked over workers, so a group can straddle them, and
-verl pads with repeated samples) and streaming (each rollout sent alone to a random worker as it finishes).
-
-A group reward fn (``reward.custom_reward_function``) is ``async`` and scores a whole group::
-
-    async def compute_score(members: list[Member], *, judge, **options) -> list[dict]
-
-It may also declare ``judge_tokenizer`` (the GenRM tokenizer when verl hosts it) and ``curriculum``
-(Writing-RL's reference scheduler, curriculum/handle.py); the manager passes what it declares. It
-returns one ``{"score": float, <numeric extra keys>}`` per member, in order. It catches ``JudgeError``
-itself (as per-sample fns do); ``judge_error`` / ``judge_calls`` / ``judge_latency_s`` default to the
-group's totals when the fn does not report them per member.
-
-Expected group size: ``extra_info.group_size`` when the row has one; ``rollout.val_kwargs.n`` for
-validation rows (``extra_info.split`` is ``test``, ``val`` or ``validation``: our builders and verl's
-example preprocessors write it); ``rollout.n`` otherwise. A group that never fills up within
-``groups.timeout_s`` is a counted failure of each member that arrived (``group_incomplete=1``, the reward
-fn's failure score; ``on_group_incomplete=score`` scores it partial instead, ``partial_group=1``).
+How a group's rollouts meet (``group/``), its expected size and what an incomplete group pays:
+docs/methods/group-rewards.md. The group reward fn's contract (``async def compute_score(members, *, judge,
+**options) -> list[dict]``, one result per member, in order): docs/methods/your-own.md. The fn catches
+``JudgeError`` itself, as per-sample fns do; ``judge_error`` / ``judge_calls`` / ``judge_latency_s`` default to
+the group's totals when it does not report them per member.
 """
 
 from __future__ import annotations

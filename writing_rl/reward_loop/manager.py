@@ -1,16 +1,10 @@
 """ParallelRewardManager: verl's reward-loop manager for judge-based rewards.
 
-verl finds it by name in its registry of reward managers, which our verl plugin (writing_rl/plugin.py) adds it
-to, as it finds its own (``reward.reward_manager.source`` is verl's default, ``register``)::
-
-    reward.reward_manager.name=ParallelRewardManager
-
-Each verl ``RewardLoopWorker`` builds one manager, and with it one pooled judge client; verl then
-calls ``run_single`` once per sample, many at a time on the worker's event loop. A sample's path:
-decode the valid response tokens -> the reward fn (``reward.custom_reward_function``) builds judge
-requests -> ``OpenAIJudge`` (bounded concurrency, retries) -> reward fn parses and scores -> here the
-judge-failure policy runs and the extra info is completed (``WorkerScoring``, writing_rl/reward_loop/
-scoring.py, which GroupRewardManager shares) -> back to verl.
+verl finds it by ``reward.reward_manager.name`` in its registry of reward managers (``reward_manager.source`` at
+verl's default, ``register``), which our verl plugin (writing_rl/plugin.py) adds it to. Each verl
+``RewardLoopWorker`` builds one manager, and with it one pooled judge client; verl then calls ``run_single`` once
+per sample, many at a time on the worker's event loop. A sample's path (most of it ``WorkerScoring``, scoring.py,
+which GroupRewardManager shares): docs/architecture.md.
 """
 
 from __future__ import annotations

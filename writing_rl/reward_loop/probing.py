@@ -1,9 +1,8 @@
 """What a method declares so that ``writing-rl probe-judge`` can put a probe before its judge exactly as
-training would (``RewardMethod.probe``), and the helpers its placement uses (writing_rl/tools/probe/ runs it).
+training would (``RewardMethod.probe``, docs/methods/your-own.md), and the helpers its placement uses.
 
-A placement judges one comparison through the method's own reward fn: a probe (a reply written to fool the
-judge) against the row's honest answer, the probe shown in ``slot`` ("A" first, "B" second, "-" for a method
-that scores each reply alone). It returns one outcome, from the probe's side:
+A placement judges a probe (a reply written to fool the judge) against the row's honest answer through the
+method's own reward fn, and returns one outcome, from the probe's side:
 
 - ``win``, ``tie``, ``loss``: what the judge decided;
 - ``refused``: the method paid the probe a loss without asking the judge (no answer: the empty reply);

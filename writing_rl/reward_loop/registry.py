@@ -1,11 +1,10 @@
 """Every reward method we and other installed packages ship, by name: what the config reference iterates over,
-so that no list of methods is kept anywhere else.
+so that no list of methods is kept anywhere else (docs/methods/your-own.md).
 
-A method's module registers itself when it is imported (``register`` in reward_loop/contract.py). ``methods()``
-imports every module of the packages declared under the entry-point group ``writing-rl.methods`` (ours:
-``reward_fns``, in setup.py; a package of yours adds its own entry), so a new method is one module there, and
-returns the methods those modules registered. A fn loaded from a file path (verl's loader gives it a module
-name of its own) is registered for its run but is not one of them.
+``methods()`` imports every module of the packages declared under the entry-point group ``writing-rl.methods``
+(ours: ``reward_fns``) and returns the methods they registered on import (``register``, reward_loop/contract.py).
+A fn loaded from a file path (verl's loader gives it a module name of its own) is registered for its run but is
+not one of them.
 """
 
 from __future__ import annotations

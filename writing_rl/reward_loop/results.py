@@ -1,11 +1,10 @@
-"""What a scored sample returns to verl: its reward and its ``reward_extra_info``, the one table of keys.
+"""What a scored sample returns to verl: its reward and its ``reward_extra_info`` (the keys:
+docs/reference/extra-info.md).
 
-verl turns ``reward_extra_info`` into one array per key, built from the first sample's keys, so every
-sample of a run must carry the same keys, all numbers. Who fills each key:
-
-- the reward fn: its own keys (``win``/``tie``/``loss``, ``rank_score``, ...) and the keys of
-  ``FN_DEFAULTS``, which get these defaults when a fn does not report them;
-- the manager, measured: ``SampleJudge.METRIC_KEYS`` per sample and ``GROUP_KEYS`` on the group path. A measured value overrides the fn's; a group fn's per-member judge keys override the group's totals.
+verl turns ``reward_extra_info`` into one array per key, built from the first sample's keys, so every sample of a
+run must carry the same keys, all numbers. The reward fn fills its own keys and those of ``FN_DEFAULTS`` (these
+defaults when it does not); the manager measures ``SampleJudge.METRIC_KEYS`` per sample and ``GROUP_KEYS`` on the
+group path, which override the fn's, while a group fn's per-member judge keys override the group's totals.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The math of margin-aware selection (``writing-rl select``): the points a judged order gives the
-reference, a response's score and an id's margin, then which ids to keep: ranked by margin with
-seeded tie-breaks, cut at top-K or top-p %, or split into domain quotas.
-
-Pure functions over plain values, with no judge and no files: ``select.py`` reads the rows and runs
-the judge around them, ``outputs.py`` writes what they chose.
+"""The math of margin-aware selection (``writing-rl select``): points, margins, ranking, budget and quotas. Pure
+functions over plain values: ``select.py`` runs the judge around them, ``outputs.py`` writes what they chose.
 """
 
 from __future__ import annotations

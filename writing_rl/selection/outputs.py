@@ -1,6 +1,4 @@
-"""What ``writing-rl select`` writes to its output directory, all renamed into place together:
-``selected.parquet`` (the chosen rows, data order, schema unchanged), ``margins.csv`` (one line per id),
-``margins.png`` (the margin histogram; only with matplotlib) and ``summary.json``."""
+"""What ``writing-rl select`` writes in ``--out``, renamed into place together (the files: docs/offline-tools.md)."""
 
 from __future__ import annotations
 

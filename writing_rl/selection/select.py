@@ -1,44 +1,6 @@
-"""Margin-aware data selection (``writing-rl select``): keep the prompts where the policy trails the
-best reference by most, the ones with the most left to learn.
-
-Inputs: Writing-RL rows (``reward_model.ground_truth = {prompt, target, criteria, id}``, ``target``
-easiest first) and the current policy's responses (JSONL, ``{"id": ..., "response": ...}``, one or
-more lines per id; ``"index"`` works as in ``writing-rl score``).
-
-**Margin.** Each response is judged against the best reference (the last of ``target``) in both
-orders. Each judged order gives the *reference* some points; a response's score is the mean over its
-judged orders, and an id's margin is the mean over its responses. Two kinds (``margin=``):
-
-- ``win-rate`` (default): the pairwise prompt and verdict parser of the reward; the reference gets 1
-  (the policy lost), 0.5 (tie) or 0 (the policy won). Margin in [0, 1]; 1: the policy never beats or
-  ties the best reference; 0: it always beats it.
-- ``score-gap``: the judge rates both responses 0-10 and ends with ``A: 7, B: 4`` (the built-in score
-  template asks for that); the reference gets its score minus the response's. Margin in [-10, 10]: it
-  also tells a near miss from a rout, which verdicts cannot.
-
-A response with no answer (unclosed ``<think>``, empty) gets the top of the range (1 or 10) without a
-judge call, as it loses in training.
-
-Orders with no verdict (parse failure, truncated reply) or a failed call (``JudgeError``) are counted
-and left out of the mean, never scored; an id with no verdict at all has no margin and is never
-selected. Any failed call stops the run before it writes anything (rerun to retry only the failures:
-replies are cached), unless ``allow_judge_errors``.
-
-**Selection.** Ids are ranked by margin, highest first; equal margins are ordered by a hash of
-(seed, id), so ties are broken reproducibly and without favouring low ids. Keep the top ``top_k`` or
-``top_percent`` % of the judged ids, globally or split across domains: ``quotas={"creative": 100, ...}``
-(exact counts per domain; unnamed domains get none) or ``"proportional"`` (the budget split in
-proportion to each domain's judged ids, largest remainders first). A domain with fewer judged ids than
-its quota gives all it has; the shortfall is reported, not moved to other domains.
-
-Outputs in ``out/``, each written to a temp file and renamed only once everything succeeded:
-``selected.parquet`` (the chosen rows, data order, schema unchanged), ``margins.csv``, ``margins.png``
-(histogram, selected ids stacked on the rest, cut marked; only with matplotlib, the ``plot`` extra:
-without it the report says the plot was skipped), ``summary.json``.
-
-The settings of a run are a ``SelectJob`` (``job.py``); the math (points, margins, ranking, budget and
-quotas) lives in ``margins.py`` and the outputs are written by ``outputs.py``; this module reads the rows,
-runs the judge and sums up.
+"""Margin-aware data selection (``writing-rl select``): keep the prompts where the policy trails the best reference
+by most, the ones with the most left to learn. This module reads the rows, runs the judge and sums up; the margins,
+the choice and the outputs: docs/offline-tools.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The built-in reward terms. Each is a frozen dataclass of its settings (``weight`` first: 0 = off) with
 ``value(sample) -> float``; ``check(prefix)`` raises a ``ConfigError`` naming the key of a bad setting.
 
-- ``overlong``: DAPO's soft overlong punishment, on verl's count of response tokens:
-  0 when n <= L_max - L_cache, else (L_max - L_cache - n) / L_cache (-1 at n = L_max).
-- ``length``: the answer's length over the reference answer's (``target_length`` units when the row has
-  none): 0 for a ratio within [min_ratio, max_ratio], else minus the relative distance to the band,
-  (r - max_ratio) / max_ratio above it and (min_ratio - r) / min_ratio below it, at most 1.
-- ``repetition``: minus the share of the answer's word n-grams that repeat an earlier one.
-- ``format``: -1 for an empty answer, a ``<think>`` block never closed (or, with ``think``, none closed at
-  all), or chat-template tags written as text; else 0.
-- ``language``: -1 when the answer is not in the expected language (a translation row's target
-  language, else the prompt's), else 0; answers shorter than ``min_chars`` are not identified (0).
-
-Lengths and n-grams count words and CJK characters (``text.py``), after the reasoning block is dropped.
+Each term's value, as a formula: docs/reward-terms.md. Lengths and n-grams count words and CJK characters
+(``text.py``), after the reasoning block is dropped.
 """
 
 from __future__ import annotations

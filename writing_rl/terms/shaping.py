@@ -1,19 +1,7 @@
 """Reward terms on top of any method's reward: ``reward.reward_kwargs.terms``.
 
-A mapping from a term's name to its settings; a term with weight 0 is off (the shipped configs list every
-built-in term at weight 0, so ``reward.reward_kwargs.terms.overlong.weight=0.5`` turns one on)::
-
-    reward = the method's reward + sum(weight x value of each term)
-
-Any other name is a term of your own: ``fn: {path, name}`` names a function with verl's
-custom_reward_function signature (``data_source, solution_str, ground_truth, extra_info, **kwargs``;
-sync or async), called with the term's other settings as keyword arguments, returning a float or a dict
-with ``score``.
-
-Per sample: ``reward/method`` (the method's reward), ``term/<name>`` (each term's raw value) and
-``term_error`` (1 when a term raised or returned no finite number) join the extra info. A failed sample
-(a judge error, an unreadable reply, a format error, an incomplete group or a failed term) never gains
-from the terms: it is paid min(the method's reward, the failure score) plus only the terms' penalties.
+The formula, a term of your own (``fn: {path, name}``), the extra-info keys and the rule that a failed sample
+never gains from the terms (``RewardTerms.shape``): docs/reward-terms.md. The built-in terms: ``builtin.py``.
 """
 
 from __future__ import annotations

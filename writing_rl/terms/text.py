@@ -1,10 +1,8 @@
 """The text units the length and repetition terms count: words, and each CJK character as one unit.
 
-Counting units instead of characters or whitespace-separated words keeps the terms honest: spaces,
-newlines and punctuation count for nothing (padding buys no length and dilutes no repetition), zero-width
-and other invisible format characters are dropped before counting (they cannot split a repeated word into
-"new" ones), full-width and compatibility forms fold to their plain letters (NFKC), and case is ignored.
-Chinese, Japanese and Korean text, written without spaces, counts one unit per character.
+Units keep the terms honest (docs/reward-terms.md): padding buys no length and dilutes no repetition, invisible
+format characters are dropped before counting (they cannot split a repeated word into "new" ones), full-width
+and compatibility forms fold to their plain letters (NFKC), and case is ignored.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Watches: measures of the policy's text logged beside the reward and never paid
-(``reward.reward_kwargs.watch``).
+(``reward.reward_kwargs.watch``; the settings, the keys logged and an example: docs/reward-terms.md).
 
-A mapping from a name to ``{fn: {path, name}, ...}``: the fn has verl's custom_reward_function signature
-(``data_source, solution_str, ground_truth, extra_info, **kwargs``; sync or async), the other keys are its
-keyword arguments, as for a term of your own. It follows what the policy learns on a measure that does not
-come from the judge (a length, a keyword's rate, a classifier's score)::
-
-    +reward.reward_kwargs.watch.words={fn: {path: my_measures.py, name: word_count}}
-
-Per sample: ``watch/<name>`` (NaN when the fn raised or returned no finite number) and ``watch_error`` (1
-then). Per step in the tracker: ``watch/<name>_mean`` over the samples it measured and ``watch/error_rate``.
-A watch never changes a reward, and its failures never stop a run.
+A watch's ``fn: {path, name}`` is loaded and called as a term of your own is (``shaping.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Seeded augmentation of a ranked GQM group for RL rows: random subgroups and reorderings of its candidates.
-
-- subgroups: up to K distinct random subsets of 2..N-1 candidates (at most 2^N - N - 2 exist);
-- shuffles: up to K distinct reorderings of each group and subgroup, never the original order (at most
-  N! - 1 exist); identical candidates make reorderings that read the same, and those count once.
+"""Seeded augmentation of a ranked GQM group for RL rows: random subgroups and reorderings of its candidates
+(what ``--subgroup-augment`` and ``--shuffle-augment`` give: docs/genrm/training.md).
 
 Pure functions of the candidates' content classes and a ``random.Random``; the caller seeds it (by the
 run's seed and the group's content, ``writing_rl.data.fields.content_seed``).

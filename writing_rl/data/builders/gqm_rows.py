@@ -1,11 +1,9 @@
 """Ranked GQM groups (GRRM) as data: one group read and validated from a raw row, and the Arrow table of
 the verl RL rows built from many groups.
 
-Input row: a task (``src_text`` + languages for translation, or ``prompt`` for general writing), the
-candidates (``mt_texts``), one integer score 0-10 per candidate (``scores``) and, for SFT, the
-annotator's ``analysis``. Column names are mappable (``GroupReader``). An RL row is an original group or
-an augmented one (``gqm_augmentation``); ``extra_info.candidate_order`` maps its labels back to the
-input's candidates.
+The input row and its column names (mapped by ``GroupReader``): docs/genrm/training.md. An RL row is an
+original group or an augmented one (``gqm_augmentation``); ``extra_info.candidate_order`` maps its labels back
+to the input's candidates.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Preference-pair builders (Writing-Zero's pairwise GenRM): ``{prompt, chosen, rejected[, critique]}``
 -> GenRM SFT conversations or RL rows.
 
-The GenRM sees the request and two responses, A and B, and answers with a verdict (``[[A]]``,
-``[[B]]``, ``[[C]]`` for a tie: the judge template of ``writing_rl.protocols.prompts``) or with a score line
-``A: 7, B: 4`` (the GQM score format for two candidates). Order-swap augmentation writes each pair twice,
-once with the chosen response as A and once as B, the label following it; ``--no-swap`` writes it
-once, the chosen response's slot drawn at random (seeded by the run's seed and the pair's content).
-
-Column names: ``--prompt-key`` etc., else the first present of the ``*_ALIASES`` below (RewardBench,
-LitBench and HH-style names). ``chosen`` / ``rejected`` may be texts or chats (the last assistant
-message is the response; the last user message is the prompt when no prompt column exists).
+The request the GenRM sees, its two answer formats, the order-swap augmentation and the column names:
+docs/genrm/training.md#a-pairwise-genrm-writing-zero. Under ``--no-swap`` the chosen response's slot is drawn
+with the run's seed and the pair's content.
 """
 
 from __future__ import annotations

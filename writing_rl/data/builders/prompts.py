@@ -1,10 +1,6 @@
 """Plain prompts -> verl RL rows for rewards that judge rollouts against each other (BRPO, GenRM group
-ranking): no reference and no ground truth, just the request.
-
-Input row: ``prompt`` (a text or a chat), or for translation ``src_text`` with ``src_lang``/``trg_lang``
-or ``lang_pair`` (the request is then built from ``--mt-template``). The reward fns read the request
-from ``extra_info``: ``prompt`` (the last user message) and, when present, ``src_text``, ``src_lang``,
-``trg_lang``, ``lang_pair`` as given.
+ranking): no reference and no ground truth, just the request. The input row and the ``extra_info`` the reward
+fns read: docs/genrm/training.md#plain-prompts-for-the-policys-rl.
 """
 
 from __future__ import annotations

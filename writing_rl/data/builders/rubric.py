@@ -1,16 +1,8 @@
 """Prompts with rubrics -> verl RL rows for the rubric reward (reward_fns/rubric.py).
 
-Input row: a prompt (``prompt``, else WritingBench's ``query``, else Rubrics as Rewards' ``question``; a
-text or a chat) and its rubric (``rubric``, else ``checklist``, else ``rubrics``): a list (or JSON text) of
-criteria in any of three shapes, mixed freely:
-
-- ours: ``{"criterion": str, "weight": float}`` (weight default 1; negative: a pitfall);
-- Rubrics as Rewards: ``{"title": str, "description": str, "weight": float}`` -> "title: description";
-- WritingBench's checklist: ``{"name": str, "criteria_description": str, ...}`` -> "name: description",
-  weight 1 (its score bands are for its critic's 1-10 scale, which the rubric judge uses anyway).
-
-Output: ``reward_model.ground_truth = {prompt, rubric: [{criterion, weight}, ...]}``; extra_info keeps
-the index, split and the request text.
+The input's keys and the three shapes of a criterion, mixed freely: docs/methods/rubric.md#data. A rubric may
+also be JSON text. WritingBench's score bands are dropped: they are for its critic's 1-10 scale, which the
+rubric judge uses anyway.
 """
 
 from __future__ import annotations

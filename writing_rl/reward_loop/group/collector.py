@@ -1,33 +1,20 @@
 """GroupCollector: where the rollouts of one prompt meet when no single reward worker holds them all.
 
-verl scores one sample at a time, on several reward workers, and in streaming mode each rollout alone,
-on a random worker, as soon as it finishes; so a worker usually holds only part of a group (same verl
-``uid``). The workers' side is ``group/rendezvous.py``. A worker talks to the collector of a uid's
-shard (a named Ray actor per run and shard) with two calls, each carrying many groups at once:
+The workers' side is ``group/rendezvous.py``; the rules a user sees (group size, padding and ``settle_s``,
+timeouts, late members): docs/methods/group-rewards.md. A worker talks to the collector of a uid's shard (a
+named Ray actor per run and shard) with two calls, each carrying many groups at once:
 
-- ``send``: the members that reached it (``joins``), the whole groups it wants to score itself
-  (``claims``) and the results of groups it scored (``published``). It returns at once, with the answers
-  to the claims and the events waiting for this worker: when a joined member completes its group, this
-  worker *leads* it (a ``Lead`` event with every member) in the same reply.
-- ``poll``: a long poll that returns as soon as events wait for the worker (results of its members,
-  leads of groups sealed by a timer, failures).
+- ``send``: the members that reached it (``joins``), the whole groups it wants to score itself (``claims``) and
+  the results of groups it scored (``published``). It returns at once, with the answers to the claims and the
+  events waiting for this worker: when a joined member completes its group, this worker *leads* it (a ``Lead``
+  event with every member) in the same reply.
+- ``poll``: a long poll that returns as soon as events wait for the worker (results of its members, leads of
+  groups sealed by a timer, failures).
 
-So a member that arrives alone costs a share of one call, not a call of its own. The rules:
-
-- A group is complete with ``expected`` distinct responses. With ``expected`` arrivals but fewer
-  distinct responses, sealing waits ``settle_s`` for more: verl pads a batch by repeating its first
-  samples, and a padded copy that arrived early must not take the place of a real member that is still
-  on its way (identical real rollouts are sealed after ``settle_s``).
-- When sealed, the first member's worker leads: it runs the group reward fn once, answers its own
-  members itself, and publishes the results by response; the collector answers the others' members.
-- An arrival after the group is sealed gets the result of the member with the same response (a padded
-  copy or an identical rollout); an arrival with a new response is scored on its own (``late``).
-- A group still incomplete ``timeout_s`` after its first arrival fails every member that arrived with a
-  counted, named failure (``group_incomplete``; ``reward.reward_kwargs.on_group_incomplete=score`` scores it partial instead); a
-  leader that publishes nothing within ``result_timeout_s`` fails its members too (an error).
-- Results of finished groups stay in a bounded cache for late copies, keyed by a digest of the response
-  (long responses x thousands of groups would otherwise pin gigabytes in this actor); a failed group
-  is remembered too, so its late copies fail at once.
+The worker of a sealed group's first member leads: it answers its own members itself and publishes the results
+by response; the collector answers the others'. Results of finished groups stay in a bounded cache for late
+copies, keyed by a digest of the response (long responses x thousands of groups would otherwise pin gigabytes in
+this actor); a failed group is remembered too, so its late copies fail at once.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """A reward worker's side of the group rendezvous (the collector's side: ``group/collector.py``).
 
-Members of one uid that reach this worker together (verl's colocated mode sends a worker its whole
-chunk at once; in streaming mode rollouts that finish together arrive together) form one ``LocalBatch``.
-After the burst (the next turn of the event loop), a batch holding a whole group is scored here after a
-claim; any other member gets a ticket and goes to the uid's collector shard. Nothing goes out one member
-at a time: per shard, one ``send`` is in flight at once and carries everything queued meanwhile (joins,
-claims, results), and one long ``poll`` brings back the events of every member waiting there. Under
-load the batches grow by themselves, so the calls per second stay bounded while samples per second grow.
+Members of one uid that reach this worker together (a colocated chunk; streamed rollouts that finish together)
+form one ``LocalBatch``. After the burst (the next turn of the event loop), a batch holding a whole group is
+scored here after a claim; any other member gets a ticket and goes to the uid's collector shard, through the
+one ``send`` and one long ``poll`` per shard of docs/methods/group-rewards.md. Under load the batches grow by
+themselves, so the calls per second stay bounded while samples per second grow.
 """
 
 from __future__ import annotations

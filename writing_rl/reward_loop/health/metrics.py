@@ -1,14 +1,10 @@
-"""Judge health over one training step's samples: the numbers a run's tracker shows under ``judge/``.
+"""Judge health over one training step's samples: the numbers a run's tracker shows under ``judge/``
+(docs/judges/health.md), for the tracker route (reward_loop/health/sampler.py) and ``writing-rl monitor``.
 
-Pure functions over what verl keeps of each sample: its ``reward_extra_info`` (the keys of
-reward_loop/results.py, plus the judge client's ``judge_retries``, ``judge_rate_limited``, ``judge_hedges``,
-``judge_concurrency_limit`` and its spend, ``judge_tokens``, ``judge_prompt_tokens``, ``judge_completion_tokens``,
-``judge_tokens_estimated`` and ``judge_cost``, where the run has them), its reward and its response length. A key no sample
-carries gives no metric; a sample without a key (a row verl filled with ``None``) is left out of that key's
-metric. Used by the tracker route (reward_loop/health/sampler.py) and by ``writing-rl monitor``.
-
-Names follow verl's ``MetricsAggregator`` (v1 trainer), which folds the metrics of a step's mini-batches by
-name: ``..._total`` adds up, ``..._min`` / ``..._max`` keep the extreme, the rest are sample-weighted means.
+Pure functions over what verl keeps of each sample: its ``reward_extra_info``, its reward and its response
+length. A sample without a key (a row verl filled with ``None``) is left out of that key's metric. The names'
+endings are how verl's ``MetricsAggregator`` (v1 trainer) folds a step's mini-batches: ``..._total`` adds up,
+``..._min`` / ``..._max`` keep the extreme, the rest are sample-weighted means.
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
-"""Judge health in the tracker, verl's v1 trainer (``trainer.use_v1=true``, verl's default).
+"""Judge health in the tracker under verl's v1 trainer (``trainer.use_v1=true``, verl's default).
 
-verl's v1 trainer adds the metrics its replay buffer's ``sample()`` returns to the step's metrics, which go to
-``Tracking.log`` (trainer_base.py ``_step_once``: ``batch, off_policy_metrics = self.replay_buffer.sample(...)``
-then ``metrics.update(off_policy_metrics)``), and it takes a user's replay buffer from
-``trainer.v1.sampler.custom_sampler.{path,name}``::
-
-    trainer.v1.sampler.custom_sampler.path=pkg://writing_rl.reward_loop.health.sampler
-    trainer.v1.sampler.custom_sampler.name=JudgeHealthSampler
-
-(Its old path, ``pkg://writing_rl.reward_loop.health_sampler``, still works: reward_loop/health_sampler.py.)
-
-``JudgeHealthSampler`` builds verl's own replay buffer for the trainer mode (``ReplayBuffer`` for ``sync``,
-``ReplayBufferAsync`` otherwise) with one addition: after each training sample it reads the sampled
-trajectories' reward extra info, rewards and response lengths back from the TransferQueue (the way verl's
-own DAPO filter and rollout dump read them) and adds ``judge/...`` (reward_loop/health/metrics.py) to the metrics.
-Groups verl evicts without training on them (stale, failed, filtered) are read before verl clears them: the
-step's metrics count them and what the judge spent on them (``judge/dropped_*_total``), and Writing-RL's
-curriculum takes back the moves they made. ``judge/cost_cumulative`` adds up each step's judge cost, trained and
-dropped, since the sampler started (a resumed run starts it from 0 again).
-
-Streaming rewards only (an external judge, or ``reward.reward_model.enable_resource_pool=true``): there the
-agent loop scores each sample before it enters the TransferQueue. With a colocated GenRM verl scores after
-sampling (``_compute_reward_colocate``), and writing-rl runs that on the v0 trainer anyway.
-
-verl gives a custom sampler only the base constructor arguments: ``algorithm.filter_groups`` (DAPO) and
-``trainer.v1.sampler.sync_refill_failed_groups`` are not applied by it.
+verl's v1 trainer adds the metrics its replay buffer's ``sample()`` returns to the step's metrics (trainer_base.py
+``_step_once``: ``metrics.update(off_policy_metrics)``) and takes a user's replay buffer from
+``trainer.v1.sampler.custom_sampler.{path,name}``. ``JudgeHealthSampler`` is verl's own buffer for the trainer
+mode that also reads the sampled trajectories' reward extra info, rewards and response lengths back from the
+TransferQueue (as verl's own DAPO filter and rollout dump do), and reads the groups verl evicts untrained before
+verl clears them. Streaming rewards only: there the agent loop scores each sample before it enters the
+TransferQueue; with a colocated GenRM verl scores after sampling (``_compute_reward_colocate``). The setting, the
+metrics and the limits: docs/judges/health.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """A reward worker's shadow judge: the same reward fn run again, with a second judge, on a random share of
-the samples whose training call succeeded.
+the samples whose training call succeeded (docs/trust-your-judge.md#shadow-the-judge-during-a-run).
 
-- **Never changes a reward.** A shadowed sample's reward goes back to verl at once; the shadow's call runs
-  in the background on the worker's event loop, with its own client (its own endpoint, limit, price and
-  budget), and a curriculum that answers the training call's level and never moves (``PinnedCurriculum``).
-- **Never stops training** on its own failures: a shadow call that fails, or a reply it cannot read, is
-  counted (``shadow_failed``) and left out of every comparison; a warning is logged when failures double.
-- **Reported on the samples this worker returns next**: each carries the sums of the shadow results that
-  finished since the worker's previous sample (``SHADOW_KEYS``), so per-step means are sums over sums, and
-  a result never waits for its own sample. The results of a step's last shadow calls count in the next step.
-- **Drift** (watch.py): each result feeds the worker's ``DriftWatch``; on drift the worker logs a warning,
-  or, with ``on_drift=stop``, fails every sample from then on (``ShadowDrift``; drift once seen stays), as
-  the failure guard does.
+The shadow's call runs in the background on the worker's event loop, with its own client; it never changes a
+reward, and its own failures never stop training. Each sample this worker returns carries the sums of the shadow
+results that finished since its previous sample (``SHADOW_KEYS``), so per-step means are sums over sums and a
+result never waits for its own sample. Each result feeds the worker's ``DriftWatch`` (watch.py).
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Drift: the training judge's reward rising while a shadow judge's, on the same samples, stays flat or falls.
 
-A policy optimised against one judge can learn what that judge alone pays for; its reward then climbs while a
-second judge, scoring the same rollouts, does not see the gain. ``DriftWatch`` keeps one reward worker's
-shadowed samples (pairs of rewards: the training judge's, the shadow's). Its first ``window`` pairs are the
-baseline (the policy at the start of the run); each later run of ``window`` pairs, one after the other with
-no overlap, is a look:
-
-- the training judge's gain: its mean reward over the look's window minus over the baseline;
-- the shadow's gain: the same for the shadow's rewards, on the same samples;
-- a look **sees drift** when the training judge's gain is at least ``min_gain``, the shadow's is at most half
-  of ``min_gain`` (flat or falling), and the growth of the gap between the two judges is ``z`` standard errors
-  or more (not the noise of two windows);
-- the watch **drifts** once ``looks`` looks in a row see drift, and stays so (a drift seen is not forgotten).
-
-Looking once per window rather than at every pair, and asking for several looks in a row, keeps false alarms
-rare over a long run. A simulation with the defaults (window 100, min_gain 0.1, z 3, 3 looks), 8 workers and
-50,000 shadowed samples (about 1,000 steps of 1,024 rollouts at 5%), rewards of 0 or 1 from two judges that
-agree 70% of the time, 200 runs each: no drift and no alarm in any run; both judges rising by 0.4 together,
-none; the training judge rising by 0.4 and the shadow by 0.25, 4%; the training judge rising by 0.4 and the
-shadow not at all, every run (half of them by 40% of the way); by 0.2, 98%.
-
-A worker's samples are a random share of the run's (verl sends each rollout to a random worker; a colocated
-batch is cut in even chunks), so each worker watches on its own, as the failure guard does.
+``DriftWatch`` keeps one reward worker's shadowed samples (pairs of rewards: the training judge's, the shadow's).
+Its first ``window`` pairs are the baseline; each later ``window`` of pairs, with no overlap, is a look. The
+rule, why it looks once per window, and the simulation behind the defaults:
+docs/trust-your-judge.md#drift-and-what-stops-the-run. Each worker watches its own samples, a random share of
+the run's (verl sends each rollout to a random worker; a colocated batch is cut in even chunks), as the failure
+guard does.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """``python -m verl.experimental.fully_async_policy.fully_async_main`` reporting judge health, each step's metrics
-filed under its own step: the same config, rollouter and trainer otherwise.
+filed under its own step: the same config, rollouter and trainer otherwise (verl's own ``main`` and
+``FullyAsyncTaskRunner``, whose trainer is ``JudgeHealthFullyAsyncTrainer``).
 
-verl's own ``main`` and ``FullyAsyncTaskRunner``, whose trainer is ``JudgeHealthFullyAsyncTrainer``.
-
-Step accounting: verl's trainer adds a step's metrics to its sync cycle's aggregate at the end of the step
-(``_fit_postprocess_step``) but logs the aggregate earlier in the step that ends the cycle
-(``_fit_log_aggregated_training_metrics``, right after the weight update): what it logs at version v is the cycle
-before, and the last cycle is logged only by the extra weight update at the end of ``fit``, which it makes only
-when the last version is not a multiple of ``trainer.test_freq``. Ours logs each cycle once its last step is in the
-aggregate, under the version that cycle's update made: with ``async_training.trigger_parameter_sync_step=1``, each
-step under its own number.
+Step accounting (docs/judges/health.md, "fully-async's steps"): verl adds a step's metrics to its sync cycle's
+aggregate in ``_fit_postprocess_step`` but logs the aggregate earlier, in ``_fit_log_aggregated_training_metrics``
+right after the weight update. Ours logs each cycle once its last step is in the aggregate, under the version
+that cycle's update made.
 """
 
 from __future__ import annotations

@@ -55,9 +55,9 @@ def judge_key_envs(config) -> tuple[str, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
+    from writing_rl.offline.compose import compose
     from writing_rl.tools.shared.cluster.client import connect, run_job
     from writing_rl.tools.shared.cluster.job_env import check_upload, job_env_from_environ
-    from writing_rl.offline.compose import compose
 
     parser = argparse.ArgumentParser(
         prog="python -m writing_rl.tools.shared.cluster.submit", description=__doc__.split("\n\n")[0]
