@@ -244,3 +244,15 @@ def streamed_rewards(manager, batch, seed: int) -> list[float]:
     rng = random.Random(seed + 1)
     refs = {i: rng.choice(manager.reward_loop_workers).compute_score.remote(batch[i : i + 1]) for i in order}
     return [ray.get(refs[i])["reward_score"] for i in range(len(batch))]
+
+
+@pytest.fixture
+def registrations_undone():
+    """The methods a test loads from a file leave the process's registry with it (installed ones stay)."""
+    from writing_rl.reward_loop import registry
+
+    before = set(registry._BY_MODULE)
+    yield
+    installed = set(registry.method_modules())
+    for module in set(registry._BY_MODULE) - before - installed:
+        registry._BY_MODULE.pop(module)

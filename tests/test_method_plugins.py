@@ -13,6 +13,8 @@ from writing_rl.settings import ConfigError
 
 from conftest import REPO_DIR, compose_writing_rl, writing_row
 
+pytestmark = pytest.mark.usefixtures("registrations_undone")
+
 COUNTING_METHOD = '''
 from writing_rl.reward_loop.contract import RewardMethod, register
 
@@ -65,6 +67,89 @@ def test_a_method_asks_for_a_service_and_the_loop_starts_it_and_hands_it_over(tm
     outputs = asyncio.run(go())
     assert [o["reward_extra_info"]["served"] for o in outputs] == [1, 2, 3]
     assert manager.extras.service("counter").started == 1  # one start per worker, not per call
+
+
+SETTINGS_METHOD = '''
+from dataclasses import dataclass
+
+from writing_rl.reward_loop.contract import RewardMethod, register
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    step: int = 1
+
+    @classmethod
+    def from_verl(cls, config):
+        return cls(**dict(config.reward.reward_kwargs.get("stepper") or {}))
+
+
+class Stepper:
+    """An extra with a settings section of its own, reward.reward_kwargs.stepper."""
+
+    name = "stepper"
+    settings = StepSettings
+
+    def start(self, config, scoring):
+        return StepperForWorker(scoring.settings.extras["stepper"].step)
+
+
+class StepperForWorker:
+    def __init__(self, step):
+        self.step = step
+
+    def for_call(self, late):
+        return self.step
+
+    def for_shadow(self, trained):
+        return self.step
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, judge, stepper, **given):
+    return {"score": float(stepper), "step": stepper}
+
+
+METHOD = register(compute_score, RewardMethod(name="stepping", failure_score=lambda **_: 0.0, extras=(Stepper(),)))
+'''
+
+
+def test_a_method_loaded_from_a_file_path_gets_its_extras_settings_read(tmp_path, tokenizer_dir, tokenizer):
+    """A method outside every installed package (verl loads its fn from a file) is known before the worker
+    reads its settings, so its extra's section is read, not refused or dropped."""
+    path = tmp_path / "stepping.py"
+    path.write_text(SETTINGS_METHOD)
+    config = compose_writing_rl(
+        tokenizer_dir,
+        "http://127.0.0.1:9/v1",  # never called: the fn makes no judge call
+        f"reward.custom_reward_function.path={path}",
+        "~reward.custom_reward_function.reward_kwargs",
+        "+reward.reward_kwargs.stepper.step=7",
+    )
+    manager = load_manager(config, tokenizer)
+    batch = build_reward_batch(tokenizer, [writing_row(0)], ["a"])
+
+    async def go():
+        output = await manager.run_single(batch[0:1])
+        await manager.scoring.judge.close()
+        return output
+
+    assert asyncio.run(go())["reward_extra_info"]["step"] == 7
+
+
+def test_score_reads_the_settings_of_a_method_loaded_from_a_file_path(tmp_path, tokenizer_dir):
+    from writing_rl.tools.score import score_config
+
+    path = tmp_path / "stepping_offline.py"
+    path.write_text(SETTINGS_METHOD)
+    overrides = [
+        "reward.reward_kwargs.judge.base_url=http://127.0.0.1:9/v1",
+        "reward.reward_kwargs.judge.model=judge",
+        f"reward.custom_reward_function.path={path}",
+        "~reward.custom_reward_function.reward_kwargs",
+        "+reward.reward_kwargs.stepper.step=7",
+    ]
+    config = score_config("writing_rl", overrides, str(tokenizer_dir))
+    assert config.reward.reward_kwargs.stepper.step == 7
 
 
 def test_a_module_that_declares_a_method_but_never_registers_it_is_told_how(tmp_path, tokenizer_dir, tokenizer):

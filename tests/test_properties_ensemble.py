@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from writing_rl.judge import JudgeReply, JudgeTimeout
 from writing_rl.judge.ensemble import MemberAnswer
 from writing_rl.judge.ensemble_config import SPLIT_RULES
-from writing_rl.judge.votes import OUTCOMES, VERDICTS, combine, read_answers
-from writing_rl.protocols import Unreadable
-from writing_rl.protocols.comparison import read_outcome
+from writing_rl.judge.votes import combine, read_answers
+from writing_rl.protocols import VERDICTS, Unreadable
+from writing_rl.protocols.comparison import OUTCOMES, read_outcome
 
 PROPERTY = settings(derandomize=True, database=None, deadline=None, max_examples=150)
 

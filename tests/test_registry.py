@@ -37,6 +37,8 @@ def test_every_overlays_reward_fn_is_a_registered_method():
             assert fn["path"] in paths, overlay.name
 
 
+pytestmark = pytest.mark.usefixtures("registrations_undone")
+
 METHOD_SOURCE = (
     "from writing_rl.reward_loop.contract import RewardMethod, register\n"
     "async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **given):\n"
@@ -91,6 +93,35 @@ def test_a_fn_loaded_from_a_file_runs_registered_but_is_not_an_installed_method(
         assert fn.reward_method.name == "brpo"
     assert registry.registered("brpo").module == "reward_fns.brpo"
     assert all(m.module.startswith("reward_fns.") for m in registry.methods().values())
+
+
+EXTRA_SOURCE = (
+    "from writing_rl.reward_loop.contract import RewardMethod, register\n"
+    "class Tally:\n"
+    "    name = 'tally'\n"
+    "    def start(self, config, scoring):\n"
+    "        return None\n"
+    "async def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, tally=None, **given):\n"
+    "    return {{'score': 0.0}}\n"
+    "METHOD = register(compute_score, RewardMethod(name={name!r}, failure_score=lambda **_: 0.0, extras=(Tally(),)))\n"
+)
+
+
+def test_the_extras_of_the_method_loaded_last_from_a_file_are_the_runs_and_installed_ones_conflict(
+    tmp_path, their_package
+):
+    from verl.utils.import_utils import load_extern_object
+
+    loaded = []
+    for copy in ("first", "second"):  # two files, each with an extra of one name (a run loads one)
+        (tmp_path / f"{copy}.py").write_text(EXTRA_SOURCE.format(name=copy))
+        loaded.append(load_extern_object(module_path=str(tmp_path / f"{copy}.py"), object_name="compute_score"))
+    assert registry.extras()["tally"] is loaded[-1].reward_method.extras[0]
+    assert "curriculum" in registry.extras()  # the installed ones stay
+    (tmp_path / "their_methods" / "one.py").write_text(EXTRA_SOURCE.format(name="one"))
+    (tmp_path / "their_methods" / "two.py").write_text(EXTRA_SOURCE.format(name="two"))
+    with pytest.raises(ValueError, match="two method extras are named 'tally': Tally and Tally"):
+        registry.extras()
 
 
 def test_a_module_imported_again_replaces_its_registration_and_an_unknown_name_lists_the_choices(their_package):

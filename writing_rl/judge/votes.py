@@ -11,14 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from writing_rl.protocols import UNREADABLE_KINDS, Unreadable, read_reply
-
-OUTCOMES = frozenset({"win", "tie", "loss"})
-VERDICTS = frozenset({"A", "B", "C"})
-# What a split counts as under each rule, by the values split over: (those values, what it counts as).
-SPLIT_AS = {
-    "tie": ((OUTCOMES, "tie"), (VERDICTS, "C")),
-    "loss": ((OUTCOMES, "loss"),),
-}
+from writing_rl.protocols.comparison import SPLIT_AS
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence, TypeVar
 
-from writing_rl.protocols.pairwise import read_comparison
+from writing_rl.protocols.pairwise import VERDICTS, read_comparison
 from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, Messages, pairwise_messages
 from writing_rl.protocols.text import Unreadable
 
@@ -30,6 +30,12 @@ STRATEGIES = {
 OUTCOMES = ("win", "tie", "loss")
 # An outcome as points for the candidate: a tie is half a win (win rates, tournaments, reference ordering).
 POINTS = {"win": 1.0, "tie": 0.5, "loss": 0.0}
+# What an ensemble's split (no majority) counts as under each judge.ensemble.split rule, by the values it split
+# over: never more than a tie (reward_loop/failures.py); another split is unreadable.
+SPLIT_AS = {
+    "tie": ((frozenset(OUTCOMES), "tie"), (frozenset(VERDICTS), "C")),
+    "loss": ((frozenset(OUTCOMES), "loss"),),
+}
 
 
 def shown(candidate: T, other: T, slot: str) -> tuple[T, T]:

@@ -4,7 +4,7 @@ every method (through reward_loop/contract.py), the tournament's blame and the m
 A failure must never pay more than a loss, or text that breaks the judge's format, or its calls, is a strategy.
 What ``on_parse_error`` and ``on_judge_error`` pay, and the failures that always stop the step:
 docs/judges/integrity.md and docs/reference/extra-info.md#failures-are-never-silent. Under ``loss`` a fn's own
-result for a failed call never pays more than ``failure_score``; an ensemble's split (judge/votes.py:
+result for a failed call never pays more than ``failure_score``; an ensemble's split (protocols/comparison.py:
 ``SPLIT_AS``) never more than a tie. The guard that stops a run whose recent samples fail too often:
 reward_loop/failure_guard.py.
 """

@@ -40,6 +40,7 @@ def record(fn: Callable, method: Any) -> None:
     known = _BY_MODULE.get(module)
     fns = known.fns if known is not None and known.method == method else ()
     name = getattr(fn, "__name__", None) or repr(fn)
+    _BY_MODULE.pop(module, None)  # (kept in the order of the last registration)
     _BY_MODULE[module] = Registered(method, module, tuple(dict.fromkeys((*fns, name))))
 
 
@@ -86,16 +87,21 @@ def registered(name: str) -> Registered:
 
 
 def extras() -> dict[str, Any]:
-    """Every extra (``RewardMethod.extras``) of the installed methods and of any method registered in this process,
-    by name: their settings sections sit under ``reward.reward_kwargs.<name>``."""
-    methods()
+    """Every extra (``RewardMethod.extras``) of the installed methods and of the methods loaded from a file in this
+    process, by name: their settings sections sit under ``reward.reward_kwargs.<name>``. Two installed extras of
+    one name are refused; a method loaded from a file is the run's own, so the last one loaded wins its names."""
+    installed = methods()
     found: dict[str, Any] = {}
-    for known in _BY_MODULE.values():
+    for known in installed.values():
         for extra in known.method.extras:
             other = found.setdefault(extra.name, extra)
             if other is not extra and type(other) is not type(extra):
                 raise ValueError(f"two method extras are named {extra.name!r}: {type(other).__name__} and "
                                  f"{type(extra).__name__}")  # fmt: skip
+    modules = {known.module for known in installed.values()}
+    for known in _BY_MODULE.values():  # in the order they were loaded
+        if known.module not in modules:
+            found.update((extra.name, extra) for extra in known.method.extras)
     return dict(sorted(found.items()))
 
 

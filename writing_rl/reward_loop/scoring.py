@@ -37,8 +37,8 @@ class WorkerScoring:
                 "writing-rl's reward managers score with a judge-based reward fn: set "
                 "reward.custom_reward_function.path to a method's fn (docs/methods/)"
             )
+        self.reward_fn = load_reward_fn(config)  # first: a method loaded from a file registers its extras here
         self.settings = ManagerConfig.from_verl(config, reward_router_address)
-        self.reward_fn = load_reward_fn(config)
         self.reward_fn.check_options(self.settings.on_parse_error)  # stops the worker at start, not at a sample
         reports_health(config)  # a config error (DAPO with the health sampler) stops the run at start
         num_workers = int(config.reward.get("num_workers") or 1)

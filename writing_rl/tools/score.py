@@ -87,8 +87,10 @@ def score_config(config_name: str, overrides: Sequence[str], tokenizer: str | No
     from omegaconf import OmegaConf, open_dict
 
     from writing_rl.offline.compose import compose
+    from writing_rl.reward_loop.reward_fn import load_reward_fn
 
     config = compose(config_name, overrides, config_dir)
+    load_reward_fn(config)  # a method loaded from a file registers here, so its extras' sections are known
     with open_dict(config):
         if tokenizer:
             config.actor_rollout_ref.model.path = tokenizer
