@@ -118,9 +118,8 @@ def rollout_text(step: int, prompt_id: int, r: int, rng: random.Random) -> str:
     )
 
 
-def make_step(tokenizer, step: int, prompts: int, prompt_pool: int):
-    from writing_rl.reward_loop.batch import streaming_samples
-
+def step_rows(step: int, prompts: int, prompt_pool: int) -> tuple[list[dict], list[str], list[str], list[int]]:
+    """A step's rows, rollout texts, uids (8 rollouts of a prompt share one, new each step) and prompt ids."""
     rng = random.Random(step)
     rows, texts, uids = [], [], []
     for j in range(prompts):
@@ -137,7 +136,13 @@ def make_step(tokenizer, step: int, prompts: int, prompt_pool: int):
             rows.append(row)
             texts.append(rollout_text(step, prompt_id, r, rng))
             uids.append(uid)
-    ids = [row["reward_model"]["ground_truth"]["id"] for row in rows]
+    return rows, texts, uids, [row["reward_model"]["ground_truth"]["id"] for row in rows]
+
+
+def make_step(tokenizer, step: int, prompts: int, prompt_pool: int):
+    from writing_rl.reward_loop.batch import streaming_samples
+
+    rows, texts, uids, ids = step_rows(step, prompts, prompt_pool)
     return streaming_samples(tokenizer, rows, texts, uids), texts, ids
 
 

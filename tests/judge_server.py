@@ -92,39 +92,68 @@ def critic_script(request: dict, index: int) -> Reply:
     return Reply(content=f'Weighed the criterion.\n```json\n{{"score": {score}, "reason": "quality {score}"}}\n```')
 
 
-CHAOS_FAULTS = ("429", "500", "html", "cut", "no_verdict", "spike", "spread")
+CHAOS_FAULTS = ("429", "429_retry_after", "500", "html", "cut", "no_verdict", "spike", "spread")
+# The mix's rate of each fault drawn per request (a share of requests), in the order of their draw ranges.
+DRAWN_RATES = {"500": 0.07, "html": 0.03, "cut": 0.03, "no_verdict": 0.03, "spike": 0.02}
+BURST, BURST_EVERY = 60, 2000  # 429s: 60 in a row every 2,000 requests, each kind (3% of requests each)
+SPREAD = 3.0  # every reply but a spike takes from 1 to 1 + SPREAD times the base latency
 
 
-def chaos_script(seed: int, enabled=lambda: True, latency_s: float = 0.05, faults=CHAOS_FAULTS, spike_s: float = 1.5):
+def chaos_script(
+    seed: int,
+    enabled=lambda: True,
+    latency_s: float = 0.05,
+    faults=CHAOS_FAULTS,
+    spike_s: float = 1.5,
+    scale: dict[str, float] | None = None,
+):
     """The default judge's verdicts, with faults drawn per request from ``seed`` while ``enabled()``:
-    bursts of 429s (every 1,000 requests, 60 in a row; every other burst with Retry-After), 7% 500s, 3%
-    bodies that are not JSON, 3% replies cut at max_tokens, 3% replies with no verdict, 2% latency spikes
-    (``spike_s`` in all), and every reply but a spike taking from 1 to 4 times ``latency_s`` (the server's base
-    latency; "spread"). ``faults``: the kinds injected."""
+    bursts of 429s (60 in a row every 2,000 requests without Retry-After, and as many with it, offset by
+    1,000), 7% 500s, 3% bodies that are not JSON, 3% replies cut at max_tokens, 3% replies with no verdict, 2%
+    latency spikes (``spike_s`` in all), and every reply but a spike taking from 1 to 4 times ``latency_s``
+    (the server's base latency; "spread"). ``faults``: the kinds injected; ``scale``: a kind's rate times
+    this (the bursts come that much more often; the spread's width grows by it), 1 when not named."""
     import random
+
+    scale = {kind: float(scale.get(kind, 1.0)) for kind in CHAOS_FAULTS} if scale else dict.fromkeys(CHAOS_FAULTS, 1.0)
+    drawn, low = {}, 0.0  # each drawn kind's range of the request's draw
+    for kind, rate in DRAWN_RATES.items():
+        width = rate * scale[kind] if kind in faults else 0.0
+        drawn[kind] = (low, low + width)
+        low += width
+    if low >= 1.0:
+        raise ValueError(f"the drawn faults' rates add up to {low:.2f}, more than every request")
+
+    def hit(kind: str, draw: float) -> bool:
+        return drawn[kind][0] <= draw < drawn[kind][1]
+
+    def bursting(kind: str, index: int, offset: int) -> bool:
+        every = BURST_EVERY / scale[kind] if scale[kind] > 0 else float("inf")
+        return kind in faults and (index - offset) % every < BURST
 
     def script(request: dict, index: int) -> Reply:
         if not enabled():
             return default_script(request, index)
         draw = random.Random(f"{seed}:{index}").random()
         reply = _fault(request, index, draw)
-        if 0.16 <= draw < 0.18 and "spike" in faults and reply.status == 200:  # (not a 429 of a burst)
+        if hit("spike", draw) and reply.status == 200:  # (not a 429 of a burst)
             reply.delay_s = max(0.0, spike_s - latency_s)
         elif "spread" in faults:  # a draw of its own: the spread leaves every fault its share
-            reply.delay_s = 3 * latency_s * random.Random(f"{seed}:{index}:spread").random()
+            reply.delay_s = SPREAD * scale["spread"] * latency_s * random.Random(f"{seed}:{index}:spread").random()
         return reply
 
     def _fault(request: dict, index: int, draw: float) -> Reply:
-        if index % 1000 < 60 and "429" in faults:
-            headers = {"Retry-After": "0.2"} if (index // 1000) % 2 else {}
-            return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers=headers)
-        if draw < 0.07 and "500" in faults:
+        if bursting("429", index, 0):
+            return Reply(status=429, body=b'{"error": {"message": "rate limited"}}')
+        if bursting("429_retry_after", index, BURST_EVERY // 2):
+            return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers={"Retry-After": "0.2"})
+        if hit("500", draw):
             return Reply(status=500, body=b'{"error": {"message": "internal error"}}')
-        if 0.07 <= draw < 0.10 and "html" in faults:
+        if hit("html", draw):
             return Reply(status=200, body=b"<html>502 Bad Gateway</html>")
-        if 0.10 <= draw < 0.13 and "cut" in faults:
+        if hit("cut", draw):
             return Reply(content="Response A opens well, but response B", finish_reason="length")
-        if 0.13 <= draw < 0.16 and "no_verdict" in faults:
+        if hit("no_verdict", draw):
             return Reply(content="Both responses have merits; I will not pick one.")
         return default_script(request, index)
 

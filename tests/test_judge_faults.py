@@ -228,3 +228,29 @@ def test_a_retry_goes_before_the_fresh_requests_queued_in_the_client(judge_serve
     assert [r.attempts for r in replies] == [2, 1, 1]
     order = [r["messages"][-1]["content"] for r in server.requests[3:]]
     assert order == ["retried", "fresh 1", "retried", "fresh 2"]
+
+
+def test_a_scaled_fault_comes_that_much_more_often_and_the_429_kinds_burst_apart():
+    def share(script, status=None, finish=None, n=8000):
+        replies = [script(chaos_request(i), i) for i in range(n)]
+        if status is not None:
+            return sum(r.status == status for r in replies) / n
+        return sum(r.finish_reason == finish for r in replies) / n
+
+    once = chaos_script(seed=3, faults=("500",))
+    twice = chaos_script(seed=3, faults=("500",), scale={"500": 2.0})
+    assert 0.06 <= share(once, 500) <= 0.08 and 0.12 <= share(twice, 500) <= 0.16
+    assert share(chaos_script(seed=3, faults=("cut",), scale={"cut": 2.0}), finish="length") == pytest.approx(
+        0.06, abs=0.01
+    )
+    plain = chaos_script(seed=3, faults=("429",))
+    told = chaos_script(seed=3, faults=("429_retry_after",), scale={"429_retry_after": 2.0})
+    plain_429 = [i for i in range(4000) if plain(chaos_request(i), i).status == 429]
+    told_429 = [i for i in range(4000) if told(chaos_request(i), i).status == 429]
+    assert len(plain_429) == 2 * 60 and len(told_429) == 4 * 60  # 60 every 2,000, twice as often
+    assert not any(plain(chaos_request(i), i).headers for i in plain_429)
+    assert all(told(chaos_request(i), i).headers == {"Retry-After": "0.2"} for i in told_429)
+    wide = chaos_script(seed=3, latency_s=LATENCY_S, faults=("spread",), scale={"spread": 2.0})
+    assert max(wide(chaos_request(i), i).delay_s for i in range(2000)) > 4 * LATENCY_S  # up to 7x the latency
+    with pytest.raises(ValueError, match="more than every request"):
+        chaos_script(seed=3, faults=("500",), scale={"500": 15.0})

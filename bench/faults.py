@@ -1,0 +1,330 @@
+"""What each judge fault costs a training step, alone and in seeded mixes, through verl's own reward workers.
+
+    python bench/faults.py [--seconds 30] [--prompts 32] [--mixes 5] [--modes streaming batch] [--out faults/]
+
+Steps as bench/soak.py sends them (``--prompts`` prompts x 8 rollouts, hydra_configs/writing_rl.yaml as shipped,
+two scripted judges of 50 ms and 64 at a time), in verl's streaming mode (each rollout alone to a random reward
+worker) and in batch mode (``RewardLoopManager.compute_rm_score`` on the whole step). Each condition runs for
+``--seconds`` on the same workers and judges, in this order per mode: clean; each fault type alone at the mix's
+rate (``judge_server.chaos_script``: 429 bursts without and with Retry-After, 500s, bodies that are not JSON,
+replies cut at max_tokens, replies with no verdict, the latency spread of every reply, 1.5 s spikes; and the
+second judge killed for 30 s of every 45) and at twice it; the whole mix; ``--mixes`` seeded mixes, each type's
+rate between half and twice the mix's (log-uniform, seed = the mix's number); clean again.
+
+Per condition (after one unmeasured step): samples/s against the mean of the two clean runs of its mode, each
+step's time (median and 95th percentile), the judge requests per sample (answered calls, retries, 429s and
+hedged copies), the failures counted, and the silent rewards (a reward that differs from the scripted judge's
+clean verdict without a counted failure). At the end: the
+reward workers' RSS growth over the run, the fault type that costs the most in each mode and the worst mix.
+Writes ``--out``/faults.json and a Markdown table (faults.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from soak import FAILURE_FLAGS, GROUP, Judge, Killer, actor_pids, clean_reward, rss_mb, step_rows, stream  # noqa: E402
+
+SCRIPTED = ("429", "429_retry_after", "500", "html", "cut", "no_verdict", "spread", "spike")
+KILL = "kill"
+FAULTS = (*SCRIPTED, KILL)
+# Each sent request is one of these: an answered call, a retry after a failure, a 429, a hedged copy.
+REQUESTS = ("judge_calls", "judge_retries", "judge_rate_limited", "judge_hedges")
+KILL_EVERY_S, DOWN_S = 45.0, 30.0  # the mix's: the second judge down for 30 s of every 45
+
+
+class ControlledJudge(Judge):
+    """A scripted judge whose faults follow a control file, read again whenever it changes: no file, clean;
+    ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those."""
+
+    CODE = (
+        "import json, os, sys, time; sys.path.insert(0, sys.argv[1]); import judge_server as js;"
+        "port, seed, latency, capacity, control = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6];"
+        "state = {'seen': None, 'script': js.default_script}\n"
+        "def script(request, index):\n"
+        "    try: seen = os.stat(control).st_mtime_ns\n"
+        "    except FileNotFoundError: seen = None\n"
+        "    if seen != state['seen']:\n"
+        "        state['seen'] = seen\n"
+        "        if seen is None: state['script'] = js.default_script\n"
+        "        else:\n"
+        "            c = json.loads(open(control).read())\n"
+        "            state['script'] = js.chaos_script(seed, latency_s=latency, faults=c['faults'], scale=c['scale'])\n"
+        "    return state['script'](request, index)\n"
+        "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start()\n"
+        "print(s.base_url, flush=True); time.sleep(10**7)"
+    )
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    faults: tuple[str, ...] = ()  # the kinds injected (KILL: the second judge killed and restarted)
+    scale: dict = field(default_factory=dict)  # a kind's rate times this (1 when not named)
+
+
+def conditions(mixes: int, types: tuple[str, ...] = FAULTS) -> list[Condition]:
+    found = [Condition("clean")]
+    for kind in types:
+        found += [Condition(kind, (kind,)), Condition(f"{kind} x2", (kind,), {kind: 2.0})]
+    found.append(Condition("the mix", FAULTS))
+    for seed in range(mixes):
+        rng = random.Random(seed)
+        scale = {kind: round(math.exp(rng.uniform(math.log(0.5), math.log(2.0))), 2) for kind in FAULTS}
+        found.append(Condition(f"mix {seed}", FAULTS, scale))
+    return [*found, Condition("clean again")]
+
+
+@dataclass
+class Measured:
+    condition: str
+    mode: str
+    step_s: list = field(default_factory=list)
+    samples: int = 0
+    requests: int = 0  # judge requests sent for the samples: calls, retries, 429s and hedged copies
+    failures: dict = field(default_factory=lambda: dict.fromkeys(FAILURE_FLAGS, 0))
+    silent: int = 0
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples / sum(self.step_s) if self.step_s else 0.0
+
+    def row(self, clean: float) -> dict:
+        steps = sorted(self.step_s)
+        return {
+            "condition": self.condition,
+            "mode": self.mode,
+            "samples_per_s": self.samples_per_s,
+            "vs_clean": self.samples_per_s / clean if clean else float("nan"),
+            "steps": len(steps),
+            "step_p50_s": statistics.median(steps) if steps else float("nan"),
+            "step_p95_s": steps[min(len(steps) - 1, math.ceil(0.95 * len(steps)) - 1)] if steps else float("nan"),
+            "requests_per_sample": self.requests / self.samples if self.samples else float("nan"),
+            "failures": {k: v for k, v in self.failures.items() if v},
+            "silent": self.silent,
+        }
+
+    def count(self, texts, ids, scores, infos) -> None:
+        for text, prompt_id, score, info in zip(texts, ids, scores, infos):
+            self.samples += 1
+            self.requests += sum(int(info.get(key, 0)) for key in REQUESTS)
+            failed = [flag for flag in FAILURE_FLAGS if info.get(flag)]
+            for flag in failed:
+                self.failures[flag] += 1
+            if score != clean_reward(text, prompt_id, int(info["curriculum/level"])) and not failed:
+                self.silent += 1
+
+
+class Bench:
+    """The reward workers and the two judges, kept across the conditions of a run."""
+
+    def __init__(
+        self,
+        prompts: int,
+        workers: int,
+        latency_s: float,
+        capacity: int,
+        seed: int = 0,
+        kill_every_s: float = KILL_EVERY_S,
+        down_s: float = DOWN_S,
+    ):
+        from transformers import AutoTokenizer
+        from verl.experimental.reward_loop import RewardLoopManager
+
+        from writing_rl.offline.compose import compose
+
+        from tiny import build_tiny_tokenizer
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="faults-"))
+        self.control = self.tmp / "faults.json"
+        tokenizer_dir = build_tiny_tokenizer(self.tmp, ["Step take prompt Reference scene number good bad"] * 50)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        self.judges = [ControlledJudge(seed + i, latency_s, capacity, str(self.control)) for i in range(2)]
+        config = compose(
+            "writing_rl",
+            [
+                f"actor_rollout_ref.model.path={tokenizer_dir}",
+                f"reward.num_workers={workers}",
+                f"reward.reward_kwargs.judge.base_url=[{self.judges[0].base_url},{self.judges[1].base_url}]",
+                "reward.reward_kwargs.judge.model=scripted-judge",
+                f"reward.reward_kwargs.judge.max_concurrency={capacity}",
+                f"reward.reward_kwargs.curriculum.state_dir={self.tmp / 'curriculum'}",
+                f"actor_rollout_ref.rollout.n={GROUP}",
+            ],
+        )
+        self.manager = RewardLoopManager(config)
+        self.prompts, self.step, self.rng = prompts, 0, random.Random(seed)
+        self.kill_every_s, self.down_s = kill_every_s, down_s  # at twice the rate: twice as often, half as long
+
+    def set_faults(self, condition: Condition) -> None:
+        scripted = [kind for kind in condition.faults if kind in SCRIPTED]
+        if not scripted:
+            self.control.unlink(missing_ok=True)
+            return
+        spec = json.dumps({"faults": scripted, "scale": {k: condition.scale.get(k, 1.0) for k in scripted}})
+        temporary = self.control.with_suffix(".tmp")
+        temporary.write_text(spec)
+        os.replace(temporary, self.control)
+
+    def run(self, condition: Condition, mode: str, seconds: float) -> Measured:
+        self.set_faults(condition)
+        killer = None
+        if KILL in condition.faults:
+            more = condition.scale.get(KILL, 1.0)
+            killer = Killer(self.judges[1], self.kill_every_s / more, self.down_s / more)
+            killer.start()
+        measured = Measured(condition.name, mode)
+        self.one_step(mode)  # unmeasured: the condition's first step meets what the previous one left
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                texts, ids, scores, infos, took = self.one_step(mode)
+                measured.step_s.append(took)
+                measured.count(texts, ids, scores, infos)
+        finally:
+            if killer is not None:
+                killer.stop()  # (a judge it had killed is started again first)
+            self.set_faults(Condition("clean"))
+        return measured
+
+    def one_step(self, mode: str):
+        from writing_rl.reward_loop.batch import build_reward_batch, streaming_samples
+
+        rows, texts, uids, ids = step_rows(self.step, self.prompts, 1024)
+        self.step += 1
+        start = time.perf_counter()
+        if mode == "streaming":
+            samples = streaming_samples(self.tokenizer, rows, texts, uids)
+            results, _ = asyncio.run(stream(self.manager.reward_loop_workers, samples, self.rng, 0.0005))
+            took = time.perf_counter() - start
+            return texts, ids, [r["reward_score"] for r in results], [r["reward_extra_info"] for r in results], took
+        out = self.manager.compute_rm_score(build_reward_batch(self.tokenizer, rows, texts, uids))
+        took = time.perf_counter() - start
+        scores = out.batch["rm_scores"].sum(-1).tolist()
+        extra = out.non_tensor_batch
+        infos = [{key: extra[key][i] for key in extra} for i in range(len(texts))]
+        return texts, ids, scores, infos, took
+
+    def worker_rss(self) -> dict[str, float]:
+        return {name: rss_mb(pid) for name, pid in actor_pids().items() if name.startswith("worker")}
+
+    def close(self) -> None:
+        import ray
+
+        for judge in self.judges:
+            if judge.proc is not None and judge.proc.poll() is None:
+                judge.kill()
+        for worker in self.manager.reward_loop_workers:
+            ray.kill(worker, no_restart=True)
+
+
+def run_faults(
+    seconds: float, prompts: int, mixes: int, modes, types=FAULTS, workers=2, log=print, **kill_timing
+) -> dict:
+    bench = Bench(prompts, workers, latency_s=0.05, capacity=64, **kill_timing)
+    rows, rss = [], {}
+    try:
+        for mode in modes:  # unmeasured: actors started, the curriculum's ids created, connections opened
+            for _ in range(3):
+                bench.one_step(mode)
+        rss["start"] = bench.worker_rss()
+        for mode in modes:
+            runs = []
+            for condition in conditions(mixes, types):
+                runs.append(bench.run(condition, mode, seconds))
+                log(
+                    f"{mode:<9} {condition.name:<22} {runs[-1].samples_per_s:7.0f} samples/s ({len(runs[-1].step_s)} steps)"
+                )
+            clean = statistics.mean(m.samples_per_s for m in runs if m.condition.startswith("clean"))
+            rows += [m.row(clean) for m in runs]
+        rss["end"] = bench.worker_rss()
+    finally:
+        bench.close()
+    return summarise(rows, rss)
+
+
+def summarise(rows: list[dict], rss: dict) -> dict:
+    alone = [r for r in rows if r["condition"] in FAULTS]
+    mixes = [r for r in rows if r["condition"].startswith("mix ")]
+    modes = sorted({r["mode"] for r in rows})
+    return {
+        "rows": rows,
+        "costliest": {
+            m: min((r for r in alone if r["mode"] == m), key=lambda r: r["vs_clean"])["condition"]
+            for m in modes
+            if any(r["mode"] == m for r in alone)
+        },  # fmt: skip
+        "worst_mix": {
+            m: min((r for r in mixes if r["mode"] == m), key=lambda r: r["vs_clean"])
+            for m in modes
+            if any(r["mode"] == m for r in mixes)
+        },  # fmt: skip
+        "silent": sum(r["silent"] for r in rows),
+        "rss_growth": {
+            name: (rss["end"][name] - base) / base
+            for name, base in rss.get("start", {}).items()
+            if name in rss.get("end", {})
+        },
+    }
+
+
+def markdown(result: dict) -> str:
+    lines = [
+        "| fault | mode | samples/s | vs clean | step p50 s | step p95 s | requests / sample | failures counted | silent |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        failures = ", ".join(f"{v} {k}" for k, v in r["failures"].items()) or "0"
+        lines.append(
+            f"| {r['condition']} | {r['mode']} | {r['samples_per_s']:.0f} | {r['vs_clean']:.2f}× | "
+            f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0, help="per condition and mode")
+    parser.add_argument("--prompts", type=int, default=32, help="prompts per step (x 8 rollouts)")
+    parser.add_argument("--mixes", type=int, default=5, help="seeded mixes (each type between half and twice)")
+    parser.add_argument("--modes", nargs="+", default=["streaming", "batch"], choices=["streaming", "batch"])
+    parser.add_argument("--types", nargs="+", default=list(FAULTS), choices=list(FAULTS), help="fault types alone")
+    parser.add_argument("--out", type=Path, default=Path("faults"))
+    args = parser.parse_args()
+
+    import ray
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_faults(args.seconds, args.prompts, args.mixes, args.modes, tuple(args.types))
+    finally:
+        ray.shutdown()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "faults.json").write_text(json.dumps(result, indent=1, default=str))
+    (args.out / "faults.md").write_text(markdown(result))
+    print("\n" + markdown(result))
+    worst = {m: f"{r['condition']} {r['vs_clean']:.2f}×" for m, r in result["worst_mix"].items()}
+    growth = ", ".join(f"{name} {g:+.1%}" for name, g in sorted(result["rss_growth"].items()))
+    print(
+        f"costliest alone: {result['costliest']}; worst mix: {worst}; silent rewards {result['silent']}; RSS {growth}"
+    )
+
+
+if __name__ == "__main__":
+    main()
