@@ -3,18 +3,19 @@
     python bench/faults.py [--seconds 30] [--prompts 32] [--mixes 5] [--modes streaming batch] [--out faults/]
 
 Steps as bench/soak.py sends them (``--prompts`` prompts x 8 rollouts, hydra_configs/writing_rl.yaml as shipped,
-two scripted judges of 50 ms and 64 at a time), in verl's streaming mode (each rollout alone to a random reward
-worker) and in batch mode (``RewardLoopManager.compute_rm_score`` on the whole step). Each condition runs for
-``--seconds`` on the same workers and judges, in this order per mode: clean; each fault type alone at the mix's
-rate (``judge_server.chaos_script``: 429 bursts without and with Retry-After, 500s, bodies that are not JSON,
-replies cut at max_tokens, replies with no verdict, the latency spread of every reply, 1.5 s spikes; and the
-second judge killed for 30 s of every 45) and at twice it; the whole mix; ``--mixes`` seeded mixes, each type's
-rate between half and twice the mix's (log-uniform, seed = the mix's number); clean again.
+two scripted judges of 50 ms and 64 at a time, ``judge.max_concurrency=64``), in verl's streaming mode (each
+rollout alone to a random reward worker) and in batch mode (``RewardLoopManager.compute_rm_score`` on the whole
+step). Each condition runs for ``--seconds`` on the same workers and judges, with a clean run before and after
+it: each fault type alone at the mix's rate (``judge_server.chaos_script``: 429 bursts without and with
+Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no verdict, the latency
+spread of every reply, 1.5 s spikes; and the second judge killed for 30 s of every 45) and at twice it; the whole
+mix; ``--mixes`` seeded mixes, each type's rate between half and twice the mix's (log-uniform, seed = the mix's
+number).
 
-Per condition (after one unmeasured step): samples/s against the mean of the two clean runs of its mode, each
-step's time (median and 95th percentile), the judge requests per sample (answered calls, retries, 429s and
-hedged copies), the failures counted, and the silent rewards (a reward that differs from the scripted judge's
-clean verdict without a counted failure). At the end: the
+Per condition (after one unmeasured step): samples/s against the clean runs just before and after it (the
+machine drifts over a run; the "clean" row pools them all), each step's time (median and 95th percentile), the
+judge requests per sample (answered calls, retries, 429s and hedged copies), the failures counted, and the silent
+rewards (a reward that differs from the scripted judge's clean verdict without a counted failure). At the end: the
 reward workers' RSS growth over the run, the fault type that costs the most in each mode and the worst mix.
 Writes ``--out``/faults.json and a Markdown table (faults.md).
 """
@@ -79,7 +80,7 @@ class Condition:
 
 
 def conditions(mixes: int, types: tuple[str, ...] = FAULTS) -> list[Condition]:
-    found = [Condition("clean")]
+    found = []
     for kind in types:
         found += [Condition(kind, (kind,)), Condition(f"{kind} x2", (kind,), {kind: 2.0})]
     found.append(Condition("the mix", FAULTS))
@@ -87,7 +88,7 @@ def conditions(mixes: int, types: tuple[str, ...] = FAULTS) -> list[Condition]:
         rng = random.Random(seed)
         scale = {kind: round(math.exp(rng.uniform(math.log(0.5), math.log(2.0))), 2) for kind in FAULTS}
         found.append(Condition(f"mix {seed}", FAULTS, scale))
-    return [*found, Condition("clean again")]
+    return found
 
 
 @dataclass
@@ -99,6 +100,18 @@ class Measured:
     requests: int = 0  # judge requests sent for the samples: calls, retries, 429s and hedged copies
     failures: dict = field(default_factory=lambda: dict.fromkeys(FAILURE_FLAGS, 0))
     silent: int = 0
+
+    @classmethod
+    def pooled(cls, condition: str, mode: str, parts: list[Measured]) -> Measured:
+        whole = cls(condition, mode)
+        for part in parts:
+            whole.step_s += part.step_s
+            whole.samples += part.samples
+            whole.requests += part.requests
+            whole.silent += part.silent
+            for flag, count in part.failures.items():
+                whole.failures[flag] += count
+        return whole
 
     @property
     def samples_per_s(self) -> float:
@@ -142,6 +155,7 @@ class Bench:
         seed: int = 0,
         kill_every_s: float = KILL_EVERY_S,
         down_s: float = DOWN_S,
+        overrides: tuple[str, ...] = (),
     ):
         from transformers import AutoTokenizer
         from verl.experimental.reward_loop import RewardLoopManager
@@ -165,6 +179,7 @@ class Bench:
                 f"reward.reward_kwargs.judge.max_concurrency={capacity}",
                 f"reward.reward_kwargs.curriculum.state_dir={self.tmp / 'curriculum'}",
                 f"actor_rollout_ref.rollout.n={GROUP}",
+                *overrides,
             ],
         )
         self.manager = RewardLoopManager(config)
@@ -233,10 +248,8 @@ class Bench:
             ray.kill(worker, no_restart=True)
 
 
-def run_faults(
-    seconds: float, prompts: int, mixes: int, modes, types=FAULTS, workers=2, log=print, **kill_timing
-) -> dict:
-    bench = Bench(prompts, workers, latency_s=0.05, capacity=64, **kill_timing)
+def run_faults(seconds: float, prompts: int, mixes: int, modes, types=FAULTS, workers=2, log=print, **settings) -> dict:
+    bench = Bench(prompts, workers, latency_s=0.05, capacity=64, **settings)
     rows, rss = [], {}
     try:
         for mode in modes:  # unmeasured: actors started, the curriculum's ids created, connections opened
@@ -244,14 +257,17 @@ def run_faults(
                 bench.one_step(mode)
         rss["start"] = bench.worker_rss()
         for mode in modes:
-            runs = []
+            runs, cleans = [], [bench.run(Condition("clean"), mode, seconds)]
             for condition in conditions(mixes, types):
                 runs.append(bench.run(condition, mode, seconds))
-                log(
-                    f"{mode:<9} {condition.name:<22} {runs[-1].samples_per_s:7.0f} samples/s ({len(runs[-1].step_s)} steps)"
-                )
-            clean = statistics.mean(m.samples_per_s for m in runs if m.condition.startswith("clean"))
-            rows += [m.row(clean) for m in runs]
+                cleans.append(bench.run(Condition("clean"), mode, seconds))
+                log(f"{mode:<9} {condition.name:<22} {runs[-1].samples_per_s:7.0f} samples/s ({len(runs[-1].step_s)} "
+                    f"steps); clean before and after {cleans[-2].samples_per_s:.0f}, {cleans[-1].samples_per_s:.0f}")  # fmt: skip
+            pooled = Measured.pooled("clean", mode, cleans)
+            rows.append(pooled.row(pooled.samples_per_s))
+            # Each condition against the clean runs just before and after it: the machine drifts over a run.
+            for m, before, after in zip(runs, cleans, cleans[1:]):
+                rows.append(m.row((before.samples_per_s + after.samples_per_s) / 2))
         rss["end"] = bench.worker_rss()
     finally:
         bench.close()
@@ -305,6 +321,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["streaming", "batch"], choices=["streaming", "batch"])
     parser.add_argument("--types", nargs="+", default=list(FAULTS), choices=list(FAULTS), help="fault types alone")
     parser.add_argument("--out", type=Path, default=Path("faults"))
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of hydra_configs/writing_rl.yaml")
     args = parser.parse_args()
 
     import ray
@@ -312,7 +329,9 @@ def main() -> None:
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        result = run_faults(args.seconds, args.prompts, args.mixes, args.modes, tuple(args.types))
+        result = run_faults(
+            args.seconds, args.prompts, args.mixes, args.modes, tuple(args.types), overrides=tuple(args.overrides)
+        )
     finally:
         ray.shutdown()
     args.out.mkdir(parents=True, exist_ok=True)

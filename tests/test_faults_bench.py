@@ -44,13 +44,13 @@ def test_each_fault_alone_and_a_seeded_mix_finish_steps_count_their_failures_and
         raise outcome["error"]
     result = outcome["result"]
     rows = {(r["mode"], r["condition"]): r for r in result["rows"]}
-    names = ["clean", "cut", "cut x2", "kill", "kill x2", "the mix", "mix 0", "clean again"]
+    names = ["clean", "cut", "cut x2", "kill", "kill x2", "the mix", "mix 0"]
     assert sorted(rows) == sorted((mode, name) for mode in ("streaming", "batch") for name in names)
     assert all(r["steps"] >= 1 and r["samples_per_s"] > 0 for r in rows.values())
     for mode in ("streaming", "batch"):
         cut = [rows[mode, name]["failures"].get("parse_error", 0) for name in ("cut", "cut x2")]
         assert sum(cut) > 0  # 3% then 6% of replies cut, each counted (about 15 expected over both)
-        assert not rows[mode, "clean"]["failures"] and not rows[mode, "clean again"]["failures"]
+        assert not rows[mode, "clean"]["failures"]  # every clean run around the conditions, pooled
         assert rows[mode, "clean"]["requests_per_sample"] >= 1.0
     assert result["silent"] == 0
     assert set(result["worst_mix"]) == {"streaming", "batch"} and set(result["costliest"]) == {"streaming", "batch"}
