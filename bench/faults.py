@@ -8,7 +8,8 @@ rollout alone to a random reward worker) and in batch mode (``RewardLoopManager.
 step). Each condition runs for ``--seconds`` on the same workers and judges, with a clean run before and after
 it: each fault type alone at the mix's rate (``judge_server.chaos_script``: 429 bursts without and with
 Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no verdict, the latency
-spread of every reply, 1.5 s spikes; and the second judge killed for 30 s of every 45) and at twice it; the whole
+spread of every reply, 1.5 s spikes; and the second judge killed 1 s into the condition, down 30 s, then up 45 s
+between kills, the condition lasting at least until it is back) and at twice it; the whole
 mix; ``--mixes`` seeded mixes, each type's rate between half and twice the mix's (log-uniform, seed = the mix's
 number).
 
@@ -40,6 +41,25 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from soak import FAILURE_FLAGS, GROUP, Judge, Killer, actor_pids, clean_reward, rss_mb, step_rows, stream  # noqa: E402
+
+
+class EarlyKiller(Killer):
+    """Kills the judge ``first_s`` into a condition, then as the soak's killer does: up ``every_s``, down
+    ``down_s``. (The soak's waits a whole ``every_s`` first: a condition shorter than that would see no kill.)"""
+
+    def __init__(self, judge, every_s: float, down_s: float, first_s: float = 1.0):
+        super().__init__(judge, every_s, down_s)
+        self.first_s = first_s
+
+    def run(self) -> None:
+        wait = self.first_s
+        while not self.stopped.wait(wait):
+            self.judge.kill()
+            self.kills += 1
+            self.stopped.wait(self.down_s)
+            self.judge.start()
+            wait = self.every_s
+
 
 SCRIPTED = ("429", "429_retry_after", "500", "html", "cut", "no_verdict", "spread", "spike")
 KILL = "kill"
@@ -100,6 +120,7 @@ class Measured:
     requests: int = 0  # judge requests sent for the samples: calls, retries, 429s and hedged copies
     failures: dict = field(default_factory=lambda: dict.fromkeys(FAILURE_FLAGS, 0))
     silent: int = 0
+    kills: int = 0  # times the second judge was killed during the condition
 
     @classmethod
     def pooled(cls, condition: str, mode: str, parts: list[Measured]) -> Measured:
@@ -130,6 +151,7 @@ class Measured:
             "requests_per_sample": self.requests / self.samples if self.samples else float("nan"),
             "failures": {k: v for k, v in self.failures.items() if v},
             "silent": self.silent,
+            "kills": self.kills,
         }
 
     def count(self, texts, ids, scores, infos) -> None:
@@ -201,10 +223,12 @@ class Bench:
         killer = None
         if KILL in condition.faults:
             more = condition.scale.get(KILL, 1.0)
-            killer = Killer(self.judges[1], self.kill_every_s / more, self.down_s / more)
-            killer.start()
+            killer = EarlyKiller(self.judges[1], self.kill_every_s / more, self.down_s / more)
+            seconds = max(seconds, killer.first_s + killer.down_s + 2.0)  # at least one kill, and the judge back
         measured = Measured(condition.name, mode)
         self.one_step(mode)  # unmeasured: the condition's first step meets what the previous one left
+        if killer is not None:
+            killer.start()
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end:
@@ -214,6 +238,7 @@ class Bench:
         finally:
             if killer is not None:
                 killer.stop()  # (a judge it had killed is started again first)
+                measured.kills = killer.kills
             self.set_faults(Condition("clean"))
         return measured
 
@@ -301,14 +326,15 @@ def summarise(rows: list[dict], rss: dict) -> dict:
 
 def markdown(result: dict) -> str:
     lines = [
-        "| fault | mode | samples/s | vs clean | step p50 s | step p95 s | requests / sample | failures counted | silent |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| fault | mode | samples/s | vs clean | step p50 s | step p95 s | requests / sample | failures counted | silent "
+        "| judge kills |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         failures = ", ".join(f"{v} {k}" for k, v in r["failures"].items()) or "0"
         lines.append(
             f"| {r['condition']} | {r['mode']} | {r['samples_per_s']:.0f} | {r['vs_clean']:.2f}× | "
-            f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} |"
+            f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} | {r['kills']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -52,5 +52,7 @@ def test_each_fault_alone_and_a_seeded_mix_finish_steps_count_their_failures_and
         assert sum(cut) > 0  # 3% then 6% of replies cut, each counted (about 15 expected over both)
         assert not rows[mode, "clean"]["failures"]  # every clean run around the conditions, pooled
         assert rows[mode, "clean"]["requests_per_sample"] >= 1.0
+        assert all(rows[mode, name]["kills"] >= 1 for name in ("kill", "kill x2", "the mix", "mix 0"))
+        assert rows[mode, "cut"]["kills"] == 0
     assert result["silent"] == 0
     assert set(result["worst_mix"]) == {"streaming", "batch"} and set(result["costliest"]) == {"streaming", "batch"}

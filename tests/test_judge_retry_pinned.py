@@ -34,10 +34,11 @@ def waits(refusals: int, latency: float | None, base_s: float = 0.1, max_s: floa
     [
         (1, None, 0.1),  # no latency known yet: base_s
         (1, 0.3, 0.3),  # about when a request in service ends
-        (2, 0.3, 0.6),  # refused again: twice as long
-        (3, 0.3, 0.6),  # at most twice the latency: the limiter, not this wait, keeps the load down, and a
-        (9, 0.3, 0.6),  # longer wait is paid by the whole step once the refusals end (bench/faults.py)
-        (9, 8.0, 10.0),  # never over max_s
+        (2, 0.3, 0.6),  # refused again: growing
+        (3, 0.3, 1.2),
+        (4, 0.3, 2.4),
+        (9, 0.3, 2.4),  # at most 8 times the latency: the limiter, not this wait, keeps the load down
+        (9, 2.0, 10.0),  # never over max_s
     ],
 )
 def test_the_wait_after_a_429_without_retry_after_grows_from_the_judges_latency(refusals, latency, ceiling):

@@ -148,8 +148,10 @@ def test_score_reads_the_settings_of_a_method_loaded_from_a_file_path(tmp_path, 
         "~reward.custom_reward_function.reward_kwargs",
         "+reward.reward_kwargs.stepper.step=7",
     ]
+    from writing_rl.reward_loop.config import ManagerConfig
+
     config = score_config("writing_rl", overrides, str(tokenizer_dir))
-    assert config.reward.reward_kwargs.stepper.step == 7
+    assert ManagerConfig.from_verl(config).extras["stepper"].step == 7
 
 
 def test_a_module_that_declares_a_method_but_never_registers_it_is_told_how(tmp_path, tokenizer_dir, tokenizer):

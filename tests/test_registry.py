@@ -117,7 +117,10 @@ def test_the_extras_of_the_method_loaded_last_from_a_file_are_the_runs_and_insta
         (tmp_path / f"{copy}.py").write_text(EXTRA_SOURCE.format(name=copy))
         loaded.append(load_extern_object(module_path=str(tmp_path / f"{copy}.py"), object_name="compute_score"))
     assert registry.extras()["tally"] is loaded[-1].reward_method.extras[0]
-    assert "curriculum" in registry.extras()  # the installed ones stay
+    again = load_extern_object(module_path=str(tmp_path / "first.py"), object_name="compute_score")
+    assert registry.extras()["tally"] is again.reward_method.extras[0]  # loaded again: the last loaded
+    installed = registry.registered("writing_rl").method.extras[0]
+    assert registry.extras()["curriculum"] is installed  # the installed ones stay
     (tmp_path / "their_methods" / "one.py").write_text(EXTRA_SOURCE.format(name="one"))
     (tmp_path / "their_methods" / "two.py").write_text(EXTRA_SOURCE.format(name="two"))
     with pytest.raises(ValueError, match="two method extras are named 'tally': Tally and Tally"):

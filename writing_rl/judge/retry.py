@@ -66,9 +66,8 @@ def rate_limit_wait(
     refusals: int, retry_after: float | None, latency: float | None, base_s: float, max_s: float
 ) -> float:
     """The wait after a call's ``refusals``-th 429: the server's Retry-After, else about when a request in
-    service ends (the endpoint's usual ``latency``; ``base_s`` before it has one), twice that for a call
-    refused again: the limiter, not this wait, keeps the load down, and a longer wait is paid by the whole
-    step once the refusals end; never under the floor."""
+    service ends (the endpoint's usual ``latency``; ``base_s`` before it has one), growing for a call
+    refused again and again (the limiter, not this wait, keeps the load down); never under the floor."""
     if retry_after is None:
-        retry_after = backoff_delay(min(refusals - 1, 1), latency or base_s, max_s)
+        retry_after = backoff_delay(min(refusals - 1, 3), latency or base_s, max_s)
     return max(retry_after, RATE_LIMIT_FLOOR_S, RATE_LIMIT_FLOOR_LATENCY * (latency or 0.0))
