@@ -731,9 +731,9 @@ BREAKS = [
     ),
     _break(
         "ensemble-split-pays-a-win",
-        "writing_rl/judge/votes.py",
-        '"tie": ((OUTCOMES, "tie"), (VERDICTS, "C")),',
-        '"tie": ((OUTCOMES, "win"), (VERDICTS, "C")),',
+        "writing_rl/protocols/comparison.py",
+        '"tie": ((frozenset(OUTCOMES), "tie"), (frozenset(VERDICTS), "C")),',
+        '"tie": ((frozenset(OUTCOMES), "win"), (frozenset(VERDICTS), "C")),',
         ENSEMBLE + "test_a_split_counts_as_the_declared_rule_says_never_more_than_a_tie",
         "a judgment whose ensemble split pays a win",
     ),
