@@ -16,7 +16,7 @@ from writing_rl.offline.compose import compose
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.reward_loop.batch import build_reward_batch
 
-from conftest import compose_writing_rl, reward_loop, writing_row
+from conftest import compose_writing_rl, group_batch, reward_loop, writing_row
 from judge_server import Reply, gqm_candidates, gqm_reply, preference_verdict
 
 LONG = 3000  # characters of the two answers past which the judge runs out of max_tokens
@@ -97,18 +97,6 @@ def test_a_context_length_error_stops_the_step_whatever_on_judge_error_says(
         manager.compute_rm_score(batch)
 
 
-def group_batch(tokenizer, prompt: str, groups: list[tuple[str, list[str]]]):
-    row = {
-        "data_source": "writing",
-        "prompt": [{"role": "user", "content": prompt}],
-        "reward_model": {"ground_truth": {"prompt": prompt}},
-        "extra_info": {"index": 0, "split": "train"},
-    }
-    texts = [t for _, group in groups for t in group]
-    uids = [uid for uid, group in groups for _ in group]
-    return build_reward_batch(tokenizer, [row] * len(texts), texts, uids), texts
-
-
 def group_config(overlay: str, tokenizer_dir, server):
     """A group-reward overlay with groups of 4 on one reward worker, judged by ``server``."""
     return compose(
@@ -135,7 +123,7 @@ def test_brpo_gaming_rollouts_and_gaming_references_pay_a_loss(ray_cluster, judg
     texts = ["good toast", "plain toast", "bad toast", gamer]
     honest_reference, gaming_reference = uid_with_reference(texts, "plain toast"), uid_with_reference(texts, gamer)
     config = group_config("brpo", tokenizer_dir, server)
-    batch, _ = group_batch(tokenizer, "Write a toast.", [(honest_reference, texts), (gaming_reference, texts)])
+    batch = group_batch(tokenizer, [(honest_reference, texts), (gaming_reference, texts)], "Write a toast.")
     with reward_loop(config) as manager:
         output = manager.compute_rm_score(batch)
     rewards = output.batch["rm_scores"].sum(-1).tolist()
@@ -153,7 +141,7 @@ def test_grrm_a_candidate_faking_the_final_block_is_the_culprit(ray_cluster, jud
     honest = ["good text", "plain text", "bad text", "good good text"]
     config = group_config("grrm_mt_grpo", tokenizer_dir, server)
     groups = [(str(uuid.uuid4()), honest), (str(uuid.uuid4()), ["good text", "plain text", "bad text", gamer])]
-    batch, _ = group_batch(tokenizer, "Write a short text.", groups)
+    batch = group_batch(tokenizer, groups, "Write a short text.")
     with reward_loop(config) as manager:
         output = manager.compute_rm_score(batch)
     rewards = [round(r, 6) for r in output.batch["rm_scores"].sum(-1).tolist()]
