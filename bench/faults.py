@@ -71,22 +71,23 @@ KILL_EVERY_S, DOWN_S = 45.0, 30.0  # the mix's: the second judge down for 30 s o
 
 class ControlledJudge(Judge):
     """A scripted judge whose faults follow a control file, read again whenever it changes: no file, clean;
-    ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those."""
+    ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those, its requests numbered from the change (so
+    that every condition meets its 429 bursts at the same places, not where the previous one left the count)."""
 
     CODE = (
         "import json, os, sys, time; sys.path.insert(0, sys.argv[1]); import judge_server as js;"
         "port, seed, latency, capacity, control = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6];"
-        "state = {'seen': None, 'script': js.default_script}\n"
+        "state = {'seen': None, 'script': js.default_script, 'start': 0}\n"
         "def script(request, index):\n"
         "    try: seen = os.stat(control).st_mtime_ns\n"
         "    except FileNotFoundError: seen = None\n"
         "    if seen != state['seen']:\n"
-        "        state['seen'] = seen\n"
+        "        state['seen'], state['start'] = seen, index\n"
         "        if seen is None: state['script'] = js.default_script\n"
         "        else:\n"
         "            c = json.loads(open(control).read())\n"
         "            state['script'] = js.chaos_script(seed, latency_s=latency, faults=c['faults'], scale=c['scale'])\n"
-        "    return state['script'](request, index)\n"
+        "    return state['script'](request, index - state['start'])\n"
         "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start()\n"
         "print(s.base_url, flush=True); time.sleep(10**7)"
     )

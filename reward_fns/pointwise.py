@@ -18,23 +18,21 @@ A failure never pays more than a loss: a rollout whose reply cannot be read is p
 says (the loss, 0; a tie, 0.5; or the step stops) and is left out of its siblings' comparisons; a call that
 failed after its retries gets the neutral 0.5 with ``judge_error=1``, which the manager pays as
 ``on_judge_error`` says (by default the loss); a rollout with no answer gets ``format_error_reward``.
+
+The prompt and its reader are ``writing_rl.protocols.pointwise``'s, which ``writing-rl eval`` also sends and reads.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping
 
 from writing_rl.judge import JudgeError, SampleJudge
-from writing_rl.protocols import Unreadable, split_reasoning, strip_think
+from writing_rl.protocols import Unreadable, strip_think
 from writing_rl.protocols.comparison import POINTS
-from writing_rl.protocols.pairwise import read_json_score
-from writing_rl.protocols.prompts import PAIRWISE_SYSTEM, format_criteria
-from writing_rl.protocols.quoting import fence, plain_text
+from writing_rl.protocols.pointwise import HIGH, LOW, pointwise_messages, read_final_score
+from writing_rl.protocols.prompts import PAIRWISE_SYSTEM
 from writing_rl.reward_loop.contract import (
     Member,
     ProbePlacement,
@@ -50,23 +48,6 @@ from writing_rl.reward_loop.contract import (
 )
 
 NORMALISE = ("win_rate", "scale")
-LOW, HIGH = 1, 10
-
-TEMPLATE = """\
-An assistant answered the writing request below. Rate its answer.
-
-[Request]
-{prompt}
-{criteria}
-[Answer]
-{response}
-
-Weigh how well the answer carries out the request: fidelity to what was asked, substance and insight, \
-structure and coherence, and the quality of the prose. Length is not a merit in itself. Reason step by step, \
-then end with a JSON object holding only your score, a whole number from 1 (worst) to 10 (best), as in: \
-{"score": 7}
-"""
-_PLACEHOLDER = re.compile(r"\{(prompt|response|criteria)\}")
 
 
 @dataclass(frozen=True)
@@ -84,27 +65,9 @@ class RewardOptions:
     format_error_reward: float = option(0.0, maximum=0.0)
 
 
-@lru_cache(maxsize=16)
-def template_text(path: str) -> str:
-    """A prompt template file of the user's; it must show the answer."""
-    text = Path(path).expanduser().read_text(encoding="utf-8")
-    if "{response}" not in text:
-        raise ValueError(f"judge template {path} must contain the placeholder {{response}} (the fenced answer)")
-    return text
-
-
 def score_messages(prompt: str, answer: str, criteria: Any, options: RewardOptions) -> list[dict]:
     """The judge call that scores ``answer`` alone."""
-    body = template_text(options.template) if options.template else TEMPLATE
-    listed = format_criteria(criteria)
-    values = {
-        "prompt": prompt,
-        "response": fence(plain_text(answer)),
-        "criteria": f"\n[Evaluation criteria]\n{listed}\n" if listed else "",
-    }
-    user = _PLACEHOLDER.sub(lambda m: values[m.group(1)], body)  # one pass: an answer's own "{prompt}" stays
-    system = [{"role": "system", "content": options.system_prompt}] if options.system_prompt else []
-    return [*system, {"role": "user", "content": user}]
+    return pointwise_messages(prompt, answer, criteria, options.template, options.system_prompt)
 
 
 def failure_score(**_) -> float:
@@ -148,24 +111,6 @@ async def _scored(judge: SampleJudge, messages: list[dict], answer: str) -> floa
     except JudgeError as err:
         return err
     return judge.read(reply, read_final_score, answer)
-
-
-_SCORE_OBJECT = re.compile(r'\{\s*"score"\s*:')
-
-
-def read_final_score(reply: str, answer: str) -> float | Unreadable:
-    """The judge's score: the JSON object on the last line of its reply, 1 to 10. A score anywhere else (the judge
-    quoting the answer while it reasons) is not read; and an answer that holds a score object of its own gets none
-    read at all, since the judge's last line could be the answer's, quoted."""
-    if _SCORE_OBJECT.search(answer):
-        return Unreadable("the answer holds a score object of its own: the judge's cannot be told from it")
-    split = split_reasoning(reply)
-    if isinstance(split, Unreadable):
-        return split
-    lines = [line for line in split[1].splitlines() if line.strip()]
-    if not lines:
-        return Unreadable("no answer after the reasoning")
-    return read_json_score(lines[-1], "score", LOW, HIGH)
 
 
 def _normalised(score: float, group: list[float], normalise: str) -> float:

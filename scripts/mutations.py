@@ -53,6 +53,8 @@ RUBRIC = "tests/test_rubric.py::"
 CLUSTER = "tests/test_cluster_job.py::"
 RAY_JOB = "tests/test_ray_job.py::"
 ENTRY = "tests/test_health_entry.py::"
+RMBENCH = "tests/test_eval_rmbench.py::"
+JUDGEBENCH = "tests/test_eval_judgebench.py::"
 TRACKER = (
     "tests/test_tracker_judge_metrics.py::"
     "test_every_trainer_step_has_its_judge_metrics_in_the_tracker_under_its_own_step"
@@ -833,6 +835,149 @@ BREAKS = [
         'if call.get("reply") is None:',
         "tests/test_quickstart_report.py::test_a_reply_cut_at_max_tokens_is_not_read_even_when_it_holds_a_verdict",
         "the quickstart counts a reply cut at max_tokens as readable, which the reward pays as unreadable",
+    ),
+    # Issue 56: the judge benchmarks, each scored as its own code scores it.
+    _break(
+        "rewardbench-ties-accuracy-not-strict",
+        "writing_rl/evaluation/rewardbench_sets.py",
+        "stats[kind][prompt] = (margin > 0, spread, margin)",
+        "stats[kind][prompt] = (margin >= 0, spread, margin)",
+        (
+            "tests/test_rewardbench_official.py::test_the_ties_score_is_process_single_model_s",
+            "tests/test_eval_rewardbench.py::test_a_rated_genrm_rates_each_answer_alone_and_scores_as_reward_bench",
+        ),
+        "a Ties row whose correct and incorrect answers are rated equal counts as accurate",
+    ),
+    _break(
+        "rewardbench-rated-top-tie-full-credit",
+        "writing_rl/evaluation/rewardbench_sets.py",
+        "return (0 in best) / len(best)",
+        "return float(0 in best)",
+        (
+            "tests/test_rewardbench_official.py::test_a_v2_prompt_scores_as_run_generative_v2_scores_it",
+            "tests/test_eval_rewardbench.py::test_a_rated_genrm_rates_each_answer_alone_and_scores_as_reward_bench",
+        ),
+        "a chosen answer tied with others for the best rating scores 1, not 1/k",
+    ),
+    _break(
+        "rewardbench-ties-left-out-of-overall",
+        "writing_rl/evaluation/rewardbench.py",
+        'accuracy = {subset: s["mean"] for subset, s in subsets.items() if s["count"]',
+        'accuracy = {subset: s["mean"] for subset, s in subsets.items() if subset != TIES and s["count"]',
+        (
+            "tests/test_rewardbench_official.py::test_a_v2_run_averages_its_six_subsets_as_the_official_code_scores_them",
+            "tests/test_eval_rewardbench.py::test_v2_best_of_4_from_parquet_with_ties_rated_and_in_the_overall",
+        ),
+        "v2's overall averages five subsets, Ties left out",
+    ),
+    _break(
+        "rmbench-ties-count-as-correct",
+        "writing_rl/evaluation/rmbench.py",
+        "c > r)",
+        "c >= r)",
+        RMBENCH + "test_the_scoring_matches_rm_benchs_compute_accuracy_over_random_draws",
+        "equal ratings count as a correct pair, where RM-Bench's strict > counts them wrong",
+    ),
+    _break(
+        "rmbench-hard-easy-swapped",
+        "writing_rl/evaluation/rmbench.py",
+        "np.sum(np.triu(acc, 1)) / 3, np.mean(np.diag(acc)), np.sum(np.tril(acc, -1)) / 3",
+        "np.sum(np.tril(acc, -1)) / 3, np.mean(np.diag(acc)), np.sum(np.triu(acc, 1)) / 3",
+        (
+            RMBENCH + "test_the_scoring_matches_rm_benchs_compute_accuracy_over_random_draws",
+            RMBENCH + "test_a_pairwise_genrm_on_rm_benchs_own_file",
+        ),
+        "hard reads the lower triangle (chosen fancier) and easy the upper",
+    ),
+    _break(
+        "rmbench-pairwise-tie-wins",
+        "writing_rl/evaluation/rmbench.py",
+        "int(v > 0)",
+        "int(v >= 0)",
+        (
+            RMBENCH + "test_the_pairwise_rule_and_the_bootstrap",
+            RMBENCH + "test_position_bias_and_replies_without_a_verdict",
+        ),
+        "a pair the GenRM splits (a win and a loss, or two ties) counts as the chosen answer winning",
+    ),
+    _break(
+        "judgebench-game2-unflipped",
+        "writing_rl/evaluation/judgebench.py",
+        "    seen = [decisions[0], *(flip(d) for d in decisions[1:])]\n",
+        "    seen = list(decisions)\n",
+        (
+            JUDGEBENCH + "test_scores_and_tallies_match_the_official_metric_on_random_decisions",
+            JUDGEBENCH + "test_the_benchmarks_published_numbers_come_back_from_its_own_output_file",
+        ),
+        "game 2's decision is scored in its own order, not flipped as flip_judgment does",
+    ),
+    _break(
+        "judgebench-several-labels-last",
+        "writing_rl/evaluation/judgebench.py",
+        "        return distinct.pop(), False\n    return None, False\n",
+        "        return distinct.pop(), False\n    return ARENA_LABEL.findall(text)[-1], False\n",
+        (
+            JUDGEBENCH + "test_the_arena_hard_reader_matches_get_score_on_random_replies",
+            JUDGEBENCH + "test_arena_hard_reader_asks_once_more_for_a_label_and_resumes",
+        ),
+        "a reply with several distinct [[...]] labels reads its last one (Arena-Hard v2's rule), not None as get_score",
+    ),
+    _break(
+        "judgebench-no-second-attempt",
+        "writing_rl/evaluation/judgebench.py",
+        "j.value is not None and j.value.ask_again]",
+        "j.value is not None and j.value.ask_again and False]",
+        JUDGEBENCH + "test_arena_hard_reader_asks_once_more_for_a_label_and_resumes",
+        "a reply with no label is not asked again (ArenaHard's second attempt dropped)",
+    ),
+    _break(
+        "ppe-conflict-orientation",
+        "writing_rl/evaluation/ppe.py",
+        "won, lost = (i, j) if scores[i] > scores[j] else (j, i)",
+        "won, lost = (j, i) if scores[i] > scores[j] else (i, j)",
+        "tests/test_eval_ppe.py",
+        "PPE's correctness pairs prefer the response scored wrong",
+    ),
+    _break(
+        "ppe-tie-counts-right",
+        "writing_rl/evaluation/ppe.py",
+        '"correct": None if judgment.error is not None else picked == "chosen",',
+        '"correct": None if judgment.error is not None else picked in ("chosen", "tie"),',
+        "tests/test_eval_ppe.py",
+        "a tie verdict counts as naming PPE's preferred response",
+    ),
+    _break(
+        "ppe-human-winner-flipped",
+        "writing_rl/evaluation/ppe.py",
+        'FIRST_WINS = {"model_a": True, "model_b": False}',
+        'FIRST_WINS = {"model_a": False, "model_b": True}',
+        "tests/test_eval_ppe.py",
+        "PPE's human-preference pairs prefer the losing response",
+    ),
+    _break(
+        "eqbench-rubric-score-20-dropped",
+        "writing_rl/evaluation/eqbench.py",
+        "            if float(number) <= SCORE_MAX:",
+        "            if float(number) < SCORE_MAX:",
+        "tests/test_eval_eqbench.py::test_rubric_parsing_and_scores_match_the_official_functions",
+        "a judge score of exactly 20 is dropped, where core/scoring.py keeps every value up to 20",
+    ),
+    _break(
+        "eqbench-both-orders-never-deduplicated",
+        "writing_rl/evaluation/eqbench_pairwise.py",
+        "        if signature not in seen:",
+        "        if True:",
+        "tests/test_eval_eqbench.py::test_ratings_match_the_official_solver_and_normalisation",
+        "both orders of a matchup with the same fraction are both rated, where core/elo.py's dedupe keeps one",
+    ),
+    _break(
+        "eqbench-trueskill-draw-margin-zero",
+        "writing_rl/evaluation/trueskill.py",
+        "    return ppf((draw_probability + 1) / 2.0) * math.sqrt(players) * beta",
+        "    return 0.0",
+        "tests/test_eval_eqbench.py::test_trueskill_matches_values_recorded_from_the_trueskill_package",
+        "TrueSkill's draw margin is exactly 0, where the trueskill package's erfcinv fit gives about 1e-5 "
+        "(draws then fail instead of widening sigma)",
     ),
 ]
 

@@ -166,6 +166,17 @@ def default_script(request: dict, index: int) -> Reply:
     return Reply(content=gqm_reply(user) if "### Final Ranking:" in user else preference_verdict(user))
 
 
+def benchmark_script(request: dict, index: int) -> Reply:
+    """The eval benchmarks' requests (bench/eval_benchmarks.py): a rating alone on the last line for a rating
+    request, a label of Arena-Hard's scale for its layout, else the default verdicts."""
+    user = request["messages"][-1]["content"]
+    if user.startswith("Rate how well an AI assistant answered"):
+        return Reply(content=f"A fair answer.\n{1 + index % 10}")
+    if "<|The Start of Assistant A's Answer|>" in user:
+        return Reply(content=f"Verdict: [[{('A>B', 'B>A', 'A=B', 'A>>B')[index % 4]}]]")
+    return default_script(request, index)
+
+
 def completion_body(content: str, model: str, finish_reason: str = "stop", usage: object = DEFAULT_USAGE) -> bytes:
     body = {
         "id": "chatcmpl-test",

@@ -4,6 +4,28 @@ here, and one line in ``KINDS``."""
 
 from __future__ import annotations
 
-from writing_rl.evaluation.kinds import genrm_pairwise, genrm_ranking, rewardbench, winrate, writingbench
+from writing_rl.evaluation.kinds import (
+    arenahard,
+    eqbench,
+    genrm_pairwise,
+    genrm_ranking,
+    judgebench,
+    ppe,
+    rewardbench,
+    rmbench,
+    winrate,
+    writingbench,
+)
 
-KINDS = (writingbench.KIND, winrate.KIND, genrm_pairwise.KIND, genrm_ranking.KIND, rewardbench.KIND)
+KINDS = (
+    writingbench.KIND,
+    winrate.KIND,
+    genrm_pairwise.KIND,
+    genrm_ranking.KIND,
+    rewardbench.KIND,
+    rmbench.KIND,
+    judgebench.KIND,
+    ppe.KIND,
+    arenahard.KIND,
+    eqbench.KIND,
+)
