@@ -119,11 +119,11 @@ class Recorder:
         self.module.judge_jobs = self.real
 
 
-def lean_client_s(url: str, messages: list, capacity: int) -> float:
+def lean_client_s(url: str, messages: list, capacity: int, model: str = "sim-judge") -> float:
     """Seconds for a bare aiohttp client to send every request once (no cache, no parsing, no outputs)."""
     import aiohttp
 
-    bodies = [json.dumps({"model": "sim-judge", "messages": m}) for m in messages]
+    bodies = [json.dumps({"model": model, "messages": m}) for m in messages]
 
     async def run() -> float:
         slots = asyncio.Semaphore(capacity)

@@ -48,37 +48,21 @@ def make_inputs(directory: Path, queries: int, criteria: int) -> tuple[Path, Pat
 
 def lean_client_s(url: str, bench: Path, responses: Path, capacity: int) -> float:
     """Seconds for a bare aiohttp client to send every critic request once (no cache, no parsing, no outputs)."""
-    import asyncio
-
-    import aiohttp
+    from eval_benchmarks import lean_client_s as send_all
 
     from writing_rl.evaluation.inputs import responses_by_index
     from writing_rl.evaluation.writingbench import CriterionCall, critic_messages, read_benchmark
 
     queries = read_benchmark(bench)
     answers = responses_by_index(str(responses), queries)
-    bodies = [
-        json.dumps({"model": "sim-critic", "messages": critic_messages(CriterionCall(queries[i], item, text))})
+    messages = [
+        critic_messages(CriterionCall(queries[i], item, text))
         for i, text in answers.items()
         for item in queries[i].checklist
     ]
-
-    async def run() -> float:
-        slots = asyncio.Semaphore(capacity)
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-
-            async def post(body: str) -> None:
-                async with slots, session.post(f"{url}/chat/completions", data=body, headers=JSON) as reply:
-                    await reply.read()
-
-            start = time.perf_counter()
-            await asyncio.gather(*(post(b) for b in bodies))
-            return time.perf_counter() - start
-
-    return asyncio.run(run())
+    return send_all(url, messages, capacity, model="sim-critic")
 
 
-JSON = {"Content-Type": "application/json"}
 
 
 def timed(bench: Path, responses: Path, out: Path, settings) -> tuple[dict, float]:

@@ -358,7 +358,7 @@ def test_arena_hard_reader_asks_once_more_for_a_label_and_resumes(tmp_path, judg
     assert report_of(out)["scores"] == report["scores"] and report_of(out)["judge"]["cache_hits"] == 14
 
 
-def test_failed_calls_give_no_decision_are_counted_and_retried_on_rerun(tmp_path, judge_server):
+def test_failed_calls_give_no_decision_are_counted_and_retried_on_rerun(tmp_path, judge_server, capsys):
     failing = {"on": True}
     fail = failing_when(lambda a, b: failing["on"] and a == "bad answer")  # p1's game 2 (B shown first)
     server = judge_server(script=fail)
@@ -367,6 +367,8 @@ def test_failed_calls_give_no_decision_are_counted_and_retried_on_rerun(tmp_path
     judge = ["--judge-url", server.base_url, "--judge-model", "genrm", "--quiet"]
     argv = ["eval", "judgebench", "--data", data, "--out", str(out), *judge]
     assert cli(argv) == 1  # reports written, exit 1 without --allow-judge-errors
+    error = capsys.readouterr().err
+    assert "the report counts them and scores them as the benchmark does (a call that failed" in error
     report = report_of(out)
     failures = report["failures"]
     assert (failures["judge_error"], failures["pairs_with_failed_calls"], failures["unreadable"]) == (1, 1, 0)

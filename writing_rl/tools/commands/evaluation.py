@@ -47,13 +47,15 @@ def _printed(lines: list[str], args, kind: str) -> int:
     (the reports are written either way), unless ``--allow-judge-errors``."""
     print("\n".join(lines))
     report = json.loads((Path(args.out) / "report.json").read_text(encoding="utf-8"))
-    failed = (report.get("failures") or {}).get("judge_error") or 0
+    failures = report.get("failures") or {}
+    failed = failures.get("judge_error") or 0
     if failed and not args.allow_judge_errors:
         first = (report.get("judge") or {}).get("first_failure")
+        scored = f"scores them as the benchmark does ({failures['rule']})" if failures.get("rule") else "scores none"
         print(
             f"writing-rl eval {kind}: error: {failed} judge calls failed after retries"
             + (f" (the first: {first})" if first else "")
-            + "; the report counts them and scores none; rerun the same command to retry only those calls (or "
+            + f"; the report counts them and {scored}; rerun the same command to retry only those calls (or "
             "pass --allow-judge-errors to accept the report)",
             file=sys.stderr,
         )
