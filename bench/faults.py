@@ -3,8 +3,8 @@
     python bench/faults.py [--seconds 30] [--prompts 32] [--mixes 5] [--modes streaming batch] [--out faults/]
 
 Steps as bench/soak.py sends them (``--prompts`` prompts x 8 rollouts, hydra_configs/writing_rl.yaml as shipped,
-two scripted judges of 50 ms and 64 at a time, ``judge.max_concurrency=64``), in verl's streaming mode (each
-rollout alone to a random reward worker) and in batch mode (``RewardLoopManager.compute_rm_score`` on the whole
+two scripted judges of 50 ms and 64 at a time, ``judge.max_concurrency=128``: both judges' slots), in verl's
+streaming mode (each rollout alone to a random reward worker) and in batch mode (``RewardLoopManager.compute_rm_score`` on the whole
 step). Each condition runs for ``--seconds`` on the same workers and judges, with a clean run before and after
 it: each fault type alone at the mix's rate (``judge_server.chaos_script``: 429 bursts without and with
 Retry-After, 500s, bodies that are not JSON, replies cut at max_tokens, replies with no verdict, the latency
@@ -199,7 +199,8 @@ class Bench:
                 f"reward.num_workers={workers}",
                 f"reward.reward_kwargs.judge.base_url=[{self.judges[0].base_url},{self.judges[1].base_url}]",
                 "reward.reward_kwargs.judge.model=scripted-judge",
-                f"reward.reward_kwargs.judge.max_concurrency={capacity}",
+                # What the two judges serve at once, as docs/judges/concurrency.md says to size it.
+                f"reward.reward_kwargs.judge.max_concurrency={len(self.judges) * capacity}",
                 f"reward.reward_kwargs.curriculum.state_dir={self.tmp / 'curriculum'}",
                 f"actor_rollout_ref.rollout.n={GROUP}",
                 *overrides,

@@ -16,19 +16,28 @@ import pyarrow.parquet as pq
 import pytest
 
 from writing_rl.evaluation.inputs import InputError
+from writing_rl.evaluation import judgebench
 from writing_rl.evaluation.judgebench import (
     ARENA_FOLLOW_UP,
+    ArenaReply,
+    JudgeBenchPair,
     arena_hard_decision,
     arena_hard_score,
+    arena_judgment,
     bucket_scores,
+    games_of,
+    markdown,
+    pair_lines,
     run_judgebench,
+    summarise,
 )
 from writing_rl.evaluation.kinds.judgebench import KIND
 from writing_rl.judge.config import JudgeConfig
-from writing_rl.offline.judge import JudgeSettings
+from writing_rl.offline.judge import JudgeSettings, Judgment
 from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.tools.commands.evaluation import add_eval
 
+from conftest import png_colours
 from judge_server import Reply, quality
 from offline_helpers import failing_when, first_position_judge, write_jsonl
 
@@ -259,7 +268,8 @@ def test_pairwise_reader_both_games_through_the_cli_and_resume(tmp_path, judge_s
     assert len(server.requests) == 12
     game2 = server.requests[1]["messages"]
     assert game2[0]["content"].startswith("You are a careful, impartial judge")  # our GenRM's own prompt
-    assert read_pairwise_request(game2[-1]["content"])[1:] == ("bad answer", "good answer")  # B shown first
+    assert read_pairwise_request(game2[-1]["content"]) == ("Which is right?", "bad answer", "good answer")  # B first
+    assert "Judge the two responses" not in game2[-1]["content"]  # not the arena-hard reader's prompt
     report = report_of(out)
     scores = {name: (s["mean"], s["n"], s["correct"], s["incorrect"], s["tie"]) for name, s in report["scores"].items()}
     assert scores == {
@@ -276,8 +286,19 @@ def test_pairwise_reader_both_games_through_the_cli_and_resume(tmp_path, judge_s
         "| Overall | (all) | 6 | 50.00 [" in md
         and "| Reasoning | 'livebench-reasoning' | 1 | 0.00 [0.00, 0.00] |" in md
     )
-    assert capsys.readouterr().out.startswith("JudgeBench overall 50.00 over 6 pairs (pairwise reader, 2 games")
-    assert (out / "buckets.png").read_bytes().startswith(b"\x89PNG")
+    printed = capsys.readouterr()
+    assert printed.out.splitlines()[0] == ("JudgeBench overall 50.00 over 6 pairs (pairwise reader, 2 games per pair): "
+                                           "Knowledge 50.00, Reasoning 0.00, Math 100.00, Coding 50.00")
+    assert "judged" not in printed.err  # --quiet: no progress line
+    records = lines_of(out / "judgments.jsonl")
+    assert records[:2] == [
+        {"pair_id": "p1", "source": "mmlu-pro-law", "label": "A>B", "game": 1, "shown": "A,B", "read": "A",
+         "decision": "A>B", "attempts": 1, "error": None, "unreadable": False},
+        {"pair_id": "p1", "source": "mmlu-pro-law", "label": "A>B", "game": 2, "shown": "B,A", "read": "B",
+         "decision": "B>A", "attempts": 1, "error": None, "unreadable": False},
+    ]  # fmt: skip
+    assert [p["bucket"] for p in pairs.values()] == ["Knowledge", "Knowledge", "Reasoning", "Math", "Coding", "Coding"]
+    assert "#316eb4" in png_colours((out / "buckets.png").read_bytes())  # the buckets' bars, in the palette's blue
 
     assert cli(argv) == 0 and len(server.requests) == 12  # resumed from the cache: no new call
     assert report_of(out)["scores"] == report["scores"]
@@ -292,8 +313,9 @@ def test_a_position_biased_judge_scores_zero_and_every_pair_is_inconsistent(tmp_
 
     # one game only: the first answer always wins, so the A>B pairs are right
     single = tmp_path / "single"
-    run_judgebench(write_jsonl(tmp_path / "jb.jsonl", ROWS), str(single), settings_for(server), single_game=True,
-                   progress=False)  # fmt: skip
+    printed = run_judgebench(write_jsonl(tmp_path / "jb.jsonl", ROWS), str(single), settings_for(server),
+                             single_game=True, progress=False)  # fmt: skip
+    assert printed[0].startswith("JudgeBench overall 50.00 over 6 pairs (pairwise reader, 1 game per pair): ")
     report = report_of(single)
     assert report["games"] == 1 and report["scores"]["Overall"]["mean"] == 50.0
     assert "inconsistent" not in report["scores"]["Overall"]
@@ -326,11 +348,16 @@ ARENA_ROWS = [
 ]
 
 
-def test_arena_hard_reader_asks_once_more_for_a_label_and_resumes(tmp_path, judge_server):
+def test_arena_hard_reader_asks_once_more_for_a_label_and_resumes(tmp_path, judge_server, capsys):
     server = judge_server(script=arena_script)
     out = tmp_path / "out"
     data = write_jsonl(tmp_path / "jb.jsonl", ARENA_ROWS)
-    lines = run_judgebench(data, str(out), settings_for(server), reader="arena-hard", progress=False)
+    cache = tmp_path / "cache" / "arena.sqlite"
+    lines = run_judgebench(data, str(out), settings_for(server), reader="arena-hard", cache=str(cache))
+    progress = capsys.readouterr().err  # a progress line for each round
+    assert "judged 10/10 calls" in progress and "judged 4/4 calls" in progress
+    assert cache.is_file() and not (out / "judge_cache.sqlite").exists()
+    assert "judge calls 14: judge errors 0, unreadable 4: counted; each gives no decision (neither way)" in lines
     assert len(server.requests) == 10 + 4  # q2 and q4, both games, asked again
     follow_up = [r["messages"] for r in server.requests if len(r["messages"]) == 4]
     assert len(follow_up) == 4 and all([m["role"] for m in f] == ["system", "user", "assistant", "user"]
@@ -353,8 +380,9 @@ def test_arena_hard_reader_asks_once_more_for_a_label_and_resumes(tmp_path, judg
     assert lines[0].startswith("JudgeBench overall 40.00 over 5 pairs (arena-hard reader")
     assert "- second attempts (no label in the first reply): 4" in (out / "report.md").read_text()
 
-    run_judgebench(data, str(out), settings_for(server), reader="arena-hard", progress=False)
+    run_judgebench(data, str(out), settings_for(server), reader="arena-hard", cache=str(cache), progress=False)
     assert len(server.requests) == 14  # both rounds answered from the cache
+    assert capsys.readouterr().err == ""
     assert report_of(out)["scores"] == report["scores"] and report_of(out)["judge"]["cache_hits"] == 14
 
 
@@ -387,13 +415,21 @@ def test_failed_calls_give_no_decision_are_counted_and_retried_on_rerun(tmp_path
     assert report_of(out)["failures"]["judge_error"] == 0
 
 
-def test_parquet_rows_are_read_as_the_jsonl_ones(tmp_path, judge_server):
+def test_parquet_rows_are_read_as_the_jsonl_ones(tmp_path, judge_server, capsys):
     server = judge_server()
     data = tmp_path / "gpt.parquet"
     pq.write_table(pa.Table.from_pylist(ROWS), data)
     out = tmp_path / "out"
-    run_judgebench(str(data), str(out), settings_for(server), single_game=True, progress=False)
+    run_judgebench(str(data), str(out), settings_for(server), single_game=True)  # the defaults: progress, seed 0
     assert report_of(out)["pairs"] == 6 and len(server.requests) == 6
+    assert report_of(out)["seed"] == 0 and "judged 6/6 calls" in capsys.readouterr().err
+    assert report_of(out)["scores"]["Overall"]["correct"] == 3  # the verdicts were read
+
+    cache = tmp_path / "elsewhere.sqlite"
+    run_judgebench(str(data), str(tmp_path / "seeded"), settings_for(server), single_game=True, seed=3,
+                   cache=str(cache), progress=False)  # fmt: skip
+    assert report_of(tmp_path / "seeded")["seed"] == 3 and cache.is_file()
+    assert not (tmp_path / "seeded" / "judge_cache.sqlite").exists() and capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
@@ -406,13 +442,16 @@ def test_parquet_rows_are_read_as_the_jsonl_ones(tmp_path, judge_server):
         ({"source": None}, "jb.jsonl:2 (pair_id 'p2'): source must be a non-empty string, got nothing"),
         ({"pair_id": "p1"}, "jb.jsonl:2: pair_id 'p1' appears twice (first at"),
         ({"pair_id": None}, "jb.jsonl:2: pair_id must be a non-empty string or an integer, got nothing"),
+        ({"pair_id": ""}, "jb.jsonl:2: pair_id must be a non-empty string or an integer, got str ''"),
     ],
 )
 def test_bad_rows_are_named_with_their_field(tmp_path, change, message):
     data = write_jsonl(tmp_path / "jb.jsonl", [ROWS[0], {**ROWS[1], **change}])
     settings = JudgeSettings(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="genrm"))
-    with pytest.raises(InputError, match=re.escape(message)):
+    with pytest.raises(InputError, match=re.escape(message)) as raised:
         run_judgebench(data, str(tmp_path / "out"), settings, progress=False)
+    if "twice" in message:
+        assert str(raised.value).endswith("jb.jsonl:1)")
 
 
 def test_bad_options_fail_before_any_call(tmp_path):
@@ -438,3 +477,150 @@ def test_the_kind_declares_its_work_module_and_plot():
     work = importlib.import_module(KIND.module)
     assert callable(work.summarise) and callable(work.markdown) and callable(work.run_judgebench)
     assert KIND.name == "judgebench" and KIND.plot in KIND.description
+
+
+# ---- the report's parts, from known decisions ----
+
+
+def judged(pairs, decisions, errors=()):
+    """Records as the judge step writes them: ``decisions[pair_id]`` in game order; ``errors``: failed (pair, game)."""
+    return [{"pair_id": p.pair_id, "game": g, "decision": d, "attempts": 1,
+             "error": "http" if (p.pair_id, g) in errors else None,
+             "unreadable": (p.pair_id, g) not in errors and d is None}
+            for p in pairs for g, d in enumerate(decisions[p.pair_id], start=1)]  # fmt: skip
+
+
+def jb_pair(pair_id, source, label="A>B"):
+    return JudgeBenchPair(pair_id, source, "Which?", "one", "two", label)
+
+
+def test_each_pair_line_names_its_bucket_and_the_notes_name_what_the_file_lacks():
+    pairs = [jb_pair("k", "mmlu-pro-law"), jb_pair("c", "livecodebench", "B>A"), jb_pair("o1", "other-set"),
+             jb_pair("o2", "other-set", "B>A"), jb_pair("x", "arena")]  # fmt: skip
+    decisions = {"k": ["A>B", "B>A"], "c": ["A>B", None], "o1": ["A=B", "A>B"], "o2": ["B>A", "A>B"], "x": [None, None]}
+    records = judged(pairs, decisions, errors={("x", 1)})
+    lines = pair_lines(pairs, records)
+    assert [(line["bucket"], line["decisions"], line["counter"]) for line in lines] == [
+        ("Knowledge", ["A>B", "B>A"], 2), ("Coding", ["A>B", None], -1), (None, ["A=B", "A>B"], -1),
+        (None, ["B>A", "A>B"], 2), (None, [None, None], 0),
+    ]  # fmt: skip
+    report = summarise(pairs, records, lines, "pairwise", True, seed=0)
+    assert report["kind"] == "judgebench" and report["pairs"] == 5 and report["games"] == 2
+    assert report["notes"] == [
+        "Reasoning: no pair in the file (source starting with 'livebench-reasoning')",
+        "Math: no pair in the file (source starting with 'livebench-math')",
+        "sources in no bucket, counted in Overall only: other-set (2), arena (1)",
+    ]
+    assert (report["failures"]["judge_error"], report["failures"]["unreadable"]) == (1, 2)
+    assert report["failures"]["pairs_with_failed_calls"] == 1
+    one_each = [jb_pair(name, prefix) for name, prefix in judgebench.BUCKETS[:-1]]
+    full = summarise(one_each, judged(one_each, {p.pair_id: ["A>B"] for p in one_each}),
+                     pair_lines(one_each, judged(one_each, {p.pair_id: ["A>B"] for p in one_each})), "pairwise",
+                     False, seed=0)  # fmt: skip
+    assert full["notes"] == [] and full["games"] == 1 and full["overall"] == 100.0
+    some = one_each[:2]  # Knowledge and Reasoning only
+    records = judged(some, {p.pair_id: ["A>B"] for p in some})
+    assert [note.split(":")[0] for note in summarise(some, records, pair_lines(some, records), "pairwise", False,
+                                                     seed=0)["notes"]] == ["Math", "Coding"]  # fmt: skip
+
+
+def test_the_report_bootstraps_with_its_own_seed():
+    # bucket sizes whose intervals move with the seed (7 pairs: low 28.57 at seed 0, 14.29 at seed 1)
+    pairs = [jb_pair(f"m{i}", "livebench-math") for i in range(7)]
+    pairs += [jb_pair(f"c{i}", "livecodebench") for i in range(9)]
+    pairs += [jb_pair(f"k{i}", "mmlu-pro-law") for i in range(13)]
+    decisions = {p.pair_id: ["A>B" if i % 3 else "B>A", "B>A"] for i, p in enumerate(pairs)}
+    records = judged(pairs, decisions)
+    lines = pair_lines(pairs, records)
+    report = summarise(pairs, records, lines, "pairwise", True, seed=1)
+    assert report["seed"] == 1
+    expected, other = bucket_scores(lines, seed=1), bucket_scores(lines, seed=0)
+    for name in ("Knowledge", "Math", "Coding", "Overall"):
+        assert report["scores"][name] == expected[name], name
+    assert (expected["Math"]["low"], other["Math"]["low"]) == (pytest.approx(100 / 7), pytest.approx(200 / 7))
+    assert bucket_scores(lines)["Math"] == other["Math"]  # seed 0 unless given
+    assert set(other["Math"]) == {"mean", "low", "high", "n", "prefix", "correct", "incorrect", "tie", "inconsistent",
+                                  "nulls"}  # fmt: skip
+
+
+def test_the_markdown_table_has_the_two_game_columns_only_for_two_games():
+    pairs = [jb_pair("k", "mmlu-pro-law"), jb_pair("k2", "mmlu-pro-law"), jb_pair("c", "livecodebench", "B>A"),
+             jb_pair("k3", "mmlu-pro-math")]  # fmt: skip
+    # k right twice, k2 right and null, c right twice, k3 A>B in both games' own orders (a tie, inconsistent)
+    decisions = {"k": ["A>B", "B>A"], "k2": ["A>B", None], "c": ["B>A", "A>B"], "k3": ["A>B", "A>B"]}
+    records = judged(pairs, decisions)
+    report = summarise(pairs, records, pair_lines(pairs, records), "arena-hard", True, seed=0)
+    report["second_attempts"] = 3
+    md = markdown(report)
+    assert "| bucket | source prefix | pairs | score [95% CI] | correct | incorrect | tie | inconsistent | with a null |" in md
+    assert "| Knowledge | 'mmlu-pro' | 3 | 66.67 [0.00, 100.00] | 2 | 0 | 1 | 2 | 1 |" in md
+    assert "| Reasoning | 'livebench-reasoning' | 0 | – | 0 | 0 | 0 | 0 | 0 |" in md
+    assert "| Overall | (all) | 4 | 75.00 [25.00, 100.00] | 3 | 0 | 1 | 2 | 1 |" in md
+    assert "game 2's decision is flipped" in md and "- second attempts (no label in the first reply): 3" in md
+    assert md.startswith("# JudgeBench: arena-hard reader\n\nOverall **75.00** over 4 pairs")
+
+    single = {p: d[:1] for p, d in decisions.items()}
+    records = judged(pairs, single)
+    report = summarise(pairs, records, pair_lines(pairs, records), "pairwise", False, seed=0)
+    md = markdown(report)
+    assert "| bucket | source prefix | pairs | score [95% CI] | correct | incorrect | tie |\n" in md
+    assert "| Coding | 'livecodebench' | 1 | 100.00 [100.00, 100.00] | 1 | 0 | 0 |\n" in md
+    assert "| Math | 'livebench-math' | 0 | – | 0 | 0 | 0 |\n" in md
+    assert "each pair judged once (A then B)" in md and "second attempts" not in md
+    assert judgebench._percent(math.nan) == "–" and judgebench._percent(65.714) == "65.71"
+
+
+def test_an_unclosed_reasoning_block_asks_again():
+    text = "<think>[[A>B]] is tempting, but"
+    assert arena_judgment(text) == Judgment(value=ArenaReply(None, True, text))
+    assert arena_judgment("</think>\n[[B>>A]]") == Judgment(value=ArenaReply("B>>A", False, "</think>\n[[B>>A]]"))
+
+
+def test_the_arena_rounds_join_their_judge_sections_and_a_failed_call_reads_nothing(monkeypatch, tmp_path):
+    pairs = [jb_pair("f", "mmlu-pro-law"), jb_pair("l", "livecodebench"), jb_pair("b", "livebench-math")]
+    games = games_of(pairs, "arena-hard", False, None, "Judge.")
+    rounds = []
+
+    def fake_judge_jobs(settings, jobs, build, read, out_dir, cache, progress):
+        rounds.append(([build(job) for job in jobs], out_dir, cache, progress))
+        if len(rounds) == 1:
+            return [Judgment(error="http"), read("No label yet."), read("[[B>>A]]")], {
+                "calls": 3, "cache_hits": 1, "wall_s": 1.2344, "first_failure": "first round"}
+        return [read("Then [[A>B]].")], {"calls": 1, "cache_hits": 1, "wall_s": 2.0004, "first_failure": "second"}
+
+    monkeypatch.setattr(judgebench, "judge_jobs", fake_judge_jobs)
+    records, section = judgebench._arena_records(games, None, str(tmp_path), "cache.sqlite", "shown")
+    assert section == {"calls": 4, "cache_hits": 2, "wall_s": 3.235, "first_failure": "first round",
+                       "second_attempts": 1}  # fmt: skip
+    assert [r[1:] for r in rounds] == [(str(tmp_path), "cache.sqlite", "shown")] * 2
+    assert rounds[1][0] == [[*games[1].messages, {"role": "assistant", "content": "No label yet."},
+                             {"role": "user", "content": ARENA_FOLLOW_UP}]]  # fmt: skip
+    assert [(r["read"], r["decision"], r["attempts"], r["error"], r["unreadable"]) for r in records] == [
+        (None, None, 1, "http", False), ("A>B", "A>B", 2, None, False), ("B>>A", "B>A", 1, None, False)
+    ]
+
+
+def test_each_reader_builds_its_own_prompt_and_a_single_game_shows_a_first():
+    pair = JudgeBenchPair("g", "livecodebench", "Which loop halts?", "first answer", "second answer", "A>B")
+    for reader in ("pairwise", "arena-hard"):
+        games = games_of([pair], reader, False, None, "Custom judge.")
+        assert [g.number for g in games] == [1]
+        messages = games[0].messages
+        assert messages[0] == {"role": "system", "content": "Custom judge."}
+        assert read_pairwise_request(messages[-1]["content"]) == ("Which loop halts?", "first answer", "second answer")
+        arena_prompt = "Judge the two responses, then give your verdict label." in messages[-1]["content"]
+        assert arena_prompt == (reader == "arena-hard"), reader
+    assert [m["role"] for m in games_of([pair], "arena-hard", False, None, None)[0].messages] == ["user"]
+    both = games_of([pair], "pairwise", True, None, "Custom judge.")
+    assert [(g.number, read_pairwise_request(g.messages[-1]["content"])[1]) for g in both] == [
+        (1, "first answer"), (2, "second answer")
+    ]
+
+
+def test_a_pairwise_template_file_is_used(tmp_path):
+    template = tmp_path / "mine.txt"
+    template.write_text("MY PROMPT [Request]\n{prompt}\n[Response A]\n{response_a}\n[Response B]\n{response_b}\n")
+    pair = JudgeBenchPair("t", "livecodebench", "Which?", "first", "second", "A>B")
+    for reader in ("pairwise", "arena-hard"):
+        (game,) = games_of([pair], reader, False, str(template), None)
+        assert game.messages[-1]["content"].startswith("MY PROMPT"), reader

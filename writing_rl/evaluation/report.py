@@ -15,6 +15,7 @@ from writing_rl.plot import BLUE, NO_MATPLOTLIB, plot
 
 __all__ = [
     "NO_MATPLOTLIB",
+    "SCORED_AS_THE_BENCHMARK",
     "bar_plot_with_intervals",
     "failures",
     "failures_line",
@@ -51,10 +52,17 @@ def failures(judge_errors: int, unreadable: int, calls: int) -> dict[str, float]
     }
 
 
-def failures_line(section: dict[str, float]) -> str:
+# The failures line of a benchmark whose own rules score an unreadable reply (no preference, a rating of -1, ...).
+SCORED_AS_THE_BENCHMARK = (
+    "counted; a failed call is not scored, an unreadable reply is scored as the benchmark scores it"
+)
+
+
+def failures_line(section: dict[str, float], rule: str = "counted, never scored") -> str:
+    """``rule``: what became of them, where a benchmark scores an unreadable reply (as no preference, say)."""
     return (
         f"judge errors {section['judge_error']} ({rate(section['judge_error_rate'])}), unreadable "
-        f"{section['unreadable']} ({rate(section['unreadable_rate'])}): counted, never scored"
+        f"{section['unreadable']} ({rate(section['unreadable_rate'])}): {rule}"
     )
 
 

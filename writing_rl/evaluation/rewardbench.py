@@ -135,7 +135,7 @@ def run_rewardbench(
         f"{benchmark_name(version)} overall {out.rate(report['overall'])} ({genrm} GenRM) over "
         f"{report['items_scored']} of {report['items']} prompts in {len(report['subsets'])} subsets",
         *(f"note: {note}" for note in report["notes"]),
-        f"judge calls {len(records)}: {out.failures_line(report['failures'])}; prompts not scored "
+        f"judge calls {len(records)}: {out.failures_line(report['failures'], out.SCORED_AS_THE_BENCHMARK)}; prompts not scored "
         f"{report['items'] - report['items_scored']}",
         f"wrote {out_dir}/judgments.jsonl, items.jsonl, report.json, report.md",
         plot_line,
@@ -386,5 +386,5 @@ def markdown(report: dict) -> str:
             "",
         ]  # fmt: skip
     lines += [f"- {note}" for note in report["notes"]]
-    lines.append(f"- {out.failures_line(report['failures'])}")
+    lines.append(f"- {out.failures_line(report['failures'], out.SCORED_AS_THE_BENCHMARK)}")
     return "\n".join(lines)

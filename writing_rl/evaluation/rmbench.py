@@ -187,7 +187,7 @@ def run_rmbench(
         f"{report['items']} prompts: hard {out.rate(report['hard'])}, normal {out.rate(report['normal'])}, "
         f"easy {out.rate(report['easy'])}",
         *(f"note: {note}" for note in report["notes"]),
-        f"judge calls {len(records)}: {out.failures_line(report['failures'])}; prompts not scored "
+        f"judge calls {len(records)}: {out.failures_line(report['failures'], out.SCORED_AS_THE_BENCHMARK)}; prompts not scored "
         f"{report['items'] - report['items_scored']}",
         f"wrote {out_dir}/judgments.jsonl, items.jsonl, report.json, report.md",
         plot_line,
@@ -355,7 +355,7 @@ def markdown(report: dict) -> str:
             lines += [f"**{name}**: accuracy by style", "", out.markdown_table(
                 header, [(s, *row) for s, row in zip(report["styles"], d["matrix"])]), ""]  # fmt: skip
     lines += [f"- {note}" for note in report["notes"]]
-    lines.append(f"- {out.failures_line(report['failures'])}")
+    lines.append(f"- {out.failures_line(report['failures'], out.SCORED_AS_THE_BENCHMARK)}")
     return "\n".join(lines)
 
 
