@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from writing_rl.judge import JudgeReply, JudgeTimeout
+from writing_rl.judge.config import JudgeConfig
+from writing_rl.offline.judge import JudgeSettings
 from writing_rl.protocols.prompts import read_pairwise_request
 
 from judge_server import Reply, default_script
@@ -69,3 +74,20 @@ class TableJudge:
         if verdict == "garbled":
             return JudgeReply("Both have merits; I cannot choose.", "stop", 0.01)
         return JudgeReply(f"Reasons.\n[[{verdict}]]", "stop", 0.01)
+
+
+def settings_for(server) -> JudgeSettings:
+    return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0))
+
+
+def report_of(out) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def lines_of(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_parquet(path, rows) -> str:
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path)

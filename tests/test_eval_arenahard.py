@@ -28,7 +28,7 @@ from writing_rl.offline.judge import JudgeSettings
 from writing_rl.tools.commands.evaluation import add_eval
 
 from judge_server import Reply, default_script, quality
-from offline_helpers import pair_of, write_jsonl
+from offline_helpers import pair_of, report_of, write_jsonl
 
 # ---- transcriptions of the official code ------------------------------------------------------------------------
 
@@ -440,10 +440,6 @@ def files(tmp_path):
 
 def settings_for(server) -> JudgeSettings:
     return JudgeSettings(JudgeConfig(base_url=server.base_url, model="judge", max_retries=0))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
 
 
 def test_creative_writing_is_scored_as_print_leaderboard(tmp_path, files, judge_server):

@@ -31,7 +31,7 @@ from writing_rl.settings import ConfigError
 from writing_rl.tools.commands.evaluation import add_eval
 
 from judge_server import Reply, quality
-from offline_helpers import write_jsonl
+from offline_helpers import report_of, write_jsonl
 
 # ---------------------------------------------------------------------------------------------------------------
 # Transcriptions of the benchmark's scoring (EQ-bench/creative-writing-bench), kept as close to the source as reads.
@@ -666,10 +666,6 @@ POLICY = [
     {"prompt_id": "5", "iteration": 2, "response": "<think>never closed"},
     {"prompt_id": 7, "iteration": "2", "response": "A good good train."},
 ]
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
 
 
 def test_a_rubric_run_scores_as_the_benchmark_counts_failures_and_resumes(tmp_path, judge_server):

@@ -21,7 +21,7 @@ from writing_rl.offline.judge import JudgeSettings
 from writing_rl.tools.cli import main as cli
 
 from judge_server import Reply, default_script, gqm_reply, quality
-from offline_helpers import first_position_judge, pair_of, verdict, write_jsonl
+from offline_helpers import first_position_judge, pair_of, report_of, verdict, write_jsonl
 
 LONG = "x" * 300
 PAIRS = [  # the default judge prefers more "good" than "bad"; d = len(chosen) - len(rejected)
@@ -34,10 +34,6 @@ PAIRS = [  # the default judge prefers more "good" than "bad"; d = len(chosen) -
 
 def settings_for(server, **judge) -> JudgeSettings:
     return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0, **judge))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
 
 
 def read_lines(path) -> list[dict]:

@@ -6,7 +6,6 @@ scripted judges on 127.0.0.1 (both readers, single game, a second attempt, failu
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import re
@@ -15,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from writing_rl.evaluation.inputs import InputError
 from writing_rl.evaluation import judgebench
+from writing_rl.evaluation.inputs import InputError
 from writing_rl.evaluation.judgebench import (
     ARENA_FOLLOW_UP,
     ArenaReply,
@@ -39,7 +38,7 @@ from writing_rl.tools.commands.evaluation import add_eval
 
 from conftest import png_colours
 from judge_server import Reply, quality
-from offline_helpers import failing_when, first_position_judge, write_jsonl
+from offline_helpers import failing_when, first_position_judge, lines_of, report_of, settings_for, write_jsonl
 
 # ---- transcriptions of the official code (ScalerLab/JudgeBench), kept as close to it as Python allows ----
 
@@ -239,18 +238,6 @@ ROWS = [
 ]
 
 
-def settings_for(server) -> JudgeSettings:
-    return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
-
-
-def lines_of(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def cli(argv) -> int:
     parser = argparse.ArgumentParser(prog="writing-rl")
     add_eval(parser.add_subparsers(dest="command"), kinds=(KIND,))
@@ -287,8 +274,10 @@ def test_pairwise_reader_both_games_through_the_cli_and_resume(tmp_path, judge_s
         and "| Reasoning | 'livebench-reasoning' | 1 | 0.00 [0.00, 0.00] |" in md
     )
     printed = capsys.readouterr()
-    assert printed.out.splitlines()[0] == ("JudgeBench overall 50.00 over 6 pairs (pairwise reader, 2 games per pair): "
-                                           "Knowledge 50.00, Reasoning 0.00, Math 100.00, Coding 50.00")
+    assert printed.out.splitlines()[0] == (
+        "JudgeBench overall 50.00 over 6 pairs (pairwise reader, 2 games per pair): "
+        "Knowledge 50.00, Reasoning 0.00, Math 100.00, Coding 50.00"
+    )
     assert "judged" not in printed.err  # --quiet: no progress line
     records = lines_of(out / "judgments.jsonl")
     assert records[:2] == [
@@ -552,7 +541,10 @@ def test_the_markdown_table_has_the_two_game_columns_only_for_two_games():
     report = summarise(pairs, records, pair_lines(pairs, records), "arena-hard", True, seed=0)
     report["second_attempts"] = 3
     md = markdown(report)
-    assert "| bucket | source prefix | pairs | score [95% CI] | correct | incorrect | tie | inconsistent | with a null |" in md
+    assert (
+        "| bucket | source prefix | pairs | score [95% CI] | correct | incorrect | tie | inconsistent | with a null |"
+        in md
+    )
     assert "| Knowledge | 'mmlu-pro' | 3 | 66.67 [0.00, 100.00] | 2 | 0 | 1 | 2 | 1 |" in md
     assert "| Reasoning | 'livebench-reasoning' | 0 | – | 0 | 0 | 0 | 0 | 0 |" in md
     assert "| Overall | (all) | 4 | 75.00 [25.00, 100.00] | 3 | 0 | 1 | 2 | 1 |" in md
@@ -585,7 +577,11 @@ def test_the_arena_rounds_join_their_judge_sections_and_a_failed_call_reads_noth
         rounds.append(([build(job) for job in jobs], out_dir, cache, progress))
         if len(rounds) == 1:
             return [Judgment(error="http"), read("No label yet."), read("[[B>>A]]")], {
-                "calls": 3, "cache_hits": 1, "wall_s": 1.2344, "first_failure": "first round"}
+                "calls": 3,
+                "cache_hits": 1,
+                "wall_s": 1.2344,
+                "first_failure": "first round",
+            }
         return [read("Then [[A>B]].")], {"calls": 1, "cache_hits": 1, "wall_s": 2.0004, "first_failure": "second"}
 
     monkeypatch.setattr(judgebench, "judge_jobs", fake_judge_jobs)
@@ -596,7 +592,9 @@ def test_the_arena_rounds_join_their_judge_sections_and_a_failed_call_reads_noth
     assert rounds[1][0] == [[*games[1].messages, {"role": "assistant", "content": "No label yet."},
                              {"role": "user", "content": ARENA_FOLLOW_UP}]]  # fmt: skip
     assert [(r["read"], r["decision"], r["attempts"], r["error"], r["unreadable"]) for r in records] == [
-        (None, None, 1, "http", False), ("A>B", "A>B", 2, None, False), ("B>>A", "B>A", 1, None, False)
+        (None, None, 1, "http", False),
+        ("A>B", "A>B", 2, None, False),
+        ("B>>A", "B>A", 1, None, False),
     ]
 
 
@@ -613,7 +611,8 @@ def test_each_reader_builds_its_own_prompt_and_a_single_game_shows_a_first():
     assert [m["role"] for m in games_of([pair], "arena-hard", False, None, None)[0].messages] == ["user"]
     both = games_of([pair], "pairwise", True, None, "Custom judge.")
     assert [(g.number, read_pairwise_request(g.messages[-1]["content"])[1]) for g in both] == [
-        (1, "first answer"), (2, "second answer")
+        (1, "first answer"),
+        (2, "second answer"),
     ]
 
 

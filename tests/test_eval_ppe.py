@@ -9,8 +9,6 @@ import argparse
 import json
 import random
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from writing_rl.evaluation.genrm_pairwise import ORDERS, PreferenceCall
@@ -23,7 +21,7 @@ from writing_rl.protocols.prompts import read_pairwise_request
 from writing_rl.tools.commands.evaluation import add_eval
 
 from judge_server import Reply, default_script
-from offline_helpers import pair_of, write_jsonl
+from offline_helpers import lines_of, pair_of, report_of, settings_for, write_jsonl, write_parquet
 
 # The default judge prefers the response with more "good" than "bad" ([[C]] when equal).
 HUMAN = [
@@ -48,23 +46,6 @@ MATH = [
 ]  # fmt: skip
 GPQA = [{"question_id": "g-1", "model_name": "alpha", "prompt": "Spin?", "scores": [False, True],
          "response_1": "bad half", "response_2": "good half", "sampled_conflict_pairs": [[1, 0]]}]  # fmt: skip
-
-
-def settings_for(server) -> JudgeSettings:
-    return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
-
-
-def lines_of(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def write_parquet(path, rows) -> str:
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return str(path)
 
 
 def cli(argv) -> int:

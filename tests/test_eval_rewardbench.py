@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import re
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from writing_rl.evaluation.genrm_ranking import RankingOptions
@@ -23,7 +21,7 @@ from writing_rl.tools.cli import main as cli
 
 from conftest import png_colours
 from judge_server import Reply, default_script, gqm_candidates, quality
-from offline_helpers import first_position_judge, pair_of, write_jsonl
+from offline_helpers import first_position_judge, lines_of, pair_of, report_of, settings_for, write_jsonl, write_parquet
 
 # The default judge prefers the answer with more "good" than "bad" (ties when equal).
 V1 = [
@@ -68,23 +66,6 @@ def rating_judge(request, index):
     rating = max(1, min(10, 5 + quality(answer)))
     pointwise = '{"score"' in request["messages"][-1]["content"]
     return Reply(content="Weighed it.\n" + (json.dumps({"score": rating}) if pointwise else str(rating)))
-
-
-def settings_for(server) -> JudgeSettings:
-    return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
-
-
-def lines_of(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def write_parquet(path, rows) -> str:
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return str(path)
 
 
 def test_v1_sections_are_weighted_by_the_benchmarks_example_counts(tmp_path, judge_server):

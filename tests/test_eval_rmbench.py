@@ -33,7 +33,7 @@ from writing_rl.tools.commands.evaluation import add_eval
 
 from conftest import png_colours
 from judge_server import Reply, default_script, quality
-from offline_helpers import first_position_judge, pair_of, write_jsonl
+from offline_helpers import first_position_judge, lines_of, pair_of, report_of, settings_for, write_jsonl
 
 # ------------------------------------------------ a transcription of RM-Bench's scoring (scripts/utils.py)
 
@@ -185,18 +185,6 @@ def expected(rows, unrated=()) -> dict:
                 "score_rejected": official_scores("rejected", scores(r["rejected"])), "domain": r["domain"]}
                for r in rows]  # fmt: skip
     return official_compute_accuracy(results, skip_empty_domains=True)
-
-
-def settings_for(server) -> JudgeSettings:
-    return JudgeSettings(JudgeConfig(base_url=server.base_url, model="genrm", max_retries=0))
-
-
-def report_of(out) -> dict:
-    return json.loads((out / "report.json").read_text())
-
-
-def lines_of(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def write_json_list(path, rows) -> str:
