@@ -17,7 +17,8 @@ Per condition (after one unmeasured step): samples/s against the clean runs just
 machine drifts over a run; the "clean" row pools them all), each step's time (median and 95th percentile), the
 judge requests per sample (answered calls, retries, 429s and hedged copies), the failures counted, and the silent
 rewards (a reward that differs from the scripted judge's clean verdict without a counted failure). At the end: the
-reward workers' RSS growth over the run, the fault type that costs the most in each mode and the worst mix.
+reward workers', collectors' and curriculum actor's RSS after each condition (growth from a quarter of the run in, and
+from the start), the fault type that costs the most in each mode and the worst mix.
 Writes ``--out``/faults.json and a Markdown table (faults.md).
 """
 
@@ -71,22 +72,25 @@ KILL_EVERY_S, DOWN_S = 45.0, 30.0  # the mix's: the second judge down for 30 s o
 
 class ControlledJudge(Judge):
     """A scripted judge whose faults follow a control file, read again whenever it changes: no file, clean;
-    ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those, its requests numbered from the change (so
-    that every condition meets its 429 bursts at the same places, not where the previous one left the count)."""
+    ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those, its clock started at the change (so that
+    every condition meets its 429 bursts at the same times, not where the previous one left them). The bursts are
+    windows of time: counted in requests, a burst would last as long as a client that backs off takes to send
+    them, and a wait meant to let a rate limit pass would only stretch it."""
 
     CODE = (
         "import json, os, sys, time; sys.path.insert(0, sys.argv[1]); import judge_server as js;"
         "port, seed, latency, capacity, control = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6];"
-        "state = {'seen': None, 'script': js.default_script, 'start': 0}\n"
+        "state = {'seen': None, 'script': js.default_script, 'start': 0, 'began': 0.0}\n"
         "def script(request, index):\n"
         "    try: seen = os.stat(control).st_mtime_ns\n"
         "    except FileNotFoundError: seen = None\n"
         "    if seen != state['seen']:\n"
-        "        state['seen'], state['start'] = seen, index\n"
+        "        state['seen'], state['start'], state['began'] = seen, index, time.monotonic()\n"
         "        if seen is None: state['script'] = js.default_script\n"
         "        else:\n"
         "            c = json.loads(open(control).read())\n"
-        "            state['script'] = js.chaos_script(seed, latency_s=latency, faults=c['faults'], scale=c['scale'])\n"
+        "            clock = lambda: time.monotonic() - state['began']\n"
+        "            state['script'] = js.chaos_script(seed, latency_s=latency, faults=c['faults'], scale=c['scale'], clock=clock)\n"
         "    return state['script'](request, index - state['start'])\n"
         "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start()\n"
         "print(s.base_url, flush=True); time.sleep(10**7)"
@@ -262,8 +266,9 @@ class Bench:
         infos = [{key: extra[key][i] for key in extra} for i in range(len(texts))]
         return texts, ids, scores, infos, took
 
-    def worker_rss(self) -> dict[str, float]:
-        return {name: rss_mb(pid) for name, pid in actor_pids().items() if name.startswith("worker")}
+    def actors_rss(self) -> dict[str, float]:
+        """The RSS of the reward workers, the group collectors and the curriculum's actor."""
+        return {name: rss_mb(pid) for name, pid in actor_pids().items()}
 
     def close(self) -> None:
         import ray
@@ -277,17 +282,18 @@ class Bench:
 
 def run_faults(seconds: float, prompts: int, mixes: int, modes, types=FAULTS, workers=2, log=print, **settings) -> dict:
     bench = Bench(prompts, workers, latency_s=0.05, capacity=64, **settings)
-    rows, rss = [], {}
+    rows, rss = [], []  # rss: after each condition, the actors' RSS
     try:
         for mode in modes:  # unmeasured: actors started, the curriculum's ids created, connections opened
             for _ in range(3):
                 bench.one_step(mode)
-        rss["start"] = bench.worker_rss()
+        rss.append(("start", bench.actors_rss()))
         for mode in modes:
             runs, cleans = [], [bench.run(Condition("clean"), mode, seconds)]
             for condition in conditions(mixes, types):
                 runs.append(bench.run(condition, mode, seconds))
                 cleans.append(bench.run(Condition("clean"), mode, seconds))
+                rss.append((f"{mode} {condition.name}", bench.actors_rss()))
                 log(f"{mode:<9} {condition.name:<22} {runs[-1].samples_per_s:7.0f} samples/s ({len(runs[-1].step_s)} "
                     f"steps); clean before and after {cleans[-2].samples_per_s:.0f}, {cleans[-1].samples_per_s:.0f}")  # fmt: skip
             pooled = Measured.pooled("clean", mode, cleans)
@@ -295,13 +301,20 @@ def run_faults(seconds: float, prompts: int, mixes: int, modes, types=FAULTS, wo
             # Each condition against the clean runs just before and after it: the machine drifts over a run.
             for m, before, after in zip(runs, cleans, cleans[1:]):
                 rows.append(m.row((before.samples_per_s + after.samples_per_s) / 2))
-        rss["end"] = bench.worker_rss()
     finally:
         bench.close()
     return summarise(rows, rss)
 
 
-def summarise(rows: list[dict], rss: dict) -> dict:
+def rss_growth(trace: list[tuple[str, dict]], since: int = 0) -> dict[str, float]:
+    """Each actor's RSS growth from ``trace[since]`` to the last entry."""
+    if len(trace) <= since:
+        return {}
+    base, last = trace[since][1], trace[-1][1]
+    return {name: (last[name] - mb) / mb for name, mb in base.items() if name in last and mb}
+
+
+def summarise(rows: list[dict], rss: list[tuple[str, dict]]) -> dict:
     alone = [r for r in rows if r["condition"] in FAULTS]
     mixes = [r for r in rows if r["condition"].startswith("mix ")]
     modes = sorted({r["mode"] for r in rows})
@@ -318,11 +331,11 @@ def summarise(rows: list[dict], rss: dict) -> dict:
             if any(r["mode"] == m for r in mixes)
         },  # fmt: skip
         "silent": sum(r["silent"] for r in rows),
-        "rss_growth": {
-            name: (rss["end"][name] - base) / base
-            for name, base in rss.get("start", {}).items()
-            if name in rss.get("end", {})
-        },
+        # From a quarter of the run in (the bounded caches filled: the collectors keep 4,096 finished groups),
+        # and from the start.
+        "rss_growth": rss_growth(rss, len(rss) // 4),
+        "rss_growth_from_start": rss_growth(rss),
+        "rss_trace": rss,
     }
 
 
@@ -347,7 +360,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=32, help="prompts per step (x 8 rollouts)")
     parser.add_argument("--mixes", type=int, default=5, help="seeded mixes (each type between half and twice)")
     parser.add_argument("--modes", nargs="+", default=["streaming", "batch"], choices=["streaming", "batch"])
-    parser.add_argument("--types", nargs="+", default=list(FAULTS), choices=list(FAULTS), help="fault types alone")
+    parser.add_argument("--types", nargs="*", default=list(FAULTS), choices=list(FAULTS),
+                        help="fault types alone (none: the mixes only)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("faults"))
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of hydra_configs/writing_rl.yaml")
     args = parser.parse_args()
@@ -369,7 +383,8 @@ def main() -> None:
     worst = {m: f"{r['condition']} {r['vs_clean']:.2f}×" for m, r in result["worst_mix"].items()}
     growth = ", ".join(f"{name} {g:+.1%}" for name, g in sorted(result["rss_growth"].items()))
     print(
-        f"costliest alone: {result['costliest']}; worst mix: {worst}; silent rewards {result['silent']}; RSS {growth}"
+        f"costliest alone: {result['costliest']}; worst mix: {worst}; silent rewards {result['silent']}; "
+        f"RSS from a quarter of the run in: {growth}"
     )
 
 

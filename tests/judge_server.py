@@ -96,6 +96,8 @@ CHAOS_FAULTS = ("429", "429_retry_after", "500", "html", "cut", "no_verdict", "s
 # The mix's rate of each fault drawn per request (a share of requests), in the order of their draw ranges.
 DRAWN_RATES = {"500": 0.07, "html": 0.03, "cut": 0.03, "no_verdict": 0.03, "spike": 0.02}
 BURST, BURST_EVERY = 60, 2000  # 429s: 60 in a row every 2,000 requests, each kind (3% of requests each)
+# With a clock: 0.3 s of 429s every 10 s, each kind (3% of the time), the kinds half a period apart.
+BURST_S, BURST_EVERY_S = 0.3, 10.0
 SPREAD = 3.0  # every reply but a spike takes from 1 to 1 + SPREAD times the base latency
 
 
@@ -106,13 +108,17 @@ def chaos_script(
     faults=CHAOS_FAULTS,
     spike_s: float = 1.5,
     scale: dict[str, float] | None = None,
+    clock: Callable[[], float] | None = None,
 ):
     """The default judge's verdicts, with faults drawn per request from ``seed`` while ``enabled()``:
     bursts of 429s (60 in a row every 2,000 requests without Retry-After, and as many with it, offset by
     1,000), 7% 500s, 3% bodies that are not JSON, 3% replies cut at max_tokens, 3% replies with no verdict, 2%
     latency spikes (``spike_s`` in all), and every reply but a spike taking from 1 to 4 times ``latency_s``
     (the server's base latency; "spread"). ``faults``: the kinds injected; ``scale``: a kind's rate times
-    this (the bursts come that much more often; the spread's width grows by it), 1 when not named."""
+    this (the bursts come that much more often; the spread's width grows by it), 1 when not named.
+    ``clock``: seconds since the faults began; given, a burst is a window of time (``BURST_S`` every
+    ``BURST_EVERY_S``), as a provider's rate limit refuses for a while however few requests come: a burst
+    counted in requests lasts as long as a client that backs off takes to send them."""
     import random
 
     scale = {kind: float(scale.get(kind, 1.0)) for kind in CHAOS_FAULTS} if scale else dict.fromkeys(CHAOS_FAULTS, 1.0)
@@ -127,9 +133,13 @@ def chaos_script(
     def hit(kind: str, draw: float) -> bool:
         return drawn[kind][0] <= draw < drawn[kind][1]
 
-    def bursting(kind: str, index: int, offset: int) -> bool:
-        every = BURST_EVERY / scale[kind] if scale[kind] > 0 else float("inf")
-        return kind in faults and (index - offset) % every < BURST
+    def bursting(kind: str, index: int, half: bool) -> bool:
+        if kind not in faults or scale[kind] <= 0:
+            return False
+        if clock is None:
+            return (index - half * (BURST_EVERY // 2)) % (BURST_EVERY / scale[kind]) < BURST
+        every = BURST_EVERY_S / scale[kind]  # (a quarter period in: a condition's first step meets none)
+        return (clock() - (0.25 + half / 2) * every) % every < BURST_S
 
     def script(request: dict, index: int) -> Reply:
         if not enabled():
@@ -143,9 +153,9 @@ def chaos_script(
         return reply
 
     def _fault(request: dict, index: int, draw: float) -> Reply:
-        if bursting("429", index, 0):
+        if bursting("429", index, half=False):
             return Reply(status=429, body=b'{"error": {"message": "rate limited"}}')
-        if bursting("429_retry_after", index, BURST_EVERY // 2):
+        if bursting("429_retry_after", index, half=True):
             return Reply(status=429, body=b'{"error": {"message": "rate limited"}}', headers={"Retry-After": "0.2"})
         if hit("500", draw):
             return Reply(status=500, body=b'{"error": {"message": "internal error"}}')

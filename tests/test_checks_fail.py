@@ -9,6 +9,8 @@ import json
 import random
 import sys
 from itertools import product
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -156,6 +158,27 @@ def test_a_target_the_machine_cannot_reach_is_printed_but_does_not_fail_the_guar
 
 def test_a_silent_reward_fails_the_guard_after_the_first_run_whatever_the_ratios(guard):
     assert guard([{RATIO: 5.0, FLOOR: 5.0, "silent": 1}, {RATIO: 5.0, FLOOR: 5.0}]) == (1, 1)
+
+
+def test_the_guard_takes_the_worst_seeded_mix_of_each_mode_and_its_silent_rewards(monkeypatch, tmp_path):
+    module = load("bench/guard.py")
+    sent = []
+
+    def fake_run(args, cwd, stdout, stderr):  # bench/faults.py's report, as it writes it
+        sent.append(args)
+        out = Path(args[args.index("--out") + 1])
+        out.mkdir(parents=True)
+        worst = {mode: {"condition": f"mix {i}", "vs_clean": (0.4, 0.3)[i], "samples_per_s": 100.0, "step_p95_s": 2.0}
+                 for i, mode in enumerate(("streaming", "batch"))}  # fmt: skip
+        (out / "faults.json").write_text(json.dumps({"worst_mix": worst, "silent": 3}))
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(module.subprocess, "run", fake_run)
+    measured = module.run_bench("mixes", tmp_path / "run1")
+    assert measured["ratios"] == {"mixes/worst streaming": 0.4, "mixes/worst batch": 0.3}
+    assert measured["targets"] == dict.fromkeys(measured["ratios"], 0.5) and measured["silent"] == 3
+    assert "bench/faults.py" in sent[0] and sent[0][sent[0].index("--mixes") + 1] == "5"
+    assert sent[0][sent[0].index("--types") + 1] == "--out"  # no type alone: the mixes only
 
 
 # ---------------------------------------------------------------- the cluster preflight's placement

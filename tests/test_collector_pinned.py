@@ -250,8 +250,8 @@ def test_a_worker_silent_for_an_hour_loses_its_mailbox():
 def test_the_collector_is_one_named_restartable_actor_per_job_and_shard(monkeypatch):
     made, Remote, placement_options = recording_actor_factory()
     context = types.SimpleNamespace(get_job_id=lambda: "07000000")
-    fake_ray = types.SimpleNamespace(remote=Remote, get_runtime_context=lambda: context)
-    monkeypatch.setattr(collector_module, "ray", fake_ray)
+    monkeypatch.setattr(collector_module, "ray", types.SimpleNamespace(get_runtime_context=lambda: context))
+    monkeypatch.setattr(collector_module, "remote_class", Remote)
 
     monkeypatch.setattr(collector_module, "placement_options", placement_options)
     settings = GroupConfig(finished_cache=77, actor_resources={"node:__internal_head__": 0.01})

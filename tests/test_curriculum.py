@@ -484,12 +484,40 @@ def test_a_worker_asks_for_a_groups_level_once_and_forgets_a_failed_question():
             return 1
 
         again = await pins.level("h", one, 60.0)
+        kept = dict(pins.pinned)
         expired = await pins.level("x", one, -1.0), await pins.level("x", one, -1.0)
-        return levels, again, expired
+        return levels, again, kept, expired, list(pins.pinned)
 
-    levels, again, expired = asyncio.run(run())
+    levels, again, kept, expired, left = asyncio.run(run())
     assert levels == [2, 2, 2, 2] and again == 1 and expired == (1, 1)
     assert asked == ["g", "h", "h", "h", "h"]
+    assert [level for level, _ in kept.values()] == [2, 1]  # an answer is kept as its level alone
+    assert left == ["g", "h", "x"]  # "x" asked again once its answer was past its timeout
+
+
+def test_a_workers_pins_forget_groups_past_their_timeout_and_keep_at_most_size():
+    from writing_rl.curriculum.groups import GroupPins
+
+    async def run():
+        async def ask():
+            return 0
+
+        pins = GroupPins(size=3)
+        for uid in "abcde":
+            await pins.level(uid, ask, 60.0)
+        kept = list(pins.pinned)
+        short = GroupPins()
+        await short.level("old", ask, 0.0)
+        await short.level("new", ask, 60.0)  # the old group's timeout has passed: forgotten
+        return kept, list(short.pinned)
+
+    assert asyncio.run(run()) == (["c", "d", "e"], ["new"])
+
+
+def test_an_actor_class_is_made_once_per_process():
+    from writing_rl.reward_loop.actors import remote_class
+
+    assert remote_class(ReferenceScheduler) is remote_class(ReferenceScheduler)
 
 
 def test_a_batchs_reports_of_one_group_go_as_one_and_count_every_rollout(tmp_path):

@@ -55,4 +55,7 @@ def test_each_fault_alone_and_a_seeded_mix_finish_steps_count_their_failures_and
         assert all(rows[mode, name]["kills"] >= 1 for name in ("kill", "kill x2", "the mix", "mix 0"))
         assert rows[mode, "cut"]["kills"] == 0
     assert result["silent"] == 0
+    trace = result["rss_trace"]  # the actors' RSS after each condition
+    assert [label for label, _ in trace] == ["start"] + [f"{m} {n}" for m in ("streaming", "batch") for n in names[1:]]
+    assert any(name.startswith("worker") for name in trace[0][1]) and set(result["rss_growth"]) == set(trace[0][1])
     assert set(result["worst_mix"]) == {"streaming", "batch"} and set(result["costliest"]) == {"streaming", "batch"}

@@ -254,3 +254,22 @@ def test_a_scaled_fault_comes_that_much_more_often_and_the_429_kinds_burst_apart
     assert max(wide(chaos_request(i), i).delay_s for i in range(2000)) > 4 * LATENCY_S  # up to 7x the latency
     with pytest.raises(ValueError, match="more than every request"):
         chaos_script(seed=3, faults=("500",), scale={"500": 15.0})
+
+
+def test_with_a_clock_a_429_burst_is_a_window_of_time_however_many_requests_come():
+    """bench/faults.py's judges: 0.3 s of 429s every 10 s (a quarter period in), the Retry-After kind half a
+    period later, twice as often at scale 2; the requests sent meanwhile do not move the window."""
+    now = {"t": 0.0}
+    script = chaos_script(seed=3, faults=("429", "429_retry_after"), scale={"429_retry_after": 2.0},
+                          clock=lambda: now["t"])  # fmt: skip
+
+    def refused_at(t: float, requests: int = 50) -> list:
+        now["t"] = t
+        replies = [script(chaos_request(i), i) for i in range(requests)]
+        return sorted({(r.status, r.headers.get("Retry-After")) for r in replies})
+
+    assert refused_at(0.0) == refused_at(2.4) == refused_at(2.81) == [(200, None)]
+    assert refused_at(2.5) == refused_at(2.79, requests=5000) == [(429, None)]  # however many come
+    assert refused_at(12.6) == [(429, None)] and refused_at(12.81) == [(200, None)]
+    # every 5 s from 3.75 s (a quarter plus half of its own period):
+    assert refused_at(3.75) == refused_at(8.9) == [(429, "0.2")] and refused_at(4.1) == [(200, None)]

@@ -173,6 +173,37 @@ def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
     assert judge.pool.endpoints[0].state == "closed"  # a cancelled request says nothing of its health
 
 
+def test_a_held_request_is_hedged_once_no_request_waits_for_room(judge_server):
+    """hedge_after=1e5 puts the busy delay beyond any deadline here: the copy that goes is the idle rule's."""
+    held = {"on": False}
+    slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
+    fast = judge_server(script=lambda request, index: Reply(content="fast"))
+    settings = {"base_url": [slow.base_url, fast.base_url], "model": "m", "hedge_after": 1e5}
+    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=1)
+
+    async def run():
+        for _ in range(100):
+            await judge.complete(MESSAGES)
+        held["on"] = True
+        while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
+            await judge.complete(MESSAGES)
+        first = asyncio.ensure_future(judge.complete(MESSAGES))
+        await until(lambda: judge.pool.endpoints[0].in_flight == 1)
+        second = asyncio.ensure_future(judge.complete(MESSAGES))  # no room: it waits, the client is busy
+        await until(lambda: judge._gate.waiters)
+        busy = judge._idle()
+        second.cancel()
+        await until(judge._idle)  # it left the line
+        reply = await asyncio.wait_for(first, timeout=30)
+        await judge.close()
+        return busy, reply
+
+    busy, reply = asyncio.run(run())
+    slow.release()
+    assert not busy
+    assert reply.text == "fast" and judge.hedger.sent == 1
+
+
 def test_hedge_after_is_validated():
     for bad in (-1.0, 0.5):
         with pytest.raises(ValueError, match=r"hedge_after=.*: expected a number >= 1, or 0 \(off\)"):

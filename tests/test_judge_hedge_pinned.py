@@ -89,9 +89,9 @@ def warm(latency_s=1.0):
     return hedger
 
 
-def post(hedger, endpoints, slots=10, others=("b", "c", "d", "e")):
+def post(hedger, endpoints, slots=10, others=("b", "c", "d", "e"), idle=lambda: False):
     queue = list(others)
-    return hedger.post(endpoints.send, "a", lambda: queue.pop(0) if queue else None, endpoints.drop, slots)
+    return hedger.post(endpoints.send, "a", lambda: queue.pop(0) if queue else None, endpoints.drop, slots, idle=idle)
 
 
 # ---------------------------------------------------------------- the percentile
@@ -176,6 +176,37 @@ def test_a_client_of_fewer_than_20_slots_has_one_copy_in_flight_at_a_time(slots)
         return sent
 
     assert run(call()) == ["a", "b"] and hedger.sent == 1 and hedger.in_flight == 0
+
+
+@pytest.mark.parametrize(
+    "idle, sent_at",
+    [
+        (lambda now: True, [0.0, 1.0, 2.0]),  # nobody waits for room: after the percentile itself
+        (lambda now: False, [0.0, 4.0, 8.0]),  # requests wait for room: hedge_after times it
+        (lambda now: now >= 2.5, [0.0, 3.0, 4.0]),  # idle from 2.5 s: seen at the next look, each second
+        (lambda now: now < 1.5, [0.0, 1.0, 5.0]),  # idle at 1 s only: the second copy waits the busy delay
+    ],
+)
+def test_a_copy_goes_after_the_percentile_while_the_client_is_idle_else_after_hedge_after_times_it(idle, sent_at):
+    hedger, endpoints = Hedger(hedge_after=4.0), Endpoints(gated={"a", "b", "c"})
+    for _ in range(MIN_REPLIES):
+        hedger.observe(1.0)
+    assert hedger.delay_s(idle=True) == 1.0 and hedger.delay_s() == 4.0
+
+    async def call():
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(post(hedger, endpoints, slots=100, idle=lambda: idle(loop.time())))
+        await asyncio.sleep(10.0)  # every copy allowed has gone
+        endpoints.gates["a"].set()
+        return await task
+
+    assert run(call()) == ("a", Answer(200)) and endpoints.sent == list(zip("abc", sent_at))
+
+
+def test_the_idle_delay_keeps_the_floor():
+    hedger = warm(0.01)
+    assert hedger.delay_s(idle=True) == MIN_DELAY_S == hedger.delay_s()
+    assert MIN_DELAY_S == 0.05  # a 50 ms judge's spike is hedged within two of its replies
 
 
 def test_no_copy_goes_when_there_is_nowhere_to_send_it():

@@ -343,7 +343,7 @@ def test_exit_if_actor_without_ray_does_nothing(monkeypatch):
 
 def test_the_scheduler_is_one_named_restartable_actor_per_run(monkeypatch, tmp_path):
     made, Remote, placement_options = recording_actor_factory()
-    monkeypatch.setattr(scheduler_module, "ray", types.SimpleNamespace(remote=Remote))
+    monkeypatch.setattr(scheduler_module, "remote_class", Remote)
     monkeypatch.setattr(scheduler_module, "placement_options", placement_options)
     monkeypatch.setattr(scheduler_module, "listener_name", lambda role: f"listener-{role}")
     monkeypatch.setattr(scheduler_module, "run_identity", lambda config: f"run-of-{config.state_dir}")

@@ -110,26 +110,36 @@ class GroupPins:
     """The level each group was pinned at, as this worker learnt it: a group's level never changes while
     the group is open, so only its first rollout on this worker asks the scheduler; rollouts arriving
     while that question is out wait for its answer. An answer is reused until the group's ``timeout_s``
-    has passed (the scheduler has dropped the group by then) and forgotten when the question failed."""
+    has passed (the scheduler has dropped the group by then; then it is forgotten) and forgotten when the
+    question failed. What is kept of an answer is the level alone: its finished task held far more."""
 
     def __init__(self, size: int = FINISHED_GROUPS):
         self.size = size
-        self.pinned: OrderedDict[str, tuple[asyncio.Future, float]] = OrderedDict()  # uid -> (level, until)
+        # uid -> (the level, or the question still out for it; until when it holds), the oldest first
+        self.pinned: OrderedDict[str, tuple[int | asyncio.Future, float]] = OrderedDict()
 
     async def level(self, uid: str, ask: Callable[[], Awaitable[int]], timeout_s: float) -> int:
+        now = time.monotonic()
+        while self.pinned and next(iter(self.pinned.values()))[1] < now:
+            self.pinned.popitem(last=False)  # (one timeout for all: the oldest expires first)
         known = self.pinned.get(uid)
-        if known is None or known[1] < time.monotonic():
-            known = (asyncio.ensure_future(ask()), time.monotonic() + timeout_s)
-            self.pinned[uid] = known
-            known[0].add_done_callback(lambda answer: self._forget_failed(uid, answer))
+        if known is None or known[1] < now:
+            known = self.pinned[uid] = (asyncio.ensure_future(ask()), now + timeout_s)
+            self.pinned.move_to_end(uid)
+            known[0].add_done_callback(lambda answer: self._settled(uid, answer))
             while len(self.pinned) > self.size:
                 self.pinned.popitem(last=False)
-        return await asyncio.shield(known[0])
+        level = known[0]
+        return await asyncio.shield(level) if isinstance(level, asyncio.Future) else level
 
-    def _forget_failed(self, uid: str, answer: asyncio.Future) -> None:
+    def _settled(self, uid: str, answer: asyncio.Future) -> None:
         known = self.pinned.get(uid)
-        if known is not None and known[0] is answer and (answer.cancelled() or answer.exception() is not None):
+        if known is None or known[0] is not answer:
+            return
+        if answer.cancelled() or answer.exception() is not None:
             del self.pinned[uid]
+        else:
+            self.pinned[uid] = (answer.result(), known[1])
 
 
 def merge_reports(requests: list[tuple]) -> tuple[list[tuple], list[int]]:

@@ -42,6 +42,7 @@ from writing_rl.curriculum.log import (
 )
 from writing_rl.curriculum.start import Start, checkpoint_marker, recover, run_identity
 from writing_rl.files import DirectoryLock, DirectoryLocked
+from writing_rl.reward_loop.actors import remote_class
 from writing_rl.reward_loop.dropped_groups import listener_name
 from writing_rl.reward_loop.placement import placement_options
 
@@ -336,7 +337,7 @@ def get_or_create_scheduler(settings: CurriculumConfig):
     name = scheduler_name()
     placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.curriculum.actor_resources")
     return (
-        ray.remote(ReferenceScheduler)
+        remote_class(ReferenceScheduler)
         .options(
             name=name,
             get_if_exists=True,

@@ -115,12 +115,17 @@ class OpenAIJudge(JudgeSession):
             self._dropped,
             call.limit,
             lambda e, a: self._replace(call, e, a),
+            self._idle,
         )
         if answer.status == 200:
             self.hedger.observe(time.perf_counter() - answer.start)
         # (a hedge took no room: its reply says nothing of its endpoint's limit being full)
         outcome = self._settle(call, endpoint, answer, ticket if endpoint is sent_to else None)
         return RateLimited(outcome) if answer.status == 429 else outcome
+
+    def _idle(self) -> bool:
+        """No request of this client waits for room: a copy of a slow one takes room nobody else would."""
+        return not (self._gate.waiters or self._gate.urgent)
 
     def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[Answer]:
         """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before

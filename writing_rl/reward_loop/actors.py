@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
+
+import ray
+
+
+@functools.cache
+def remote_class(cls: type):
+    """``ray.remote(cls)``, made once per process. Each call makes a new actor class, its methods wrapped
+    again and kept: a worker that looks its actors up at every batch (``SharedActor``) piled them up."""
+    return ray.remote(cls)
 
 
 class SharedActor:

@@ -28,6 +28,7 @@ from typing import Any
 
 import ray
 
+from writing_rl.reward_loop.actors import remote_class
 from writing_rl.reward_loop.config import GroupConfig
 from writing_rl.reward_loop.contract import Member
 from writing_rl.reward_loop.placement import placement_options
@@ -360,7 +361,7 @@ def get_or_create_collector(settings: GroupConfig, shard: int = 0):
     name = collector_name(shard)
     placement = placement_options(name, settings.actor_resources, "reward.reward_kwargs.groups.actor_resources")
     return (
-        ray.remote(GroupCollector)
+        remote_class(GroupCollector)
         # A collector that crashes (kill -9, OOM, its node lost) comes back under the same handle: the calls
         # in flight fail (their step fails, see rendezvous.GroupCollectorLost) and the next step finds it again.
         .options(name=name, get_if_exists=True, num_cpus=0, max_concurrency=100_000, max_restarts=-1, **placement)
