@@ -146,21 +146,31 @@ def test_a_failed_copy_waits_for_the_other_and_both_failing_gives_a_failure():
     assert set(endpoints.dropped) == {("b", 502)} and endpoints.cancelled == [] and hedger.in_flight == 0
 
 
-def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
+def slow_and_fast(judge_server, hedge_after: float, concurrency: int):
+    """A client of two judges, ``slow`` holding its replies once ``hold()`` is awaited (after the 100 replies
+    that give the client the judge's usual latency, and until ``slow`` is next in line)."""
     held = {"on": False}
-
     slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
     fast = judge_server(script=lambda request, index: Reply(content="fast"))
-    settings = {"base_url": [slow.base_url, fast.base_url], "model": "m", "hedge_after": 3.0}
-    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=8)
+    settings = {"base_url": [slow.base_url, fast.base_url], "model": "m", "hedge_after": hedge_after}
+    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=concurrency)
 
-    async def run():
-        for _ in range(100):  # the judge's usual latency
+    async def hold():
+        for _ in range(100):
             await judge.complete(MESSAGES)
         held["on"] = True
-        before = len(fast.requests)
         while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
-            await judge.complete(MESSAGES)  # (until the held server is next in line)
+            await judge.complete(MESSAGES)
+
+    return slow, fast, judge, hold
+
+
+def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
+    slow, fast, judge, hold = slow_and_fast(judge_server, hedge_after=3.0, concurrency=8)
+
+    async def run():
+        await hold()
+        before = len(fast.requests)
         reply = await judge.complete(MESSAGES)
         await until(lambda: judge.pool.endpoints[0].in_flight == 0)  # the held request was cancelled
         await judge.close()
@@ -175,18 +185,10 @@ def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
 
 def test_a_held_request_is_hedged_once_no_request_waits_for_room(judge_server):
     """hedge_after=1e5 puts the busy delay beyond any deadline here: the copy that goes is the idle rule's."""
-    held = {"on": False}
-    slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
-    fast = judge_server(script=lambda request, index: Reply(content="fast"))
-    settings = {"base_url": [slow.base_url, fast.base_url], "model": "m", "hedge_after": 1e5}
-    judge = OpenAIJudge(JudgeConfig(**settings), concurrency=1)
+    slow, _, judge, hold = slow_and_fast(judge_server, hedge_after=1e5, concurrency=1)
 
     async def run():
-        for _ in range(100):
-            await judge.complete(MESSAGES)
-        held["on"] = True
-        while judge.pool.choose().endpoint is not judge.pool.endpoints[0]:
-            await judge.complete(MESSAGES)
+        await hold()
         first = asyncio.ensure_future(judge.complete(MESSAGES))
         await until(lambda: judge.pool.endpoints[0].in_flight == 1)
         second = asyncio.ensure_future(judge.complete(MESSAGES))  # no room: it waits, the client is busy
