@@ -360,7 +360,7 @@ def test_a_worker_keeps_a_bounded_number_of_pins_oldest_forgotten_first():
     assert run(go()) == ["b", "c"]
 
 
-def test_a_failed_question_is_forgotten_only_if_it_is_still_the_groups_question():
+def test_a_question_is_settled_only_if_it_is_still_the_groups_question():
     async def go():
         pins = GroupPins()
         loop = asyncio.get_running_loop()
@@ -368,19 +368,19 @@ def test_a_failed_question_is_forgotten_only_if_it_is_still_the_groups_question(
         failed.set_exception(RuntimeError("gone"))
         current.set_result(3)
         pins.pinned["u"] = (current, time.monotonic() + 60)
-        pins._forget_failed("u", failed)  # an older question's failure
+        pins._settled("u", failed)  # an older question's failure
         kept = "u" in pins.pinned
         pins.pinned["v"] = (failed, time.monotonic() + 60)
-        pins._forget_failed("v", failed)
+        pins._settled("v", failed)
         cancelled = loop.create_future()
         cancelled.cancel()
         pins.pinned["w"] = (cancelled, time.monotonic() + 60)
-        pins._forget_failed("w", cancelled)
-        pins._forget_failed("unknown", failed)
-        pins._forget_failed("u", current)  # an answer is kept
-        return kept, sorted(pins.pinned)
+        pins._settled("w", cancelled)
+        pins._settled("unknown", failed)
+        pins._settled("u", current)  # an answer is kept, as its level alone
+        return kept, sorted(pins.pinned), pins.pinned["u"][0]
 
-    assert run(go()) == (True, ["u"])
+    assert run(go()) == (True, ["u"], 3)
 
 
 def test_reports_merge_per_group_and_threshold_counting_each_rollouts_reports():
