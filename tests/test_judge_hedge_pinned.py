@@ -209,6 +209,25 @@ def test_the_idle_delay_keeps_the_floor():
     assert MIN_DELAY_S == 0.05  # a 50 ms judge's spike is hedged within two of its replies
 
 
+def test_a_copy_held_back_by_the_budget_goes_a_delay_later_once_the_budget_frees():
+    """10 slots: one copy in flight. The second call's copy waits for the first's to end, then goes at its next
+    look (a delay later), and answers."""
+    hedger, endpoints = warm(1.0), Endpoints(gated={"a", "b"})
+
+    async def calls():
+        first = asyncio.ensure_future(post(hedger, endpoints))
+        second = asyncio.ensure_future(post(hedger, endpoints))
+        await asyncio.sleep(1.5)  # the first call's copy is out; the second's was held back at 1.0
+        endpoints.gates["b"].set()  # the copy answers: the budget frees
+        ended = await first
+        result = await second
+        return ended, result, asyncio.get_running_loop().time()
+
+    ended, result, at = run(calls())
+    assert ended == ("b", Answer(200)) and result == ("b", Answer(200)) and at == 2.0
+    assert endpoints.sent == [("a", 0.0), ("a", 0.0), ("b", 1.0), ("b", 2.0)] and hedger.in_flight == 0
+
+
 def test_no_copy_goes_when_there_is_nowhere_to_send_it():
     hedger, endpoints = warm(1.0), Endpoints(gated={"a"})
 
