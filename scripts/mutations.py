@@ -344,7 +344,7 @@ BREAKS = [
     _break(
         "hedge-never-sees-an-idle-client",
         "writing_rl/judge/http.py",
-        "return not (self._gate.waiters or self._gate.urgent)",
+        "return not any(room.waiters or room.urgent for room in rooms)",
         "return False",
         "tests/test_judge_hedge.py::test_a_held_request_is_hedged_once_no_request_waits_for_room",
         "a step's last slow request waits hedge_after x the percentile though no request waits for room",

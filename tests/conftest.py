@@ -256,3 +256,14 @@ def registrations_undone():
     installed = set(registry.method_modules())
     for module in set(registry._BY_MODULE) - before - installed:
         registry._BY_MODULE.pop(module)
+
+
+@pytest.fixture
+def steady_hedge_floor(monkeypatch):
+    """For tests that count a live client's requests against a judge answering in a millisecond: its percentile
+    puts the hedge delay at the floor, and a loop stalled that long on a loaded machine would send a copy the
+    test did not ask for. The floor as it was (0.2 s) keeps such stalls uncopied; the floor itself is pinned in
+    test_judge_hedge_pinned.py."""
+    from writing_rl.judge import hedge
+
+    monkeypatch.setattr(hedge, "MIN_DELAY_S", 0.2)

@@ -135,7 +135,9 @@ def test_a_request_whose_copy_is_slow_too_gets_a_second_copy():
     ],
     ids=["500", "html", "429"],
 )
-def test_the_client_replaces_a_hedge_that_failed_and_counts_the_failure(judge_server, failure, attempts, rate_limited):
+def test_the_client_replaces_a_hedge_that_failed_and_counts_the_failure(
+    judge_server, steady_hedge_floor, failure, attempts, rate_limited
+):
     """A request stuck at its endpoint, its copy failing at the other: the call does not wait for the stuck one
     (a spike that sets the step's pace) but sends again at once, and answers with the new request's reply."""
     stuck = {"index": None}

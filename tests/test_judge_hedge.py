@@ -165,7 +165,7 @@ def slow_and_fast(judge_server, hedge_after: float, concurrency: int):
     return slow, fast, judge, hold
 
 
-def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
+def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server, steady_hedge_floor):
     slow, fast, judge, hold = slow_and_fast(judge_server, hedge_after=3.0, concurrency=8)
 
     async def run():
@@ -183,16 +183,15 @@ def test_the_client_hedges_a_held_request_to_the_other_endpoint(judge_server):
     assert judge.pool.endpoints[0].state == "closed"  # a cancelled request says nothing of its health
 
 
-def test_a_held_request_is_hedged_once_no_request_waits_for_room(judge_server):
+def test_a_held_request_is_hedged_once_no_request_waits_for_room(judge_server, steady_hedge_floor):
     """hedge_after=1e5 puts the busy delay beyond any deadline here: the copy that goes is the idle rule's."""
     slow, _, judge, hold = slow_and_fast(judge_server, hedge_after=1e5, concurrency=1)
 
     async def run():
         await hold()
-        first = asyncio.ensure_future(judge.complete(MESSAGES))
-        await until(lambda: judge.pool.endpoints[0].in_flight == 1)
+        first = asyncio.ensure_future(judge.complete(MESSAGES))  # (sent first: it takes the only room)
         second = asyncio.ensure_future(judge.complete(MESSAGES))  # no room: it waits, the client is busy
-        await until(lambda: judge._gate.waiters)
+        await until(lambda: judge.pool.endpoints[0].in_flight == 1 and judge._gate.waiters)
         busy = judge._idle()
         second.cancel()
         await until(judge._idle)  # it left the line
@@ -204,6 +203,31 @@ def test_a_held_request_is_hedged_once_no_request_waits_for_room(judge_server):
     slow.release()
     assert not busy
     assert reply.text == "fast" and judge.hedger.sent == 1
+
+
+def test_a_request_waiting_for_room_at_a_shared_endpoint_makes_both_clients_busy(judge_server):
+    """Two clients of one loop share the endpoint's room (its limit: 1 here); the second one's request waits there,
+    past its own client's limit: neither client is idle, so neither sends a copy early into that endpoint."""
+    held = judge_server(script=lambda request, index: Reply(content="held", hold=True))
+    config = JudgeConfig(base_url=held.base_url, model="m")
+    first_client, second_client = OpenAIJudge(config, concurrency=1), OpenAIJudge(config, concurrency=1)
+
+    async def run():
+        first = asyncio.ensure_future(first_client.complete(MESSAGES))
+        await until(lambda: held.requests)
+        second = asyncio.ensure_future(second_client.complete(MESSAGES))
+        await until(lambda: any(upstream.waiters for upstream in second_client.upstreams.values()))
+        busy = first_client._idle(), second_client._idle(), bool(first_client._gate.waiters)
+        for call in (first, second):
+            call.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+        await first_client.close()
+        await second_client.close()
+        return busy
+
+    busy = asyncio.run(run())
+    held.release()
+    assert busy == (False, False, False)
 
 
 def test_hedge_after_is_validated():
@@ -238,7 +262,7 @@ def test_a_call_cancelled_just_as_its_request_ends_still_tells_the_endpoint():
     assert endpoints.dropped == [("a", 200)] and endpoints.cancelled == ["b"] and hedger.in_flight == 0
 
 
-def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server):
+def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server, steady_hedge_floor):
     held = {"on": False}
     slow = judge_server(script=lambda request, index: Reply(content="slow", hold=held["on"]))
     failing = judge_server(
@@ -266,7 +290,9 @@ def test_a_losing_copys_error_reply_reaches_its_endpoints_breaker(judge_server):
 
 
 @pytest.mark.parametrize("first", ["copy", "request"])
-def test_both_copies_answer_the_first_reply_is_the_reward_and_the_other_is_never_read(judge_server, tmp_path, first):
+def test_both_copies_answer_the_first_reply_is_the_reward_and_the_other_is_never_read(
+    judge_server, steady_hedge_floor, tmp_path, first
+):
     """A request held at its endpoint, and its copy held at the other; then both answer, with opposite verdicts,
     ``first`` the first. hedge.py's rule: the first reply wins, the other request is cancelled. The later
     verdict reaches neither the reward nor the judge cache, even once its endpoint has sent it."""

@@ -196,7 +196,7 @@ def rate_limited_judge(server, concurrency, **overrides) -> OpenAIJudge:
     return OpenAIJudge(JudgeConfig(**{**settings, **overrides}), concurrency=concurrency)
 
 
-def test_immediate_429s_shrink_the_limit_and_no_sample_fails(judge_server):
+def test_immediate_429s_shrink_the_limit_and_no_sample_fails(judge_server, steady_hedge_floor):
     """A judge serving 4 at once and refusing the rest with an immediate 429 (no Retry-After); the client
     allowed 32 in flight. The 429s never use up a sample's retries (max_retries=0 here)."""
     server = judge_server(latency_s=0.05, capacity=4, refuse_over_capacity=True)

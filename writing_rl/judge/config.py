@@ -80,9 +80,10 @@ class JudgeConfig:
     # for at most this many seconds in all; then the call fails (JudgeRateLimited).
     rate_limit_wait_s: float = option(600.0, minimum=0)
     # A request still unanswered after this many times the judge's 95th-percentile latency (its last 200
-    # replies; and at least 0.2 s) gets a copy sent to another endpoint (the same one when alone); the first
-    # reply wins. At most a tenth of the concurrency limit are copies at once. Each copy is a judge call you
-    # pay for, counted (judge_hedges); a step waits for its slowest sample. 0 = never.
+    # replies; and at least 50 ms) gets a copy sent to another endpoint (the same one when alone); after the
+    # percentile itself while no request waits for room (a step's last requests). The first reply wins. At
+    # most a tenth of the concurrency limit are copies at once. Each copy is a judge call you pay for,
+    # counted (judge_hedges); a step waits for its slowest sample. 0 = never.
     hedge_after: float = option(1.5, minimum=1, off=0)
     # Seconds allowed for one HTTP attempt.
     timeout_s: float = option(300.0, above=0)

@@ -90,6 +90,7 @@ class Hedger:
                     answer = self._settle(done, owners, send, drop, replace)
                     if answer is not None:
                         return answer
+                    last_sent = loop.time()  # (a failure settled, perhaps replaced: a whole delay again)
                 elif loop.time() - last_sent < long and not idle():
                     continue  # the idle delay is up, but requests wait for room: the busy one
                 elif copies < MAX_COPIES and self.in_flight < max(1, int(slots * HEDGE_SHARE)):

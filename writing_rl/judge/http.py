@@ -124,8 +124,10 @@ class OpenAIJudge(JudgeSession):
         return RateLimited(outcome) if answer.status == 429 else outcome
 
     def _idle(self) -> bool:
-        """No request of this client waits for room: a copy of a slow one takes room nobody else would."""
-        return not (self._gate.waiters or self._gate.urgent)
+        """No request waits for room, in this client's limit or its endpoints' (those a loop's clients share):
+        a copy of a slow request takes room nobody else would."""
+        rooms = (self._gate, *self.upstreams.values())
+        return not any(room.waiters or room.urgent for room in rooms)
 
     def _post(self, session: aiohttp.ClientSession, endpoint: Endpoint, body: bytes) -> Awaitable[Answer]:
         """Counts the request against ``endpoint`` at once (so that the calls choosing next see it, before
