@@ -514,6 +514,33 @@ def test_a_workers_pins_forget_groups_past_their_timeout_and_keep_at_most_size()
     assert asyncio.run(run()) == (["c", "d", "e"], ["new"])
 
 
+def test_pins_expire_oldest_first_on_their_own_clock_and_hold_until_their_deadline(monkeypatch):
+    import types
+
+    from writing_rl.curriculum import groups as groups_module
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(groups_module, "time", types.SimpleNamespace(monotonic=lambda: clock["now"]))
+    asked = []
+
+    async def run():
+        async def ask():
+            asked.append(clock["now"])
+            return 1
+
+        pins = groups_module.GroupPins()
+        await pins.level("old", ask, 10.0)  # until 10
+        clock["now"] = 5.0
+        await pins.level("mid", ask, 10.0)  # until 15
+        clock["now"] = 10.0
+        await pins.level("old", ask, 10.0)  # at its deadline: still held
+        clock["now"] = 12.0
+        await pins.level("new", ask, 10.0)  # "old" is past its deadline: forgotten, the others kept
+        return list(pins.pinned)
+
+    assert asyncio.run(run()) == ["mid", "new"] and asked == [0.0, 5.0, 12.0]
+
+
 def test_an_actor_class_is_made_once_per_process():
     from writing_rl.reward_loop.actors import remote_class
 

@@ -203,6 +203,21 @@ def test_a_copy_goes_after_the_percentile_while_the_client_is_idle_else_after_he
     assert run(call()) == ("a", Answer(200)) and endpoints.sent == list(zip("abc", sent_at))
 
 
+def test_a_busy_clients_copy_goes_at_the_busy_delay_exactly_between_two_looks():
+    """2.5 x the percentile: looked at after 1 s and 2 s (busy), then at 2.5 s, not at the third look."""
+    hedger, endpoints = Hedger(hedge_after=2.5), Endpoints(gated={"a", "b"})
+    for _ in range(MIN_REPLIES):
+        hedger.observe(1.0)
+
+    async def call():
+        task = asyncio.ensure_future(post(hedger, endpoints, slots=100, others=("b",)))
+        await asyncio.sleep(4.0)
+        endpoints.gates["a"].set()
+        return await task
+
+    assert run(call()) == ("a", Answer(200)) and endpoints.sent == [("a", 0.0), ("b", 2.5)]
+
+
 def test_the_idle_delay_keeps_the_floor():
     hedger = warm(0.01)
     assert hedger.delay_s(idle=True) == MIN_DELAY_S == hedger.delay_s()

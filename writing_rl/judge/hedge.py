@@ -82,7 +82,7 @@ class Hedger:
                 # now; looked at again a busy delay later.)
                 waited = loop.time() - last_sent
                 short, long = self.delay_s(idle=True), self.delay_s()
-                timeout = short - waited if waited < short else min(short, long - waited) if waited < long else long
+                timeout = min(short, long - waited) if waited < long else long
                 done, _ = await asyncio.wait(owners, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 if done and not copies:
                     return first, primary.result()  # never hedged: the caller settles it
