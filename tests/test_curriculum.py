@@ -541,6 +541,24 @@ def test_pins_expire_oldest_first_on_their_own_clock_and_hold_until_their_deadli
     assert asyncio.run(run()) == ["mid", "new"] and asked == [0.0, 5.0, 12.0]
 
 
+def test_a_shared_actor_keeps_its_first_handle_while_the_actor_lives_and_takes_a_new_one_once_replaced():
+    """The worker that created a non-detached actor owns it through that first handle: a later lookup of the same
+    actor must not replace it (Ray would collect the actor with the dropped handle)."""
+    import types
+
+    from writing_rl.reward_loop.actors import SharedActor
+
+    found = iter([types.SimpleNamespace(_actor_id=a) for a in ("one", "one", "two", "three")])
+    actor = SharedActor(lambda: next(found))
+    first = actor.get(0)
+    assert actor.get(0) is first  # same batch: not looked up again
+    assert actor.get(1) is first  # looked up again, the same actor: the first handle kept
+    replaced = actor.get(2)
+    assert replaced is not first and replaced._actor_id == "two"
+    actor.forget()  # it died under a call: looked up again, even within the batch
+    assert actor.get(2)._actor_id == "three"
+
+
 def test_an_actor_class_is_made_once_per_process():
     from writing_rl.reward_loop.actors import remote_class
 
