@@ -16,7 +16,9 @@ number).
 Per condition (after one unmeasured step): samples/s against the clean runs just before and after it (the
 machine drifts over a run; the "clean" row pools them all), each step's time (median and 95th percentile), the
 judge requests per sample (answered calls, retries, 429s and hedged copies), the failures counted, and the silent
-rewards (a reward that differs from the scripted judge's clean verdict without a counted failure). At the end: the
+rewards (a reward that differs from the scripted judge's clean verdict without a counted failure); from the judges'
+own counters: how busy their slots were, how long a request waited for one, and the condition's judge-bound
+ceiling (``Measured.row``: what it could keep were the rest of a step as quick as in the clean runs). At the end: the
 reward workers', collectors' and curriculum actor's RSS after each condition (growth from a quarter of the run in, and
 from the start), the fault type that costs the most in each mode and the worst mix.
 Writes ``--out``/faults.json and a Markdown table (faults.md).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import os
@@ -33,7 +36,9 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +75,17 @@ REQUESTS = ("judge_calls", "judge_retries", "judge_rate_limited", "judge_hedges"
 KILL_EVERY_S, DOWN_S = 45.0, 30.0  # the mix's: the second judge down for 30 s of every 45
 
 
+@dataclass
+class Occupancy:
+    """A judge's counters (``ScriptedJudgeServer.occupancy``) since it first started, a killed process's kept,
+    and the seconds it was down."""
+
+    requests: int = 0
+    busy_s: float = 0.0  # slot-seconds: seconds of requests answered
+    queued_s: float = 0.0  # seconds of requests waiting for a slot
+    down_s: float = 0.0
+
+
 class ControlledJudge(Judge):
     """A scripted judge whose faults follow a control file, read again whenever it changes: no file, clean;
     ``{"faults": [...], "scale": {...}}``, ``chaos_script`` with those, its clock started at the change (so that
@@ -95,6 +111,41 @@ class ControlledJudge(Judge):
         "s = js.ScriptedJudgeServer(script=script, latency_s=latency, capacity=capacity, port=port, keep_requests=False).start()\n"
         "print(s.base_url, flush=True); time.sleep(10**7)"
     )
+
+    def __init__(self, *args):
+        self._lock = threading.Lock()  # (the killer's thread kills and starts it while the bench reads it)
+        self._earlier = Occupancy()  # the process's earlier lives, and its time down
+        self._down_at: float | None = None
+        super().__init__(*args)
+
+    def occupancy(self) -> Occupancy:
+        with self._lock:
+            return self._occupancy()
+
+    def _occupancy(self) -> Occupancy:
+        total = dataclasses.replace(self._earlier)
+        if self._down_at is not None:
+            total.down_s += time.monotonic() - self._down_at
+            return total
+        with urllib.request.urlopen(self.base_url.replace("/v1", "/occupancy"), timeout=10) as resp:
+            now = json.load(resp)
+        total.requests += now["requests"]
+        total.busy_s += now["busy_s"]
+        total.queued_s += now["queued_s"]
+        return total
+
+    def kill(self) -> None:
+        with self._lock:
+            self._earlier = self._occupancy()  # (its counters go with the process)
+            super().kill()
+            self._down_at = time.monotonic()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._down_at is not None:
+                self._earlier.down_s += time.monotonic() - self._down_at
+                self._down_at = None
+            super().start()
 
 
 @dataclass(frozen=True)
@@ -126,6 +177,12 @@ class Measured:
     failures: dict = field(default_factory=lambda: dict.fromkeys(FAILURE_FLAGS, 0))
     silent: int = 0
     kills: int = 0  # times the second judge was killed during the condition
+    # The judges over the measured steps: slot-seconds answering, slot-seconds up (capacity x seconds each
+    # was up), seconds requests waited for a slot, requests received.
+    judge_busy_s: float = 0.0
+    judge_slot_s: float = 0.0
+    judge_queued_s: float = 0.0
+    judge_requests: int = 0
 
     @classmethod
     def pooled(cls, condition: str, mode: str, parts: list[Measured]) -> Measured:
@@ -135,6 +192,10 @@ class Measured:
             whole.samples += part.samples
             whole.requests += part.requests
             whole.silent += part.silent
+            whole.judge_busy_s += part.judge_busy_s
+            whole.judge_slot_s += part.judge_slot_s
+            whole.judge_queued_s += part.judge_queued_s
+            whole.judge_requests += part.judge_requests
             for flag, count in part.failures.items():
                 whole.failures[flag] += count
         return whole
@@ -143,8 +204,28 @@ class Measured:
     def samples_per_s(self) -> float:
         return self.samples / sum(self.step_s) if self.step_s else 0.0
 
-    def row(self, clean: float) -> dict:
+    @property
+    def judge_s_per_sample(self) -> float:
+        """The judges' work per sample packed on their slots up: the step time a sample costs the judges
+        alone (slot-seconds over the slots up on average)."""
+        if not (self.samples and self.judge_slot_s):
+            return float("nan")
+        slots_up = self.judge_slot_s / sum(self.step_s)
+        return self.judge_busy_s / slots_up / self.samples
+
+    def measure_judges(self, before: list[Occupancy], after: list[Occupancy], capacity: int, seconds: float) -> None:
+        for was, now in zip(before, after):
+            self.judge_busy_s += now.busy_s - was.busy_s
+            self.judge_queued_s += now.queued_s - was.queued_s
+            self.judge_requests += now.requests - was.requests
+            self.judge_slot_s += capacity * max(0.0, seconds - (now.down_s - was.down_s))
+
+    def row(self, clean: float, clean_judge_s: float = float("nan")) -> dict:
+        """Against ``clean`` samples/s; ``clean_judge_s``: the clean runs' ``judge_s_per_sample``."""
         steps = sorted(self.step_s)
+        # The most this condition could keep were the rest of a step (the client, verl, the machine) as quick
+        # as in the clean runs: the judges' part of a sample grows from clean_judge_s to its own.
+        rest = 1 / clean - clean_judge_s if clean else float("nan")
         return {
             "condition": self.condition,
             "mode": self.mode,
@@ -157,6 +238,10 @@ class Measured:
             "failures": {k: v for k, v in self.failures.items() if v},
             "silent": self.silent,
             "kills": self.kills,
+            "judge_busy": self.judge_busy_s / self.judge_slot_s if self.judge_slot_s else float("nan"),
+            "judge_queue_ms": 1000 * self.judge_queued_s / self.judge_requests if self.judge_requests else 0.0,
+            "judge_s_per_sample": self.judge_s_per_sample,
+            "judge_bound": (1 / clean) / (rest + self.judge_s_per_sample) if clean else float("nan"),
         }
 
     def count(self, texts, ids, scores, infos) -> None:
@@ -196,6 +281,7 @@ class Bench:
         tokenizer_dir = build_tiny_tokenizer(self.tmp, ["Step take prompt Reference scene number good bad"] * 50)
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
         self.judges = [ControlledJudge(seed + i, latency_s, capacity, str(self.control)) for i in range(2)]
+        self.capacity = capacity
         config = compose(
             "writing_rl",
             [
@@ -233,14 +319,17 @@ class Bench:
             seconds = max(seconds, killer.first_s + killer.down_s + 2.0)  # at least one kill, and the judge back
         measured = Measured(condition.name, mode)
         self.one_step(mode)  # unmeasured: the condition's first step meets what the previous one left
+        judges_before, began = [judge.occupancy() for judge in self.judges], time.monotonic()
         if killer is not None:
             killer.start()
-        end = time.monotonic() + seconds
+        end = began + seconds
         try:
             while time.monotonic() < end:
                 texts, ids, scores, infos, took = self.one_step(mode)
                 measured.step_s.append(took)
                 measured.count(texts, ids, scores, infos)
+            judges_after = [judge.occupancy() for judge in self.judges]
+            measured.measure_judges(judges_before, judges_after, self.capacity, time.monotonic() - began)
         finally:
             if killer is not None:
                 killer.stop()  # (a judge it had killed is started again first)
@@ -297,10 +386,11 @@ def run_faults(seconds: float, prompts: int, mixes: int, modes, types=FAULTS, wo
                 log(f"{mode:<9} {condition.name:<22} {runs[-1].samples_per_s:7.0f} samples/s ({len(runs[-1].step_s)} "
                     f"steps); clean before and after {cleans[-2].samples_per_s:.0f}, {cleans[-1].samples_per_s:.0f}")  # fmt: skip
             pooled = Measured.pooled("clean", mode, cleans)
-            rows.append(pooled.row(pooled.samples_per_s))
+            judge_s = pooled.judge_s_per_sample
+            rows.append(pooled.row(pooled.samples_per_s, judge_s))
             # Each condition against the clean runs just before and after it: the machine drifts over a run.
             for m, before, after in zip(runs, cleans, cleans[1:]):
-                rows.append(m.row((before.samples_per_s + after.samples_per_s) / 2))
+                rows.append(m.row((before.samples_per_s + after.samples_per_s) / 2, judge_s))
     finally:
         bench.close()
     return summarise(rows, rss)
@@ -342,14 +432,15 @@ def summarise(rows: list[dict], rss: list[tuple[str, dict]]) -> dict:
 def markdown(result: dict) -> str:
     lines = [
         "| fault | mode | samples/s | vs clean | step p50 s | step p95 s | requests / sample | failures counted | silent "
-        "| judge kills |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| judge kills | judges busy | wait for a judge's slot ms | judge-bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         failures = ", ".join(f"{v} {k}" for k, v in r["failures"].items()) or "0"
         lines.append(
             f"| {r['condition']} | {r['mode']} | {r['samples_per_s']:.0f} | {r['vs_clean']:.2f}× | "
-            f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} | {r['kills']} |"
+            f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} "
+            f"| {r['kills']} | {r['judge_busy']:.0%} | {r['judge_queue_ms']:.0f} | {r['judge_bound']:.2f}× |"
         )
     return "\n".join(lines) + "\n"
 

@@ -67,7 +67,8 @@ def run_bench(name: str, out: Path) -> dict:
             "targets": {f"mixes/worst {mode}": FAULTS_TARGET for mode in worst},
             "silent": mixes["silent"],
             "beside": "; ".join(f"{mode} worst {row['condition']} {row['samples_per_s']:.0f}/s, step p95 "
-                                f"{row['step_p95_s']:.2f} s" for mode, row in worst.items()),
+                                f"{row['step_p95_s']:.2f} s, judge-bound {row['judge_bound']:.2f}x"
+                                for mode, row in worst.items()),
         }  # fmt: skip
     if name == "faults":
         soak = json.loads((out / name / "soak.json").read_text())

@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -243,6 +244,10 @@ class ScriptedJudgeServer:
         self.headers: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
+        # Occupancy (GET /occupancy): seconds of requests answered (a slot held each, with a capacity) and
+        # seconds of requests waiting for a slot. What a judge's own queue costs a step is told from the client's.
+        self.busy_s = 0.0
+        self.queued_s = 0.0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
@@ -277,12 +282,21 @@ class ScriptedJudgeServer:
             if self._slots is not None and self.refuse_over_capacity and self._slots.locked():
                 self.refused += 1
                 return web.json_response({"error": {"message": "rate limited", "code": 429}}, status=429)
-            if self._slots is not None:
-                async with self._slots:
-                    return await self._respond(body, index)
-            return await self._respond(body, index)
+            if self._slots is None:
+                return await self._timed_respond(body, index)
+            arrived = time.monotonic()
+            async with self._slots:
+                self.queued_s += time.monotonic() - arrived
+                return await self._timed_respond(body, index)
         finally:
             self._in_flight -= 1
+
+    async def _timed_respond(self, body: dict, index: int) -> web.Response:
+        began = time.monotonic()
+        try:
+            return await self._respond(body, index)
+        finally:  # (a request whose client went away is counted until the handler ends)
+            self.busy_s += time.monotonic() - began
 
     async def _hold_first_wave(self) -> None:
         if self.hold_until_in_flight is None or self._wave.is_set():
@@ -339,6 +353,13 @@ class ScriptedJudgeServer:
     async def _stats(self, request: web.Request) -> web.Response:
         return web.Response(text=str(self.count))
 
+    async def _occupancy(self, request: web.Request) -> web.Response:
+        return web.json_response(self.occupancy())
+
+    def occupancy(self) -> dict:
+        """Requests received, seconds spent answering them (slot-seconds) and waiting for a slot, the capacity."""
+        return {"requests": self.count, "busy_s": self.busy_s, "queued_s": self.queued_s, "capacity": self.capacity}
+
     async def _start(self) -> None:
         self._slots = asyncio.Semaphore(self.capacity) if self.capacity else None
         self._wave = asyncio.Event()
@@ -347,6 +368,7 @@ class ScriptedJudgeServer:
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        app.router.add_get("/occupancy", self._occupancy)
         app.router.add_post("/tokenize", self._tokenize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
