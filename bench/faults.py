@@ -17,8 +17,8 @@ Per condition (after one unmeasured step): samples/s against the clean runs just
 machine drifts over a run; the "clean" row pools them all), each step's time (median and 95th percentile), the
 judge requests per sample (answered calls, retries, 429s and hedged copies), the failures counted, and the silent
 rewards (a reward that differs from the scripted judge's clean verdict without a counted failure); from the judges'
-own counters: how busy their slots were, how long a request waited for one, and the condition's judge-bound
-ceiling (``Measured.row``: what it could keep were the rest of a step as quick as in the clean runs). At the end: the
+own counters: how busy their slots were, how long a request waited for one, and the condition's judge ceiling
+(``Measured.row``: an estimate of what it could keep were the rest of a step as quick as in the clean runs). At the end: the
 reward workers', collectors' and curriculum actor's RSS after each condition (growth from a quarter of the run in, and
 from the start), the fault type that costs the most in each mode and the worst mix.
 Writes ``--out``/faults.json and a Markdown table (faults.md).
@@ -114,8 +114,9 @@ class ControlledJudge(Judge):
 
     def __init__(self, *args):
         self._lock = threading.Lock()  # (the killer's thread kills and starts it while the bench reads it)
-        self._earlier = Occupancy()  # the process's earlier lives, and its time down
+        self._previous_lives = Occupancy()  # what the killed processes counted, and the time down
         self._down_at: float | None = None
+        self.lost_reads = 0  # kills whose last counts could not be read (those requests are not counted)
         super().__init__(*args)
 
     def occupancy(self) -> Occupancy:
@@ -123,7 +124,7 @@ class ControlledJudge(Judge):
             return self._occupancy()
 
     def _occupancy(self) -> Occupancy:
-        total = dataclasses.replace(self._earlier)
+        total = dataclasses.replace(self._previous_lives)
         if self._down_at is not None:
             total.down_s += time.monotonic() - self._down_at
             return total
@@ -135,17 +136,21 @@ class ControlledJudge(Judge):
         return total
 
     def kill(self) -> None:
+        """Killed whether or not its counters (which go with the process) could be read first."""
         with self._lock:
-            self._earlier = self._occupancy()  # (its counters go with the process)
+            try:
+                self._previous_lives = self._occupancy()
+            except OSError:
+                self.lost_reads += 1
             super().kill()
             self._down_at = time.monotonic()
 
     def start(self) -> None:
         with self._lock:
+            super().start()  # (down until it serves again: its start-up is time down)
             if self._down_at is not None:
-                self._earlier.down_s += time.monotonic() - self._down_at
+                self._previous_lives.down_s += time.monotonic() - self._down_at
                 self._down_at = None
-            super().start()
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,7 @@ class Measured:
     judge_slot_s: float = 0.0
     judge_queued_s: float = 0.0
     judge_requests: int = 0
+    judge_wall_s: float = 0.0  # the wall-clock seconds they were read over
 
     @classmethod
     def pooled(cls, condition: str, mode: str, parts: list[Measured]) -> Measured:
@@ -196,6 +202,7 @@ class Measured:
             whole.judge_slot_s += part.judge_slot_s
             whole.judge_queued_s += part.judge_queued_s
             whole.judge_requests += part.judge_requests
+            whole.judge_wall_s += part.judge_wall_s
             for flag, count in part.failures.items():
                 whole.failures[flag] += count
         return whole
@@ -210,11 +217,15 @@ class Measured:
         alone (slot-seconds over the slots up on average)."""
         if not (self.samples and self.judge_slot_s):
             return float("nan")
-        slots_up = self.judge_slot_s / sum(self.step_s)
+        slots_up = self.judge_slot_s / self.judge_wall_s
         return self.judge_busy_s / slots_up / self.samples
 
     def measure_judges(self, before: list[Occupancy], after: list[Occupancy], capacity: int, seconds: float) -> None:
-        for was, now in zip(before, after):
+        """The judges' counters read ``before`` and ``after`` the measured steps, ``seconds`` of wall clock
+        apart. (A request counts when it ends: one in flight at a kill is lost, and one left over from the
+        unmeasured step counts here.)"""
+        self.judge_wall_s += seconds
+        for was, now in zip(before, after, strict=True):
             self.judge_busy_s += now.busy_s - was.busy_s
             self.judge_queued_s += now.queued_s - was.queued_s
             self.judge_requests += now.requests - was.requests
@@ -223,9 +234,13 @@ class Measured:
     def row(self, clean: float, clean_judge_s: float = float("nan")) -> dict:
         """Against ``clean`` samples/s; ``clean_judge_s``: the clean runs' ``judge_s_per_sample``."""
         steps = sorted(self.step_s)
-        # The most this condition could keep were the rest of a step (the client, verl, the machine) as quick
-        # as in the clean runs: the judges' part of a sample grows from clean_judge_s to its own.
+        # What this condition could keep were the rest of a step (the client, verl, the machine) as quick as in
+        # the clean runs, and the judges' part of a sample (grown from clean_judge_s to its own) paid after it:
+        # an estimate in a serial model, not a bound (a client that overlaps the two, or sends fewer requests,
+        # keeps more).
         rest = 1 / clean - clean_judge_s if clean else float("nan")
+        if not rest > 0:
+            rest = float("nan")
         return {
             "condition": self.condition,
             "mode": self.mode,
@@ -241,7 +256,8 @@ class Measured:
             "judge_busy": self.judge_busy_s / self.judge_slot_s if self.judge_slot_s else float("nan"),
             "judge_queue_ms": 1000 * self.judge_queued_s / self.judge_requests if self.judge_requests else 0.0,
             "judge_s_per_sample": self.judge_s_per_sample,
-            "judge_bound": (1 / clean) / (rest + self.judge_s_per_sample) if clean else float("nan"),
+            "judge_slots_up": self.judge_slot_s / self.judge_wall_s if self.judge_wall_s else float("nan"),
+            "judge_ceiling": (1 / clean) / (rest + self.judge_s_per_sample) if clean else float("nan"),
         }
 
     def count(self, texts, ids, scores, infos) -> None:
@@ -432,7 +448,7 @@ def summarise(rows: list[dict], rss: list[tuple[str, dict]]) -> dict:
 def markdown(result: dict) -> str:
     lines = [
         "| fault | mode | samples/s | vs clean | step p50 s | step p95 s | requests / sample | failures counted | silent "
-        "| judge kills | judges busy | wait for a judge's slot ms | judge-bound |",
+        "| judge kills | judges busy | wait for a judge's slot ms | judge ceiling (est.) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
@@ -440,7 +456,7 @@ def markdown(result: dict) -> str:
         lines.append(
             f"| {r['condition']} | {r['mode']} | {r['samples_per_s']:.0f} | {r['vs_clean']:.2f}× | "
             f"{r['step_p50_s']:.2f} | {r['step_p95_s']:.2f} | {r['requests_per_sample']:.2f} | {failures} | {r['silent']} "
-            f"| {r['kills']} | {r['judge_busy']:.0%} | {r['judge_queue_ms']:.0f} | {r['judge_bound']:.2f}× |"
+            f"| {r['kills']} | {r['judge_busy']:.0%} | {r['judge_queue_ms']:.0f} | {r['judge_ceiling']:.2f}× |"
         )
     return "\n".join(lines) + "\n"
 

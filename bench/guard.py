@@ -67,7 +67,7 @@ def run_bench(name: str, out: Path) -> dict:
             "targets": {f"mixes/worst {mode}": FAULTS_TARGET for mode in worst},
             "silent": mixes["silent"],
             "beside": "; ".join(f"{mode} worst {row['condition']} {row['samples_per_s']:.0f}/s, step p95 "
-                                f"{row['step_p95_s']:.2f} s, judge-bound {row['judge_bound']:.2f}x"
+                                f"{row['step_p95_s']:.2f} s, judge ceiling (est.) {row['judge_ceiling']:.2f}x"
                                 for mode, row in worst.items()),
         }  # fmt: skip
     if name == "faults":

@@ -1,12 +1,13 @@
 """How busy the fault bench's judges were (bench/faults.py): the scripted judge's own counters (its slot-seconds
 and the seconds requests waited for a slot), carried across a killed judge's restarts, and what the bench makes
-of them (the judges' share of a step, and what a condition could keep were the rest of the step as in the clean
-runs)."""
+of them (the judges' share of a step, and an estimate of what a condition could keep were the rest of the step as in
+the clean runs)."""
 
 import json
 import math
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -73,9 +74,35 @@ def test_a_killed_judge_keeps_what_it_counted_and_counts_its_time_down(tmp_path)
         judge.kill()
 
 
+def test_a_judge_is_down_until_it_serves_again_and_killed_even_when_its_counters_cannot_be_read(tmp_path):
+    judge = faults.ControlledJudge(0, LATENCY_S, 4, str(tmp_path / "faults.json"))
+    process = judge.proc
+    try:
+        judge.kill()
+        began = time.monotonic()
+        judge.start()  # a new process: its start-up (seconds on 2 cores) is time down
+        started = time.monotonic() - began
+        assert judge.occupancy().down_s >= 0.9 * started
+        assert post(judge.base_url) == 200
+        process = judge.proc
+
+        def unreadable() -> Occupancy:
+            raise ConnectionRefusedError("the judge does not answer")
+
+        judge._occupancy = unreadable
+        judge.kill()
+        assert process.poll() is not None and judge.lost_reads == 1
+        del judge._occupancy
+        assert judge.occupancy().requests == 0  # the answered request went with the process, not counted
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def measured(samples: int, steps: list[float], busy_s: float, slot_s: float) -> Measured:
     m = Measured("x", "batch", step_s=steps, samples=samples)
-    m.judge_busy_s, m.judge_slot_s = busy_s, slot_s
+    m.judge_busy_s, m.judge_slot_s, m.judge_wall_s = busy_s, slot_s, sum(steps)
     return m
 
 
@@ -84,6 +111,8 @@ def test_the_judges_part_of_a_sample_is_their_work_packed_on_the_slots_they_had_
     # packed, the judges needed 0.5 s, 1 ms per sample.
     m = measured(500, [1.5, 0.5], busy_s=50.0, slot_s=200.0)
     assert m.judge_s_per_sample == pytest.approx(0.001)
+    m.judge_wall_s = 4.0  # read over 4 s of wall clock (the steps and what ran between them): 50 slots up
+    assert m.judge_s_per_sample == pytest.approx(0.002)
     assert math.isnan(measured(0, [], 1.0, 1.0).judge_s_per_sample)
     assert math.isnan(measured(10, [1.0], 1.0, 0.0).judge_s_per_sample)
 
@@ -94,9 +123,12 @@ def test_the_judges_measured_over_a_condition_count_only_the_slots_of_a_judge_wh
     after = [Occupancy(110, 6.0, 1.5, 0.0), Occupancy(70, 4.0, 0.25, 7.0)]  # the second down 4 of the 10 s
     m.measure_judges(before, after, capacity=8, seconds=10.0)
     assert (m.judge_requests, m.judge_busy_s, m.judge_queued_s) == (150, 7.0, 1.25)
-    assert m.judge_slot_s == 8 * 10.0 + 8 * 6.0
-    m.measure_judges([Occupancy(down_s=0.0)], [Occupancy(down_s=12.0)], capacity=8, seconds=10.0)
-    assert m.judge_slot_s == 128.0  # a judge down longer than the condition (its kill before it) adds no slot
+    assert m.judge_slot_s == 8 * 10.0 + 8 * 6.0 and m.judge_wall_s == 10.0
+    m.measure_judges([Occupancy(down_s=0.0)], [Occupancy(down_s=10.5)], capacity=8, seconds=10.0)
+    assert m.judge_slot_s == 128.0  # down a little longer than the reads were apart (their own time): no slot
+    assert m.judge_wall_s == 20.0
+    with pytest.raises(ValueError):
+        m.measure_judges([Occupancy()], [Occupancy(), Occupancy()], capacity=8, seconds=1.0)
 
 
 def test_a_row_says_how_busy_the_judges_were_and_what_the_condition_could_keep_with_a_clean_rest():
@@ -106,17 +138,21 @@ def test_a_row_says_how_busy_the_judges_were_and_what_the_condition_could_keep_w
     m.judge_queued_s, m.judge_requests = 2.0, 1000
     row = m.row(clean=100.0, clean_judge_s=0.002)
     assert m.judge_s_per_sample == pytest.approx(0.006)
-    assert row["judge_bound"] == pytest.approx(10 / 14)
+    assert row["judge_ceiling"] == pytest.approx(10 / 14)
+    assert row["judge_slots_up"] == pytest.approx(5.0)
     assert row["judge_busy"] == pytest.approx(0.6)
     assert row["judge_queue_ms"] == pytest.approx(2.0)
     assert row["vs_clean"] == pytest.approx(1.0)
+    # Clean runs whose judges' part was all of a sample (or more, the machine drifting): no rest, no estimate.
+    assert math.isnan(m.row(clean=100.0, clean_judge_s=0.01)["judge_ceiling"])
     bare = Measured("x", "batch").row(clean=0.0)
-    assert math.isnan(bare["judge_bound"]) and math.isnan(bare["judge_busy"]) and bare["judge_queue_ms"] == 0.0
+    assert math.isnan(bare["judge_ceiling"]) and math.isnan(bare["judge_busy"]) and bare["judge_queue_ms"] == 0.0
+    assert math.isnan(bare["judge_slots_up"])
 
 
 def test_the_table_shows_the_judges_columns():
     m = measured(1000, [4.0, 6.0], busy_s=30.0, slot_s=50.0)
     table = faults.markdown({"rows": [m.row(100.0, 0.002)]})
     header, _, line = table.splitlines()
-    assert header.endswith("| judges busy | wait for a judge's slot ms | judge-bound |")
+    assert header.endswith("| judges busy | wait for a judge's slot ms | judge ceiling (est.) |")
     assert line.endswith("| 60% | 0 | 0.71× |")
