@@ -168,7 +168,8 @@ def test_the_guard_takes_the_worst_seeded_mix_of_each_mode_and_its_silent_reward
         sent.append(args)
         out = Path(args[args.index("--out") + 1])
         out.mkdir(parents=True)
-        worst = {mode: {"condition": f"mix {i}", "vs_clean": (0.4, 0.3)[i], "samples_per_s": 100.0, "step_p95_s": 2.0}
+        worst = {mode: {"condition": f"mix {i}", "vs_clean": (0.4, 0.3)[i], "samples_per_s": 100.0, "step_p95_s": 2.0,
+                        "judge_ceiling": (0.45, 0.35)[i]}
                  for i, mode in enumerate(("streaming", "batch"))}  # fmt: skip
         (out / "faults.json").write_text(json.dumps({"worst_mix": worst, "silent": 3}))
         return SimpleNamespace(returncode=0)
@@ -177,6 +178,7 @@ def test_the_guard_takes_the_worst_seeded_mix_of_each_mode_and_its_silent_reward
     measured = module.run_bench("mixes", tmp_path / "run1")
     assert measured["ratios"] == {"mixes/worst streaming": 0.4, "mixes/worst batch": 0.3}
     assert measured["targets"] == dict.fromkeys(measured["ratios"], 0.5) and measured["silent"] == 3
+    assert "streaming worst mix 0 100/s" in measured["beside"] and "judge ceiling (est.) 0.35x" in measured["beside"]
     assert "bench/faults.py" in sent[0] and sent[0][sent[0].index("--mixes") + 1] == "5"
     assert sent[0][sent[0].index("--types") + 1] == "--out"  # no type alone: the mixes only
 
