@@ -358,6 +358,29 @@ BREAKS = [
         "bench/faults.py's 429 bursts last as many requests as a client backing off takes time to send",
     ),
     _break(
+        "killed-judge-forgets-its-counts",
+        "bench/faults.py",
+        "                self._previous_lives = self._occupancy()",
+        "                self._previous_lives = Occupancy(down_s=self._previous_lives.down_s)",
+        "tests/test_judge_occupancy.py::test_a_killed_judge_keeps_what_it_counted_and_counts_its_time_down",
+        "the fault bench's judge occupancy drops what a killed judge answered: a kill condition's judges look idle",
+    ),
+    _break(
+        "judge-start-up-counted-as-up",
+        "bench/faults.py",
+        "            super().start()  # (down until it serves again: its start-up is time down)\n"
+        "            if self._down_at is not None:\n"
+        "                self._previous_lives.down_s += time.monotonic() - self._down_at\n"
+        "                self._down_at = None\n",
+        "            if self._down_at is not None:\n"
+        "                self._previous_lives.down_s += time.monotonic() - self._down_at\n"
+        "                self._down_at = None\n"
+        "            super().start()\n",
+        "tests/test_judge_occupancy.py::"
+        "test_a_judge_is_down_until_it_serves_again_and_killed_even_when_its_counters_cannot_be_read",
+        "a restarting judge's slots count as up while its process starts: the judges look less busy than they were",
+    ),
+    _break(
         "retry-waits-behind-fresh-requests",
         "writing_rl/judge/limiter.py",
         "waiter = (self.urgent or self.waiters).popleft()",
