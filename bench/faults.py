@@ -172,6 +172,19 @@ def conditions(mixes: int, types: tuple[str, ...] = FAULTS) -> list[Condition]:
     return found
 
 
+# Measured's counts that add up when runs are pooled.
+SUMMED = (
+    "samples",
+    "requests",
+    "silent",
+    "judge_busy_s",
+    "judge_slot_s",
+    "judge_queued_s",
+    "judge_requests",
+    "judge_wall_s",
+)
+
+
 @dataclass
 class Measured:
     condition: str
@@ -195,14 +208,8 @@ class Measured:
         whole = cls(condition, mode)
         for part in parts:
             whole.step_s += part.step_s
-            whole.samples += part.samples
-            whole.requests += part.requests
-            whole.silent += part.silent
-            whole.judge_busy_s += part.judge_busy_s
-            whole.judge_slot_s += part.judge_slot_s
-            whole.judge_queued_s += part.judge_queued_s
-            whole.judge_requests += part.judge_requests
-            whole.judge_wall_s += part.judge_wall_s
+            for name in SUMMED:
+                setattr(whole, name, getattr(whole, name) + getattr(part, name))
             for flag, count in part.failures.items():
                 whole.failures[flag] += count
         return whole
@@ -217,8 +224,12 @@ class Measured:
         alone (slot-seconds over the slots up on average)."""
         if not (self.samples and self.judge_slot_s):
             return float("nan")
-        slots_up = self.judge_slot_s / self.judge_wall_s
-        return self.judge_busy_s / slots_up / self.samples
+        return self.judge_busy_s / self.judge_slots_up / self.samples
+
+    @property
+    def judge_slots_up(self) -> float:
+        """The judges' slots up on average over the seconds they were read over."""
+        return self.judge_slot_s / self.judge_wall_s if self.judge_wall_s else float("nan")
 
     def measure_judges(self, before: list[Occupancy], after: list[Occupancy], capacity: int, seconds: float) -> None:
         """The judges' counters read ``before`` and ``after`` the measured steps, ``seconds`` of wall clock
@@ -256,7 +267,7 @@ class Measured:
             "judge_busy": self.judge_busy_s / self.judge_slot_s if self.judge_slot_s else float("nan"),
             "judge_queue_ms": 1000 * self.judge_queued_s / self.judge_requests if self.judge_requests else 0.0,
             "judge_s_per_sample": self.judge_s_per_sample,
-            "judge_slots_up": self.judge_slot_s / self.judge_wall_s if self.judge_wall_s else float("nan"),
+            "judge_slots_up": self.judge_slots_up,
             "judge_ceiling": (1 / clean) / (rest + self.judge_s_per_sample) if clean else float("nan"),
         }
 
